@@ -1,0 +1,1 @@
+"""HTTP, WebSocket and MCP surfaces over the core (``service.env``) and persistence (``service.db``)."""

@@ -1,0 +1,321 @@
+"""Episode operations shared by HTTP, WebSocket and MCP: the core's pure functions plus persistence.
+
+This module decides nothing about the domain (rewards, what is hidden, when an episode ends):
+it loads the stored state, calls ``service.env``, and stores what the core returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from service import env as core
+from service.api.problems import (
+    EpisodeAlreadyExists,
+    EpisodeFinishedProblem,
+    EpisodeNotFinished,
+    EpisodeNotFound,
+    InvalidInput,
+    MissingEpisodeId,
+    StepRaceLost,
+)
+from service.db import repository as repo
+from service.db.engine import Database
+
+log = logging.getLogger("service.episodes")
+
+MAX_SEED = 2**31 - 1  # seeds are stored in a 32-bit integer column
+
+
+class ResetParams(BaseModel):
+    """Body of ``POST /reset`` (all optional; ``{}`` and an empty body are valid)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED, description="Ticket seed; random (and recorded) if omitted.")
+    episode_id: str | None = Field(
+        default=None, min_length=1, max_length=255, description="Client-chosen episode id; generated if omitted."
+    )
+    task_id: str | None = Field(default=None, max_length=64, description="A task id from GET /tasks.")
+    split: Literal["train", "dev", "test"] | None = Field(default=None, description="Ticket split.")
+    difficulty: str | None = Field(default=None, max_length=16, description="Pick a task of this difficulty.")
+    run_id: str | None = Field(default=None, max_length=64, description="Group this episode under a run.")
+    resume: bool = Field(
+        default=False,
+        description="With episode_id of a stored episode: re-attach to it instead of starting a new one.",
+    )
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """One observation to send: after reset, resume or step."""
+
+    episode_id: str
+    observation: dict[str, Any]
+    reward: float | None
+    done: bool
+    metadata: dict[str, Any]
+
+    def wire(self) -> dict[str, Any]:
+        return {"observation": self.observation, "reward": self.reward, "done": self.done, "metadata": self.metadata}
+
+
+def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+        loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
+        field = ".".join(p for p in (prefix, loc) if p)
+        out.append({"field": field or prefix or "body", "message": err["msg"], "type": err["type"]})
+    return out
+
+
+def parse_action(payload: Any) -> core.Action:
+    if not isinstance(payload, dict):
+        raise InvalidInput(
+            "`action` must be a JSON object such as {\"decision\": \"request_info\"}; GET /schema shows every field",
+            errors=[{"field": "action", "message": "must be an object", "type": "dict_type"}],
+        )
+    try:
+        return core.Action.model_validate(payload)
+    except ValidationError as exc:
+        errors = validation_errors(exc, "action")
+        fields = ", ".join(e["field"] for e in errors)
+        raise InvalidInput(
+            f"invalid action ({fields}): " + "; ".join(e["message"] for e in errors) + " — GET /schema shows the action schema",
+            errors=errors,
+        ) from exc
+
+
+def wire_observation(episode_id: str, observation: core.Observation) -> dict[str, Any]:
+    body = observation.model_dump(mode="json", exclude={"reward", "done"})
+    body["episode_id"] = episode_id
+    return body
+
+
+def choose_task(task_id: str | None, difficulty: str | None, seed: int) -> str:
+    """The task for a reset: the one asked for, else one of the asked difficulty, else by seed."""
+    tasks = list(core.TASKS.values())
+    if task_id is not None:
+        if task_id not in core.TASKS:
+            raise InvalidInput(
+                f"unknown task_id {task_id!r}; choose one of: {', '.join(core.TASKS)} (GET /tasks)",
+                errors=[{"field": "task_id", "message": "unknown task", "type": "unknown_task"}],
+            )
+        spec = core.TASKS[task_id]
+        if difficulty is not None and spec.difficulty != difficulty:
+            raise InvalidInput(
+                f"task {task_id!r} has difficulty {spec.difficulty!r}, not {difficulty!r}; pass one of them only",
+                errors=[{"field": "difficulty", "message": "does not match task_id", "type": "mismatch"}],
+            )
+        return task_id
+    if difficulty is not None:
+        matching = [t for t in tasks if t.difficulty == difficulty]
+        if not matching:
+            known = sorted({t.difficulty for t in tasks})
+            raise InvalidInput(
+                f"no task has difficulty {difficulty!r}; use one of: {', '.join(known)}",
+                errors=[{"field": "difficulty", "message": "unknown difficulty", "type": "unknown_difficulty"}],
+            )
+        preferred = [t for t in matching if t.family == "decision"] or matching
+        return preferred[seed % len(preferred)].id
+    return tasks[seed % len(tasks)].id
+
+
+class EpisodeService:
+    """Reset, resume, step, read and grade persisted episodes."""
+
+    def __init__(self, db: Database, default_split: str = "train") -> None:
+        self.db = db
+        self.default_split = default_split
+
+    async def _load(self, episode_id: str | None) -> repo.EpisodeRecord:
+        if not episode_id:
+            raise MissingEpisodeId()
+        record = await repo.get_episode(self.db, episode_id)
+        if record is None:
+            raise EpisodeNotFound(episode_id)
+        return record
+
+    @staticmethod
+    def _meta(record: repo.EpisodeRecord, **more: Any) -> dict[str, Any]:
+        return {
+            "episode_id": record.id,
+            "task_id": record.task_id,
+            "seed": record.seed,
+            "split": record.split,
+            "run_id": record.run_id,
+            **more,
+        }
+
+    async def reset(self, params: ResetParams) -> EpisodeResult:
+        if params.resume:
+            if not params.episode_id:
+                raise MissingEpisodeId()
+            return await self.resume(params.episode_id)
+        seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
+        split = params.split or self.default_split
+        task_id = choose_task(params.task_id, params.difficulty, seed)
+        episode_id = params.episode_id or uuid.uuid4().hex
+        try:
+            state, observation = core.reset(task_id, seed, split)
+        except core.EnvError as exc:
+            raise InvalidInput(f"cannot start this episode: {exc}", errors=[{"field": "split", "message": str(exc)}]) from exc
+        try:
+            record = await repo.insert_episode(
+                self.db,
+                episode_id=episode_id,
+                task_id=task_id,
+                split=split,
+                seed=seed,
+                ticket_id=state.ticket_id,
+                run_id=params.run_id,
+                state=state.model_dump(mode="json"),
+                done=state.done,
+            )
+        except repo.EpisodeExists as exc:
+            raise EpisodeAlreadyExists(
+                f"episode {episode_id!r} already exists; omit episode_id to get a fresh one, or resume it "
+                "(WebSocket reset with {\"episode_id\": ..., \"resume\": true}, or POST /step with that id)",
+                episode_id=episode_id,
+            ) from exc
+        log.info("episode reset episode_id=%s task_id=%s seed=%s split=%s", episode_id, task_id, seed, split)
+        return EpisodeResult(
+            episode_id, wire_observation(episode_id, observation), None, state.done, self._meta(record, step_count=0)
+        )
+
+    async def resume(self, episode_id: str) -> EpisodeResult:
+        record = await self._load(episode_id)
+        state = core.EpisodeState.model_validate(record.state)
+        last = await repo.last_transition(self.db, episode_id)
+        return EpisodeResult(
+            episode_id,
+            wire_observation(episode_id, core.observe(state)),
+            last.reward if last is not None else None,
+            state.done,
+            self._meta(record, step_count=record.step_count, resumed=True),
+        )
+
+    async def step(self, episode_id: str | None, action_payload: Any, request_id: str | None = None) -> EpisodeResult:
+        record = await self._load(episode_id)
+        action = parse_action(action_payload)
+        action_json = action.model_dump(mode="json")
+        if request_id is not None:
+            stored = await repo.get_transition_by_request(self.db, record.id, request_id)
+            if stored is not None:
+                return self._replay(record, stored, action_json)
+        if record.status == "done":
+            raise EpisodeFinishedProblem(
+                f"episode {record.id!r} is finished after {record.step_count} steps; "
+                "GET /grader?episode_id=… for its score, or POST /reset for a new episode",
+                episode_id=record.id,
+            )
+        state = core.EpisodeState.model_validate(record.state)
+        try:
+            result = core.step(state, action)
+        except core.EpisodeFinished as exc:
+            raise EpisodeFinishedProblem(str(exc), episode_id=record.id) from exc
+        except core.EnvError as exc:
+            raise InvalidInput(f"the action cannot be applied: {exc}", errors=[{"field": "action", "message": str(exc)}]) from exc
+        observation = wire_observation(record.id, result.observation)
+        grade = None
+        if result.done:
+            g = core.grade_episode(result.state)
+            grade = repo.GradeDraft(g.score, g.model_dump(mode="json"), g.grader_version)
+        try:
+            stored = await repo.record_step(
+                self.db,
+                episode_id=record.id,
+                expected_step_count=record.step_count,
+                new_state=result.state.model_dump(mode="json"),
+                done=result.done,
+                request_id=request_id,
+                action=action_json,
+                observation=observation,
+                reward=result.reward,
+                grade=grade,
+            )
+        except repo.StepConflict as exc:
+            if request_id is not None:
+                winner = await repo.get_transition_by_request(self.db, record.id, request_id)
+                if winner is not None:
+                    return self._replay(record, winner, action_json)
+            fresh = await self._load(record.id)
+            if fresh.status == "done":
+                raise EpisodeFinishedProblem(
+                    f"episode {record.id!r} finished in a concurrent step; GET /grader?episode_id=… for its score",
+                    episode_id=record.id,
+                ) from exc
+            raise StepRaceLost(
+                f"another step on episode {record.id!r} was applied first (it is now at step {fresh.step_count}); "
+                "GET /state?episode_id=… and send your next action, or retry with the same request_id",
+                episode_id=record.id,
+                step_count=fresh.step_count,
+            ) from exc
+        return EpisodeResult(
+            record.id,
+            observation,
+            stored.reward,
+            stored.done,
+            self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=request_id, replayed=False),
+        )
+
+    def _replay(self, record: repo.EpisodeRecord, stored: repo.TransitionRecord, action_json: dict[str, Any]) -> EpisodeResult:
+        if stored.action != action_json:
+            raise InvalidInput(
+                f"request_id {stored.request_id!r} was already used for a different action on this episode; "
+                "use a new request_id for a new action",
+                errors=[{"field": "request_id", "message": "reused with a different action", "type": "idempotency_mismatch"}],
+            )
+        return EpisodeResult(
+            record.id,
+            stored.observation,
+            stored.reward,
+            stored.done,
+            self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=stored.request_id, replayed=True),
+        )
+
+    async def state(self, episode_id: str | None) -> dict[str, Any]:
+        record = await self._load(episode_id)
+        state = core.EpisodeState.model_validate(record.state)
+        return {
+            **core.public_state(state),
+            "episode_id": record.id,
+            "step_count": record.step_count,
+            "episode_status": record.status,
+            "task_id": record.task_id,
+            "split": record.split,
+            "seed": record.seed,
+            "run_id": record.run_id,
+        }
+
+    async def grade(self, episode_id: str | None) -> dict[str, Any]:
+        record = await self._load(episode_id)
+        if record.status != "done":
+            raise EpisodeNotFinished(
+                f"episode {record.id!r} is not finished (step {record.step_count}); keep sending POST /step "
+                "until done is true, then ask again",
+                episode_id=record.id,
+                step_count=record.step_count,
+            )
+        stored = await repo.get_grade(self.db, record.id, core.GRADER_VERSION)
+        if stored is None:  # graded by an older grader version: grade again and keep both
+            g = core.grade_episode(core.EpisodeState.model_validate(record.state))
+            stored = await repo.save_grade(self.db, record.id, repo.GradeDraft(g.score, g.model_dump(mode="json"), g.grader_version))
+        breakdown = stored.breakdown
+        return {
+            "episode_id": record.id,
+            "task_id": record.task_id,
+            "score": stored.score,
+            "grader_version": stored.grader_version,
+            "components": breakdown.get("components", []),
+            "clauses": breakdown.get("clauses", []),
+            "raw": breakdown.get("raw"),
+            "finished": breakdown.get("finished", True),
+            "step_count": record.step_count,
+            "graded_at": stored.created_at.isoformat(),
+        }

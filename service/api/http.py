@@ -1,0 +1,153 @@
+"""OpenEnv HTTP endpoints plus the seed endpoints (/tasks, /grader, /baseline). Thin: each handler
+parses, calls :class:`~service.api.episodes.EpisodeService` (or the core), and returns a model."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+import anyio
+from litestar import Controller, get, post
+from litestar.datastructures import State
+from litestar.params import JSONBody, QueryParameter
+from pydantic import ValidationError
+
+from service import env as core
+from service.api.episodes import EpisodeService, ResetParams, validation_errors
+from service.api.problems import InvalidInput
+from service.api.schemas import (
+    BaselineResponse,
+    GraderResponse,
+    HealthResponse,
+    MetadataResponse,
+    ObservationResponse,
+    SchemaResponse,
+    StateResponse,
+    StepRequest,
+    TasksResponse,
+)
+from service.settings import Settings
+
+ENV_NAME = "ecomm-support-env"
+ENV_DESCRIPTION = (
+    "E-commerce customer-support decisions: each episode is one support ticket; the agent decides, "
+    "replies, tags, routes and closes it under an executable store policy, and is graded."
+)
+
+EpisodeIdQuery = Annotated[str | None, QueryParameter(max_length=255, description="From POST /reset.")]
+
+
+class OpenEnvController(Controller):
+    tags = ["openenv"]
+
+    @post("/reset", status_code=200, summary="Start a persisted episode")
+    async def reset_post(
+        self, episodes: EpisodeService, data: JSONBody[ResetParams | None] = None
+    ) -> ObservationResponse:
+        return ObservationResponse.of(await episodes.reset(data or ResetParams()))
+
+    @get("/reset", summary="Start a persisted episode (query parameters)")
+    async def reset_get(
+        self,
+        episodes: EpisodeService,
+        seed: Annotated[int | None, QueryParameter(ge=0, le=2**31 - 1)] = None,
+        episode_id: Annotated[str | None, QueryParameter(min_length=1, max_length=255)] = None,
+        task_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        split: Annotated[str | None, QueryParameter(max_length=16)] = None,
+        difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
+        run_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
+    ) -> ObservationResponse:
+        params = _validated_reset(
+            seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id
+        )
+        return ObservationResponse.of(await episodes.reset(params))
+
+    @post("/step", status_code=200, summary="Apply an action to an episode")
+    async def step(self, episodes: EpisodeService, data: JSONBody[StepRequest]) -> ObservationResponse:
+        return ObservationResponse.of(await episodes.step(data.episode_id, data.action, data.request_id))
+
+    @get("/state", summary="Episode id, step count, status and ticket state")
+    async def state(self, episodes: EpisodeService, episode_id: EpisodeIdQuery = None) -> StateResponse:
+        if episode_id is None:
+            # The stateless OpenEnv subset asks without an id: answer in its shape, with a hint.
+            return StateResponse(
+                episode_id=None,
+                step_count=0,
+                episode_status="no_episode",
+                hint="pass ?episode_id=… (returned by POST /reset) to read a persisted episode",
+            )
+        return StateResponse(**await episodes.state(episode_id))
+
+    @get("/health", summary="Liveness")
+    async def health(self) -> HealthResponse:
+        return HealthResponse(status="healthy")
+
+    @get("/metadata", summary="Environment name, description and versions")
+    async def metadata(self, settings: Settings) -> MetadataResponse:
+        return MetadataResponse(
+            name=ENV_NAME,
+            description=ENV_DESCRIPTION,
+            version=settings.app_version,
+            readme_content=core.render_policy_markdown(),
+            dataset_version=core.DATASET_VERSION,
+            grader_version=core.GRADER_VERSION,
+            tasks=list(core.TASKS),
+        )
+
+    @get("/schema", summary="JSON schemas of action, observation and state")
+    async def schema(self) -> SchemaResponse:
+        return SchemaResponse(
+            action=core.Action.model_json_schema(),
+            observation=core.Observation.model_json_schema(),
+            state=StateResponse.model_json_schema(),
+        )
+
+
+class BenchmarkController(Controller):
+    tags = ["benchmark"]
+
+    @get("/tasks", summary="Every task with its grader description and the action schema")
+    async def tasks(self) -> TasksResponse:
+        return TasksResponse(
+            tasks=[t.model_dump(mode="json") for t in core.TASKS.values()],
+            action_schema=core.Action.model_json_schema(),
+        )
+
+    @get("/grader", summary="Score in [0, 1] with breakdown for a finished episode")
+    async def grader(self, episodes: EpisodeService, episode_id: EpisodeIdQuery = None) -> GraderResponse:
+        return GraderResponse(**await episodes.grade(episode_id))
+
+    @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")
+    async def baseline(self, state: State, settings: Settings) -> BaselineResponse:
+        cache: BaselineCache = state.baseline
+        return BaselineResponse(**await cache.get(settings))
+
+
+class BaselineCache:
+    """``evaluate_agent`` is deterministic: compute it once per app, off the event loop."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._value: dict[str, Any] | None = None
+
+    async def get(self, settings: Settings) -> dict[str, Any]:
+        async with self._lock:
+            if self._value is None:
+                from service.env.agents import evaluate_agent
+
+                result = await anyio.to_thread.run_sync(
+                    lambda: evaluate_agent(settings.baseline_agent, settings.baseline_split, settings.baseline_seeds_per_task)
+                )
+                self._value = {**result, "seeds_per_task": settings.baseline_seeds_per_task}
+        return self._value
+
+
+def _validated_reset(**query: Any) -> ResetParams:
+    try:
+        return ResetParams(**{k: v for k, v in query.items() if v is not None})
+    except ValidationError as exc:
+        errors = validation_errors(exc)
+        raise InvalidInput("fix these query parameters: " + ", ".join(e["field"] for e in errors), errors=errors) from exc
+
+
+__all__ = ["BaselineCache", "BenchmarkController", "OpenEnvController"]

@@ -1,0 +1,154 @@
+"""RFC 9457 problem details for every error the service returns, and the handlers that make them.
+
+Each problem carries a ``detail`` telling the caller what to do next. Unexpected exceptions
+become a 500 problem without internals (logged server-side with a traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+log = logging.getLogger("service.api")
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_BASE = "https://ecomm-support-env.local/problems/"
+
+
+class Problem(Exception):
+    """An error with an HTTP status and a caller-facing explanation."""
+
+    status = 400
+    slug = "bad-request"
+    title = "Bad request"
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"type": TYPE_BASE + self.slug, "title": self.title, "status": self.status, "detail": self.detail, **self.extra}
+
+
+class InvalidInput(Problem):
+    status = 422
+    slug = "validation-error"
+    title = "Request validation failed"
+
+
+class EpisodeNotFound(Problem):
+    status = 404
+    slug = "episode-not-found"
+    title = "Episode not found"
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(
+            f"no episode with id {episode_id!r}; call POST /reset to start an episode — it returns episode_id",
+            episode_id=episode_id,
+        )
+
+
+class MissingEpisodeId(Problem):
+    status = 422
+    slug = "episode-id-required"
+    title = "episode_id is required"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id)",
+            errors=[{"field": "episode_id", "message": "field required"}],
+        )
+
+
+class EpisodeConflict(Problem):
+    status = 409
+    slug = "episode-conflict"
+    title = "Episode state conflict"
+
+
+class EpisodeAlreadyExists(EpisodeConflict):
+    slug = "episode-exists"
+    title = "Episode already exists"
+
+
+class EpisodeFinishedProblem(EpisodeConflict):
+    slug = "episode-finished"
+    title = "Episode is finished"
+
+
+class EpisodeNotFinished(EpisodeConflict):
+    slug = "episode-not-finished"
+    title = "Episode is not finished"
+
+
+class StepRaceLost(EpisodeConflict):
+    slug = "step-conflict"
+    title = "Concurrent step on the same episode"
+
+
+def problem_response(status: int, title: str, detail: str, slug: str, **extra: Any) -> Response[dict[str, Any]]:
+    body = {"type": TYPE_BASE + slug, "title": title, "status": status, "detail": detail, **extra}
+    return Response(content=body, status_code=status, media_type=PROBLEM_JSON)
+
+
+def _problem_handler(_: Request[Any, Any, Any], exc: Problem) -> Response[dict[str, Any]]:
+    return Response(content=exc.body(), status_code=exc.status, media_type=PROBLEM_JSON)
+
+
+def _validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
+    errors = exc.extra if isinstance(exc.extra, list) else ([exc.extra] if exc.extra else [])
+    fields = [e.get("key") for e in errors if isinstance(e, dict) and e.get("key")]
+    detail = str(exc.detail) if exc.detail else "the request is invalid"
+    if fields:
+        detail = f"fix these fields and retry: {', '.join(map(str, fields))}"
+    elif "JSON" in detail or "decode" in detail.lower():
+        detail = "the body is not valid JSON; send a JSON object (Content-Type: application/json)"
+    return problem_response(422, "Request validation failed", detail, "validation-error", errors=errors)
+
+
+_HINTS = {
+    404: "no such route; GET /openapi.json lists every endpoint",
+    405: "this route does not accept that method; GET /openapi.json lists the allowed ones",
+    413: "the request body is too large; send at most the configured MAX_BODY_BYTES",
+}
+
+
+def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    status = exc.status_code
+    detail = _HINTS.get(status) or (str(exc.detail) if exc.detail else "request failed")
+    if status == 413:
+        detail = f"{_HINTS[413]} ({request.app.request_max_body_size} bytes)"
+    slug = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(status, "http-error")
+    title = {404: "Not found", 405: "Method not allowed", 413: "Payload too large"}.get(
+        status, str(exc.detail) if exc.detail else "HTTP error"
+    )
+    response = problem_response(status, title, detail, slug)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(
+        HTTP_500_INTERNAL_SERVER_ERROR,
+        "Internal server error",
+        "the server failed unexpectedly; retry later — a retried step with the same request_id is applied at most once",
+        "internal-error",
+    )
+
+
+exception_handlers: dict[Any, Any] = {
+    Problem: _problem_handler,
+    ValidationException: _validation_handler,
+    NotFoundException: _http_handler,
+    HTTPException: _http_handler,
+    Exception: _internal_handler,
+}
+
+__all__ = ["PROBLEM_JSON", "MediaType", "Problem", "exception_handlers", "problem_response"]

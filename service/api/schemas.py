@@ -1,0 +1,106 @@
+"""Request and response bodies of the HTTP API (pydantic; OpenAPI is generated from them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.api.episodes import EpisodeResult, ResetParams
+
+__all__ = ["ResetParams"]
+
+
+class StepRequest(BaseModel):
+    """Body of ``POST /step``. ``action`` holds the action fields (GET /schema → action)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    action: dict[str, Any] = Field(description="The action, e.g. {\"decision\": \"request_info\"}.")
+    episode_id: str | None = Field(default=None, max_length=255, description="From POST /reset.")
+    request_id: str | None = Field(
+        default=None, min_length=1, max_length=255, description="Idempotency key: a retry returns the stored result."
+    )
+    timeout_s: float | None = Field(default=None, gt=0, description="Accepted for OpenEnv compatibility; steps are fast.")
+
+
+class ObservationResponse(BaseModel):
+    """OpenEnv result shape: the observation with ``reward``/``done`` lifted to the top level."""
+
+    observation: dict[str, Any]
+    reward: float | None
+    done: bool
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, result: EpisodeResult) -> ObservationResponse:
+        return cls(observation=result.observation, reward=result.reward, done=result.done, metadata=result.metadata)
+
+
+class StateResponse(BaseModel):
+    """``GET /state``: id, step count, status and the leak-free ticket state."""
+
+    model_config = ConfigDict(extra="allow")
+
+    episode_id: str | None
+    step_count: int = Field(ge=0)
+    episode_status: str | None = Field(default=None, description="active | done (no_episode without an id)")
+
+
+class HealthResponse(BaseModel):
+    status: str
+
+
+class MetadataResponse(BaseModel):
+    name: str
+    description: str
+    version: str
+    readme_content: str | None = None
+    dataset_version: str
+    grader_version: str
+    tasks: list[str]
+
+
+class SchemaResponse(BaseModel):
+    action: dict[str, Any]
+    observation: dict[str, Any]
+    state: dict[str, Any]
+
+
+class TasksResponse(BaseModel):
+    tasks: list[dict[str, Any]]
+    action_schema: dict[str, Any]
+
+
+class GradeComponentView(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    earned: float
+    weight: float
+
+
+class GraderResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    episode_id: str
+    task_id: str
+    score: float = Field(ge=0.0, le=1.0)
+    grader_version: str
+    components: list[dict[str, Any]]
+    clauses: list[str]
+
+
+class BaselineTaskScore(BaseModel):
+    mean: float
+    episodes: int
+
+
+class BaselineResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    agent: str
+    split: str
+    seeds_per_task: int
+    tasks: dict[str, BaselineTaskScore]
+    overall: float

@@ -1,0 +1,114 @@
+"""Composition root: ``create_app(settings)`` wires database, migrations, routes and error handling.
+
+``python -m service.app`` (``make run``) serves on ``HOST:PORT`` with uvicorn. For servers that
+import an app object, ``uvicorn --factory service.app:app_factory`` builds one from the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from litestar import Litestar, MediaType, Request, get, post
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import SwaggerRenderPlugin
+
+from service.api.episodes import EpisodeService
+from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
+from service.api.mcp import handle_jsonrpc
+from service.api.problems import exception_handlers
+from service.api.ws import WsSessions, ws_endpoint
+from service.db.engine import Database
+from service.db.migrate import upgrade_to_head
+from service.settings import Settings
+
+log = logging.getLogger("service.app")
+
+
+@get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
+async def openapi_json(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    return request.app.openapi_schema.to_schema()
+
+
+@get("/", include_in_schema=False)
+async def index() -> dict[str, Any]:
+    return {
+        "name": "ecomm-support-env",
+        "docs": "/docs",
+        "openapi": "/openapi.json",
+        "start": "POST /reset, then POST /step with the episode_id it returns; or connect to WS /ws",
+    }
+
+
+@post("/mcp", status_code=200, summary="MCP JSON-RPC 2.0: initialize, tools/list, tools/call")
+async def mcp_http(request: Request[Any, Any, Any], episodes: EpisodeService) -> dict[str, Any]:
+    body = await request.body()
+    try:
+        payload = json.loads(body) if body.strip() else None
+    except (ValueError, RecursionError):
+        return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
+    return await handle_jsonrpc(payload, episodes)
+
+
+def create_app(settings: Settings) -> Litestar:
+    """Build the service. Nothing global: every call gets its own engine and state."""
+    database = Database(settings.database_url, schema=settings.database_schema)
+    episodes = EpisodeService(database, default_split=settings.default_split)
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if settings.migrate_on_start:
+            await upgrade_to_head(database)
+        log.info("serving ecomm-support-env; data lives in %s", database.describe())
+        try:
+            yield
+        finally:
+            await database.dispose()
+
+    return Litestar(
+        route_handlers=[OpenEnvController, BenchmarkController, mcp_http, ws_endpoint, openapi_json, index],
+        dependencies={
+            "episodes": Provide(lambda: episodes, sync_to_thread=False),
+            "settings": Provide(lambda: settings, sync_to_thread=False),
+        },
+        state=State(
+            {
+                "episodes": episodes,
+                "database": database,
+                "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes),
+                "baseline": BaselineCache(),
+            }
+        ),
+        lifespan=[lifespan],
+        exception_handlers=exception_handlers,
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="ecomm-support-env",
+            version=settings.app_version,
+            description="OpenEnv environment and benchmark service for e-commerce customer-support decisions.",
+            path="/docs",
+            render_plugins=[SwaggerRenderPlugin()],
+        ),
+    )
+
+
+def app_factory() -> Litestar:
+    """``uvicorn --factory service.app:app_factory``: settings from the environment."""
+    return create_app(Settings.from_env())
+
+
+def main() -> None:
+    import uvicorn
+
+    settings = Settings.from_env()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy models, engine setup (SQLite pragmas / PostgreSQL), migrations, repository."""

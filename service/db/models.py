@@ -1,0 +1,113 @@
+"""Tables: episodes, their transitions (one row per applied step) and grades.
+
+Portable types only (works unchanged on SQLite and PostgreSQL); invariants are constraints.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s_%(column_1_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend (SQLite stores naive text)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; pass a UTC-aware datetime")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class EpisodeRow(Base):
+    __tablename__ = "episodes"
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(64))
+    split: Mapped[str] = mapped_column(String(16))
+    seed: Mapped[int] = mapped_column(Integer)
+    ticket_id: Mapped[str] = mapped_column(String(64))
+    run_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    status: Mapped[str] = mapped_column(String(16))  # "active" | "done"
+    step_count: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class TransitionRow(Base):
+    __tablename__ = "transitions"
+    __table_args__ = (
+        UniqueConstraint("episode_id", "step_index"),
+        UniqueConstraint("episode_id", "request_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id", ondelete="CASCADE"))
+    step_index: Mapped[int] = mapped_column(Integer)  # 1-based: the episode's step_count after it
+    request_id: Mapped[str | None] = mapped_column(String(255))
+    action: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    observation: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    reward: Mapped[float] = mapped_column(Float)
+    done: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class GradeRow(Base):
+    __tablename__ = "grades"
+    __table_args__ = (UniqueConstraint("episode_id", "grader_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id", ondelete="CASCADE"))
+    score: Mapped[float] = mapped_column(Float)
+    breakdown: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    grader_version: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+episodes = EpisodeRow.__table__
+transitions = TransitionRow.__table__
+grades = GradeRow.__table__

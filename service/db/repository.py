@@ -1,0 +1,267 @@
+"""Atomic reads and writes of episodes, transitions and grades. Plain SQL, short transactions.
+
+The step write is one transaction: bump ``episodes.step_count`` guarded by the step count the
+caller computed from (``WHERE step_count = :expected``), then insert the transition (and the
+grade when the step finished the episode). Zero rows updated means another step won the race:
+:class:`StepConflict`. Nothing but database calls happens inside a transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from service.db.engine import Database
+from service.db.models import episodes, grades, transitions, utcnow
+
+
+class EpisodeExists(Exception):
+    """An episode with this id is already stored."""
+
+
+class StepConflict(Exception):
+    """The episode moved on (another step was applied) since the caller read it."""
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    id: str
+    task_id: str
+    split: str
+    seed: int
+    ticket_id: str
+    run_id: str | None
+    status: str
+    step_count: int
+    state: dict[str, Any]
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class TransitionRecord:
+    episode_id: str
+    step_index: int
+    request_id: str | None
+    action: dict[str, Any]
+    observation: dict[str, Any]
+    reward: float
+    done: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class GradeRecord:
+    episode_id: str
+    score: float
+    breakdown: dict[str, Any]
+    grader_version: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class GradeDraft:
+    score: float
+    breakdown: dict[str, Any]
+    grader_version: str
+
+
+def _episode(row: Any) -> EpisodeRecord:
+    return EpisodeRecord(**{k: row._mapping[k] for k in EpisodeRecord.__dataclass_fields__})
+
+
+def _transition(row: Any) -> TransitionRecord:
+    return TransitionRecord(**{k: row._mapping[k] for k in TransitionRecord.__dataclass_fields__})
+
+
+def _grade(row: Any) -> GradeRecord:
+    return GradeRecord(**{k: row._mapping[k] for k in GradeRecord.__dataclass_fields__})
+
+
+async def insert_episode(
+    db: Database,
+    *,
+    episode_id: str,
+    task_id: str,
+    split: str,
+    seed: int,
+    ticket_id: str,
+    run_id: str | None,
+    state: dict[str, Any],
+    done: bool,
+) -> EpisodeRecord:
+    now = utcnow()
+    values = dict(
+        id=episode_id,
+        task_id=task_id,
+        split=split,
+        seed=seed,
+        ticket_id=ticket_id,
+        run_id=run_id,
+        status="done" if done else "active",
+        step_count=0,
+        state=state,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        async with db.writer() as conn:
+            await conn.execute(insert(episodes).values(**values))
+    except IntegrityError as exc:
+        raise EpisodeExists(episode_id) from exc
+    return EpisodeRecord(**values)
+
+
+async def get_episode(db: Database, episode_id: str) -> EpisodeRecord | None:
+    async with db.reader() as conn:
+        row = (await conn.execute(select(episodes).where(episodes.c.id == episode_id))).first()
+    return _episode(row) if row is not None else None
+
+
+async def get_transition_by_request(db: Database, episode_id: str, request_id: str) -> TransitionRecord | None:
+    async with db.reader() as conn:
+        row = (
+            await conn.execute(
+                select(transitions).where(
+                    transitions.c.episode_id == episode_id, transitions.c.request_id == request_id
+                )
+            )
+        ).first()
+    return _transition(row) if row is not None else None
+
+
+async def list_transitions(db: Database, episode_id: str) -> list[TransitionRecord]:
+    async with db.reader() as conn:
+        rows = (
+            await conn.execute(
+                select(transitions)
+                .where(transitions.c.episode_id == episode_id)
+                .order_by(transitions.c.step_index)
+            )
+        ).all()
+    return [_transition(r) for r in rows]
+
+
+async def last_transition(db: Database, episode_id: str) -> TransitionRecord | None:
+    async with db.reader() as conn:
+        row = (
+            await conn.execute(
+                select(transitions)
+                .where(transitions.c.episode_id == episode_id)
+                .order_by(transitions.c.step_index.desc())
+                .limit(1)
+            )
+        ).first()
+    return _transition(row) if row is not None else None
+
+
+async def record_step(
+    db: Database,
+    *,
+    episode_id: str,
+    expected_step_count: int,
+    new_state: dict[str, Any],
+    done: bool,
+    request_id: str | None,
+    action: dict[str, Any],
+    observation: dict[str, Any],
+    reward: float,
+    grade: GradeDraft | None = None,
+) -> TransitionRecord:
+    """Persist one applied step atomically, or raise :class:`StepConflict` and change nothing."""
+    now = utcnow()
+    step_index = expected_step_count + 1
+    record = TransitionRecord(
+        episode_id=episode_id,
+        step_index=step_index,
+        request_id=request_id,
+        action=action,
+        observation=observation,
+        reward=reward,
+        done=done,
+        created_at=now,
+    )
+    try:
+        async with db.writer() as conn:
+            bumped = (
+                await conn.execute(
+                    update(episodes)
+                    .where(
+                        episodes.c.id == episode_id,
+                        episodes.c.step_count == expected_step_count,
+                        episodes.c.status == "active",
+                    )
+                    .values(
+                        step_count=episodes.c.step_count + 1,
+                        version=episodes.c.version + 1,
+                        state=new_state,
+                        status="done" if done else "active",
+                        updated_at=now,
+                    )
+                    .returning(episodes.c.step_count)
+                )
+            ).first()
+            if bumped is None:
+                raise StepConflict(episode_id)
+            await conn.execute(insert(transitions).values(**record.__dict__))
+            if grade is not None:
+                await conn.execute(
+                    insert(grades).values(
+                        episode_id=episode_id,
+                        score=grade.score,
+                        breakdown=grade.breakdown,
+                        grader_version=grade.grader_version,
+                        created_at=now,
+                    )
+                )
+    except IntegrityError as exc:
+        # Only reachable if a writer bypassed the step_count guard; treat it as a lost race.
+        raise StepConflict(episode_id) from exc
+    return record
+
+
+async def get_grade(db: Database, episode_id: str, grader_version: str) -> GradeRecord | None:
+    async with db.reader() as conn:
+        row = (
+            await conn.execute(
+                select(grades).where(grades.c.episode_id == episode_id, grades.c.grader_version == grader_version)
+            )
+        ).first()
+    return _grade(row) if row is not None else None
+
+
+async def save_grade(db: Database, episode_id: str, draft: GradeDraft) -> GradeRecord:
+    """Store a grade once per (episode, grader version); a second call returns the stored one."""
+    try:
+        async with db.writer() as conn:
+            now = utcnow()
+            await conn.execute(
+                insert(grades).values(
+                    episode_id=episode_id,
+                    score=draft.score,
+                    breakdown=draft.breakdown,
+                    grader_version=draft.grader_version,
+                    created_at=now,
+                )
+            )
+        return GradeRecord(episode_id, draft.score, draft.breakdown, draft.grader_version, now)
+    except IntegrityError:
+        stored = await get_grade(db, episode_id, draft.grader_version)
+        if stored is None:  # the episode itself is gone
+            raise
+        return stored
+
+
+async def count_rows(db: Database) -> dict[str, int]:
+    """Row counts per table (health/diagnostics and tests)."""
+    async with db.reader() as conn:
+        out = {}
+        for table in (episodes, transitions, grades):
+            out[table.name] = (await conn.execute(select(func.count()).select_from(table))).scalar_one()
+    return out

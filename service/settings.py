@@ -1,0 +1,90 @@
+"""Every runtime knob, read from environment variables once, with defaults that work offline.
+
+Nothing here is global: ``Settings.from_env()`` is called by the composition root
+(``service.app``) and the resulting frozen value is handed to ``create_app(settings)``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/ecomm_support.db"
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Service configuration. Build it with :meth:`from_env` or directly in tests."""
+
+    database_url: str = DEFAULT_DATABASE_URL
+    # PostgreSQL only: put every table (and alembic_version) in this schema via search_path.
+    database_schema: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 7860
+    max_concurrent_envs: int = 256
+    ws_idle_timeout_s: float = 300.0
+    max_body_bytes: int = 64 * 1024
+    default_split: str = "train"
+    log_level: str = "INFO"
+    migrate_on_start: bool = True
+    baseline_agent: str = "heuristic"
+    baseline_split: str = "dev"
+    baseline_seeds_per_task: int = 5
+    app_version: str = "1.0.0"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        return cls(
+            database_url=env.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+            database_schema=env.get("DATABASE_SCHEMA") or None,
+            host=env.get("HOST") or "0.0.0.0",
+            port=_int(env, "PORT", 7860, minimum=1),
+            max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 256, minimum=1),
+            ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
+            max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
+            default_split=env.get("DEFAULT_SPLIT") or "train",
+            log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
+            migrate_on_start=_bool(env, "MIGRATE_ON_START", True),
+            baseline_agent=env.get("BASELINE_AGENT") or "heuristic",
+            baseline_split=env.get("BASELINE_SPLIT") or "dev",
+            baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
+        )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
