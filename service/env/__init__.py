@@ -1,0 +1,59 @@
+"""The environment core: pure, synchronous, deterministic. No web, no database, no I/O at step time.
+
+Public surface (read this, nothing else is needed to drive an episode)::
+
+    state, obs = reset(task_id, seed, split)        # a new episode
+    result = step(state, action)                     # StepResult(state, observation, reward, done)
+    grade = grade_episode(result.state)              # Grade(score in [0, 1], components, clauses)
+
+Tasks live in :data:`TASKS`; the store policy document is :func:`render_policy_markdown`.
+"""
+
+from service.env.core import (
+    EnvError,
+    EpisodeFinished,
+    UnknownTask,
+    observe,
+    public_state,
+    reset,
+    step,
+)
+from service.env.dataset import DATASET_VERSION, load_ticket, tickets_for
+from service.env.grading import GRADER_VERSION, grade_episode
+from service.env.models import (
+    ACTION_FIELDS,
+    Action,
+    EpisodeState,
+    Grade,
+    GradeComponent,
+    Observation,
+    StepResult,
+)
+from service.env.policy import render_policy_markdown
+from service.env.tasks import TASKS, TaskSpec, get_task
+
+__all__ = [
+    "ACTION_FIELDS",
+    "DATASET_VERSION",
+    "GRADER_VERSION",
+    "TASKS",
+    "Action",
+    "EnvError",
+    "EpisodeFinished",
+    "EpisodeState",
+    "Grade",
+    "GradeComponent",
+    "Observation",
+    "StepResult",
+    "TaskSpec",
+    "UnknownTask",
+    "get_task",
+    "grade_episode",
+    "load_ticket",
+    "observe",
+    "public_state",
+    "render_policy_markdown",
+    "reset",
+    "step",
+    "tickets_for",
+]

@@ -1,0 +1,212 @@
+"""``reset`` and ``step``: the environment as two pure functions over :class:`EpisodeState`."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from service.env import customer
+from service.env.dataset import load_ticket, tickets_for
+from service.env.errors import EnvError, EpisodeFinished, UnknownTask
+from service.env.grading import grade_episode
+from service.env.models import Act, Action, EpisodeState, HistoryEntry, Observation, StepResult
+from service.env.policy import render_policy_markdown
+from service.env.tasks import get_task
+from service.env.world import SPLITS, Ticket
+
+__all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "reset", "step"]
+
+
+def reset(task_id: str, seed: int, split: str = "train") -> tuple[EpisodeState, Observation]:
+    """Start an episode of ``task_id`` on the ticket that ``seed`` picks from the task's pool in ``split``.
+
+    Seeds ``0 .. n-1`` enumerate the ``n`` tickets of the pool in order; larger seeds wrap around.
+    """
+    task = get_task(task_id)
+    if split not in SPLITS:
+        raise EnvError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
+    if not isinstance(seed, int) or seed < 0:
+        raise EnvError("seed must be a non-negative integer")
+    pool = tickets_for(split, task.family, task.difficulty)  # type: ignore[arg-type]
+    ticket = load_ticket(pool[seed % len(pool)])
+    state = EpisodeState(
+        task_id=task.id,
+        split=split,  # type: ignore[arg-type]
+        seed=seed,
+        ticket_id=ticket.ticket_id,
+        max_steps=task.max_steps,
+        history=(HistoryEntry(role="customer", text=ticket.message),),
+    )
+    return state, observe(state)
+
+
+def step(state: EpisodeState, action: Action) -> StepResult:
+    """Apply ``action`` to ``state``. Parts apply in the order lookup, reassign_queue, add_tag,
+    reply, decision, close_ticket (so a request_info's question is the reply of the same step)."""
+    if state.done:
+        raise EpisodeFinished("this episode is finished; call reset to start a new one")
+    task = get_task(state.task_id)
+    ticket = load_ticket(state.ticket_id)
+    n = state.step_count
+    acts: list[Act] = []
+    history = list(state.history)
+    revealed = list(state.revealed)
+    queue, tags, status = state.queue, list(state.tags), state.status
+    tool_result: dict[str, Any] | str | None = None
+    notes: list[str] = []
+    done = False
+
+    if action.lookup:
+        acts.append(Act(step=n, kind="lookup", value=action.lookup))
+        tool_result = _lookup(ticket, action.lookup)
+    if action.reassign_queue:
+        acts.append(Act(step=n, kind="queue", value=action.reassign_queue))
+        if action.reassign_queue == queue:
+            notes.append(f"the ticket is already in {queue}")
+        queue = action.reassign_queue
+        history.append(HistoryEntry(role="system", text=f"Ticket moved to {queue}."))
+    if action.add_tag:
+        acts.append(Act(step=n, kind="tag", value=action.add_tag))
+        if action.add_tag in tags:
+            notes.append(f"tag {action.add_tag} was already on the ticket")
+        else:
+            tags.append(action.add_tag)
+    if action.reply:
+        acts.append(Act(step=n, kind="reply", value=action.reply))
+        history.append(HistoryEntry(role="agent", text=action.reply))
+    if action.decision:
+        acts.append(Act(step=n, kind="decision", value=action.decision))
+        history.append(HistoryEntry(role="system", text=f"Decision recorded: {action.decision}."))
+        if action.decision == "request_info":
+            if not action.reply:
+                notes.append("request_info without a question in `reply`: the customer does not know what you need")
+            rounds = sum(1 for e in history if e.role == "customer")
+            answer, topics = customer.answer(ticket, action.reply, rounds)
+            history.append(HistoryEntry(role="customer", text=answer))
+            for topic in sorted(topics - set(revealed)):
+                revealed.append(topic)
+                acts.append(Act(step=n, kind="revealed", value=topic))
+        elif task.family == "decision":
+            done = True
+    if action.close_ticket:
+        acts.append(Act(step=n, kind="close", value="closed"))
+        status = "closed"
+        done = True
+
+    step_count = n + 1
+    truncated = not done and step_count >= state.max_steps
+    new_state = state.model_copy(update={
+        "step_count": step_count,
+        "queue": queue,
+        "tags": tuple(tags),
+        "status": status,
+        "history": tuple(history),
+        "revealed": tuple(revealed),
+        "acts": state.acts + tuple(acts),
+        "tool_result": tool_result,
+        "last_action_error": "; ".join(notes) or None,
+        "done": done or truncated,
+        "truncated": truncated,
+    })
+    reward = round(grade_episode(new_state).raw - _raw_so_far(state), 6)
+    new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
+    return StepResult(state=new_state, observation=observe(new_state, reward), reward=reward, done=new_state.done)
+
+
+def _raw_so_far(state: EpisodeState) -> float:
+    # The rewards so far add up to the raw score of the prefix (that is how they are made).
+    return round(sum(state.rewards), 6)
+
+
+def observe(state: EpisodeState, reward: float | None = None) -> Observation:
+    """The agent's view of ``state``: never gold labels, clause decisions or unrevealed facts."""
+    task = get_task(state.task_id)
+    ticket = load_ticket(state.ticket_id)
+    return Observation(
+        ticket_id=ticket.ticket_id,
+        task_id=task.id,
+        ticket=ticket_text(ticket),
+        customer_message=ticket.message,
+        current_queue=state.queue,
+        tags=list(state.tags),
+        status=state.status,
+        history=list(state.history),
+        tool_result=state.tool_result,
+        last_action_error=state.last_action_error,
+        instructions=task.instructions,
+        step_count=state.step_count,
+        max_steps=state.max_steps,
+        reward=reward,
+        done=state.done,
+    )
+
+
+def public_state(state: EpisodeState) -> dict[str, Any]:
+    """A leak-free summary of the episode for ``GET /state``."""
+    return {
+        "step_count": state.step_count,
+        "task_id": state.task_id,
+        "split": state.split,
+        "seed": state.seed,
+        "ticket_id": state.ticket_id,
+        "status": state.status,
+        "queue": state.queue,
+        "tags": list(state.tags),
+        "max_steps": state.max_steps,
+        "done": state.done,
+        "truncated": state.truncated,
+    }
+
+
+def ticket_text(t: Ticket) -> str:
+    """Seed A's plain-text ticket: a header of what the helpdesk shows, then the message."""
+    o = t.order
+    delivered = (
+        f"delivered {o.days_since_delivery} day{'s' if o.days_since_delivery != 1 else ''} ago"
+        if o.days_since_delivery is not None
+        else f"not delivered (ordered on {o.order_date})"
+    )
+    return (
+        f"Ticket {t.ticket_id}: {t.subject}\n"
+        f"Order {o.order_id} · {o.product.name} ({o.product.category}) · total ${o.amount:.2f} · {delivered}\n"
+        f"Images attached: {'yes' if t.claim.images_provided else 'no'} · "
+        f"Customer returns in the last 12 months: {t.customer.returns_12m} · Tier: {t.customer.tier}\n"
+        f"Opened on {t.opened_on}\n\n{t.message}"
+    )
+
+
+@lru_cache(maxsize=1)
+def _policy_document() -> str:
+    return render_policy_markdown()
+
+
+def _lookup(t: Ticket, target: str) -> dict[str, Any] | str:
+    if target == "policy":
+        return _policy_document()
+    if target == "order":
+        o, p = t.order, t.order.product
+        return {
+            "order_id": o.order_id,
+            "product": {
+                "sku": p.sku, "name": p.name, "category": p.category, "price": p.price, "in_stock": p.in_stock,
+                "final_sale": p.final_sale, "hygiene": p.hygiene, "perishable": p.perishable, "warranty_days": p.warranty_days,
+            },
+            "quantity": o.quantity,
+            "amount": o.amount,
+            "order_date": o.order_date,
+            "delivery_date": o.delivery_date,
+            "days_since_delivery": o.days_since_delivery,
+            "carrier": {"status": o.carrier_status, "days_past_estimate": o.days_past_estimate},
+            "payment": {"method": o.payment_method, "charges": 2 if o.charged_twice else 1},
+        }
+    c = t.customer
+    return {
+        "customer_id": c.customer_id,
+        "name": c.name,
+        "tier": c.tier,
+        "account_age_days": c.account_age_days,
+        "orders_12m": c.orders_12m,
+        "returns_12m": c.returns_12m,
+        "chargebacks": c.chargebacks,
+        "account_flags": ["fraud_review"] if c.fraud_flag else [],
+    }

@@ -1,0 +1,207 @@
+"""Action, observation and episode-state value types: the contract of the core.
+
+``Action`` is what an agent sends, ``Observation`` what it sees, ``EpisodeState`` the complete
+internal state of one episode (persisted by the service as a JSON snapshot). All three are
+pydantic v2 models; ``Action`` rejects unknown fields and values with precise messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Decision = Literal["approve_refund", "approve_replacement", "reject", "request_info"]
+Queue = Literal["General", "Returns", "Billing", "Escalations", "Fraud"]
+Tag = Literal[
+    "Refund",
+    "Replacement",
+    "Policy_Denied",
+    "Needs_Info",
+    "Fraud_Risk",
+    "Escalated",
+    "Billing",
+    "Shipping",
+    "Damaged",
+    "Wrong_Item",
+]
+LookupTarget = Literal["policy", "order", "customer"]
+Status = Literal["open", "awaiting_customer", "closed"]
+
+DECISIONS: tuple[Decision, ...] = ("approve_refund", "approve_replacement", "reject", "request_info")
+QUEUES: tuple[Queue, ...] = ("General", "Returns", "Billing", "Escalations", "Fraud")
+TAGS: tuple[Tag, ...] = (
+    "Refund",
+    "Replacement",
+    "Policy_Denied",
+    "Needs_Info",
+    "Fraud_Risk",
+    "Escalated",
+    "Billing",
+    "Shipping",
+    "Damaged",
+    "Wrong_Item",
+)
+LOOKUP_TARGETS: tuple[LookupTarget, ...] = ("policy", "order", "customer")
+MAX_REPLY_CHARS = 2000
+ACTION_FIELDS = ("decision", "reply", "reassign_queue", "add_tag", "close_ticket", "lookup")
+
+
+class Action(BaseModel):
+    """One agent move. Every field is optional; several may be combined in one step.
+
+    Seed A's body ``{"action_type": "approve_refund"}`` is accepted as an alias of ``decision``.
+    Within one step the parts apply in this order: lookup, reassign_queue, add_tag, reply,
+    decision, close_ticket — so the question of a ``request_info`` is the ``reply`` of that step.
+    """
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    decision: Decision | None = Field(
+        default=None,
+        description="The resolution of the claim. request_info asks the customer; say what you need in `reply`.",
+    )
+    reply: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_REPLY_CHARS,
+        description="A message to the customer.",
+    )
+    reassign_queue: Queue | None = Field(default=None, description="Move the ticket to this queue.")
+    add_tag: Tag | None = Field(default=None, description="Add this tag to the ticket.")
+    close_ticket: bool = Field(default=False, description="Close the ticket (ends a workflow episode).")
+    lookup: LookupTarget | None = Field(
+        default=None,
+        description="Look up the store policy, the order record or the customer record; the result arrives in `tool_result`.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_action_type_alias(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "action_type" in data:
+            data = dict(data)
+            alias = data.pop("action_type")
+            if data.get("decision") is not None and data["decision"] != alias:
+                raise ValueError("give either `decision` or its alias `action_type`, not both with different values")
+            data["decision"] = alias
+        return data
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Action:
+        if (
+            self.decision is None
+            and self.reply is None
+            and self.reassign_queue is None
+            and self.add_tag is None
+            and not self.close_ticket
+            and self.lookup is None
+        ):
+            raise ValueError(
+                "an action must set at least one of: decision, reply, reassign_queue, add_tag, close_ticket, lookup"
+            )
+        return self
+
+    def summary(self) -> str:
+        """A compact one-line rendering (used in logs and history)."""
+        parts = [f"{k}={v!r}" for k, v in self.model_dump(exclude_defaults=True).items()]
+        return ", ".join(parts)
+
+
+class HistoryEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["customer", "agent", "system"]
+    text: str
+
+
+class Observation(BaseModel):
+    """What the agent sees after reset and after every step. Never contains gold or hidden facts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ticket_id: str
+    task_id: str
+    ticket: str = Field(description="Seed A's plain-text ticket: header fields and the customer message.")
+    customer_message: str
+    current_queue: Queue
+    tags: list[Tag]
+    status: Status
+    history: list[HistoryEntry]
+    tool_result: dict[str, Any] | str | None = None
+    last_action_error: str | None = None
+    instructions: str
+    step_count: int
+    max_steps: int
+    reward: float | None = None
+    done: bool = False
+
+
+ActKind = Literal["lookup", "queue", "tag", "decision", "reply", "close", "revealed"]
+
+
+class Act(BaseModel):
+    """One applied part of an action (or the customer revealing a topic), in episode order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step: int
+    kind: ActKind
+    value: str
+
+
+class EpisodeState(BaseModel):
+    """The complete internal state of one episode; a pure value, replaced (never mutated) by ``step``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str
+    split: Literal["train", "dev", "test"]
+    seed: int
+    ticket_id: str
+    step_count: int = 0
+    max_steps: int
+    queue: Queue = "General"
+    tags: tuple[Tag, ...] = ()
+    status: Status = "open"
+    history: tuple[HistoryEntry, ...] = ()
+    revealed: tuple[str, ...] = ()  # hidden-fact topics the customer has answered
+    acts: tuple[Act, ...] = ()  # everything that happened, in order: what graders read
+    tool_result: dict[str, Any] | str | None = None
+    last_action_error: str | None = None
+    rewards: tuple[float, ...] = ()
+    done: bool = False
+    truncated: bool = False
+
+
+class StepResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    state: EpisodeState
+    observation: Observation
+    reward: float
+    done: bool
+
+
+class GradeComponent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    earned: float
+    weight: float
+    detail: str
+    clauses: tuple[str, ...] = ()
+
+
+class Grade(BaseModel):
+    """The episode score in [0, 1] with its breakdown; a pure function of task, ticket and state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    ticket_id: str
+    score: float
+    raw: float
+    components: tuple[GradeComponent, ...]
+    clauses: tuple[str, ...]
+    grader_version: str
+    finished: bool
