@@ -1,0 +1,703 @@
+"""Customer text: the first message of a ticket and the scripted replies to ``request_info``.
+
+Both functions are pure: all variety comes from the ``random.Random`` passed in, so the same
+seed always yields the same text. Phrasing depends only on the claim (issue, photos, usage,
+tone, secondary issue), the product (name, category), the order id and the customer's first
+name — never on price, stock, final sale, warranty, carrier status, dates or the customer's
+history, so no phrase can leak the gold decision. Those facts reach the agent through lookups.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, Product
+
+__all__ = ["ANSWER_TOPICS", "render_customer_answer", "render_message"]
+
+ANSWER_TOPICS: tuple[str, ...] = ("photos", "usage", "delivery", "details")
+
+_SOFT_GOODS = frozenset({"apparel", "footwear"})
+_TYPO_RATE = 0.08  # share of eligible words that get one typo in ``typos`` tone
+
+# --------------------------------------------------------------------------------------------
+# Issue clauses. Each is an independent clause with ``{item}`` (the product, sometimes with the
+# order id) so it can follow "Unfortunately, " / "I think " / "I can't believe ".
+# Tags after "|" restrict a clause: hard/soft (product category), elec (electronics only),
+# use (implies the item was used, so skipped when the claim says it is unused).
+# --------------------------------------------------------------------------------------------
+_ISSUE_CLAUSES: dict[str, tuple[str, ...]] = {
+    "damaged": (
+        "{item} arrived broken",
+        "{item} arrived damaged",
+        "{item} was already damaged inside the box",
+        "the box was crushed and {item} inside is damaged",
+        "{item} came cracked|hard",
+        "{item} turned up smashed|hard",
+        "{item} arrived with a big dent in it|hard",
+        "{item} was in pieces when the parcel came|hard",
+        "{item} arrived torn|soft",
+        "{item} came with a rip down one side|soft",
+    ),
+    "defective": (
+        "{item} is faulty",
+        "{item} doesn't work properly",
+        "{item} seems to be defective",
+        "there's a fault with {item}",
+        "{item} has a manufacturing fault",
+        "{item} stopped working|use",
+        "{item} won't turn on|elec",
+        "{item} won't charge at all|elec",
+        "{item} keeps switching itself off|elec use",
+    ),
+    "wrong_item": (
+        "I received the wrong item instead of {item}",
+        "{item} turned out to be the wrong colour",
+        "I was sent the wrong size of {item}",
+        "I ordered {item} but a completely different product came",
+        "{item} came in a different colour from the one I picked",
+        "you sent me something else instead of {item}",
+        "I ordered {item} and got a different model",
+    ),
+    "not_received": (
+        "{item} never arrived",
+        "I'm still waiting for {item}",
+        "I haven't received {item}",
+        "{item} hasn't turned up",
+        "there's been no sign of {item}",
+        "{item} never showed up at my door",
+        "I never got {item}",
+    ),
+    "size_issue": (
+        "{item} is too small",
+        "{item} is too big",
+        "{item} doesn't fit",
+        "{item} is way too tight",
+        "{item} comes up large and doesn't fit me",
+        "{item} is a size too small for me",
+        "{item} is far too loose on me",
+    ),
+    "changed_mind": (
+        "I've changed my mind about {item}",
+        "I don't want {item} anymore",
+        "I ordered {item} by mistake",
+        "I found {item} cheaper elsewhere",
+        "I no longer need {item}",
+        "I accidentally ordered {item}",
+        "I've decided I don't need {item} after all",
+    ),
+    "item_used": (
+        "I've used {item} for a while and I just don't like it",
+        "I tried {item} for a while and it's not for me",
+        "I've been using {item} and honestly I don't like it",
+        "after trying {item} for a while I've decided it's not for me",
+        "I gave {item} a proper try and didn't like it",
+        "I've used {item} a few times but it doesn't suit me",
+        "I've worn {item} a few times and I don't like it|soft",
+    ),
+    "duplicate_charge": (
+        "I was charged twice for {item}",
+        "there are two payments for {item} on my statement",
+        "my card was billed twice for {item}",
+        "I've been charged double for {item}",
+        "the payment for {item} was taken two times",
+        "you took the money for {item} twice",
+    ),
+    # Deliberately says nothing about what the problem is.
+    "vague": (
+        "something is wrong with {item}",
+        "I'm not happy with {item}",
+        "there's a problem with {item}",
+        "{item} isn't right",
+        "I have an issue with {item}",
+        "I'm really unhappy about {item}",
+        "I need help with {item}, this isn't okay",
+    ),
+}
+
+# Side remarks for multi-issue messages: the main complaint stays first and clear.
+_SECONDARY_REMARKS: dict[str, tuple[str, ...]] = {
+    "damaged": ("the box was dented when it came", "the packaging was damaged too"),
+    "defective": ("something on it seems faulty as well", "one of the buttons doesn't work either"),
+    "wrong_item": ("I'm not even sure it's the colour I picked", "the accessory in the box is the wrong one"),
+    "not_received": ("the delivery was late", "it took ages to get here"),
+    "size_issue": ("it's a bit small anyway", "the fit isn't great either"),
+    "changed_mind": ("honestly I'm not sure I even want it anymore", "I kind of regret ordering it"),
+    "item_used": ("I've used it a bit and I'm not keen on it either", "I tried it out and it's not great"),
+    "duplicate_charge": ("I was charged twice?", "I think there are two payments on my statement"),
+    "vague": ("there are other problems too", "that's not the only thing"),
+}
+_SECONDARY_LEADS = ("Also, ", "Oh and ", "On top of that, ", "Plus ", "And ")
+
+_PHOTO_SENTENCES = (
+    "I've attached photos.",
+    "Pictures are attached.",
+    "Please see the attached images.",
+    "I took some photos, they're attached.",
+    "I've included a few pictures so you can see.",
+    "Photos attached.",
+    "I'm attaching some pics.",
+)
+_PHOTO_SENTENCES_SHORT = ("photos attached", "pics attached", "attached some pictures")
+
+# Usage clauses (lowercase, no final punctuation); tags as above plus "sealed" (only where an
+# unopened item makes sense) and "soft"/"apparel".
+_USED_CLAUSES = (
+    "I have used it a few times",
+    "it has been used",
+    "I opened it and tried it out",
+    "I did use it a bit",
+    "I've been using it",
+    "I've worn it a couple of times|soft",
+    "I wore it once|soft",
+    "I've washed it and worn it|apparel",
+)
+_UNUSED_CLAUSES = (
+    "I haven't used it",
+    "it's never been used",
+    "it's still in its original packaging",
+    "it's unused and I kept all the packaging",
+    "it's completely unused",
+    "the tags are still on|soft",
+    "I only tried it on, the tags are still on|soft",
+    "it's still unopened|sealed",
+)
+_SEALED_ISSUES = frozenset({"changed_mind", "duplicate_charge", "not_received"})
+
+# --------------------------------------------------------------------------------------------
+# Tone-specific framing.
+# --------------------------------------------------------------------------------------------
+_OPENINGS = {
+    "calm": (
+        "Hi,", "Hello,", "Hi there,", "Good morning,", "Dear support team,", "Hello team,",
+        "Hi, hope you're well.", "Hello, I hope you can help.", "To whom it may concern,", "",
+    ),
+    "angry": (
+        "Hello.", "Right.", "I am FURIOUS.", "This is UNACCEPTABLE.", "Hi.", "Seriously?!",
+        "I can't believe this.", "Listen.", "",
+    ),
+    "vague": ("hi", "hey", "hello", "hi there", "um hi", "hey,", "hello?", ""),
+}
+_ORDER_LINES = {
+    "calm": (
+        "I'm writing about order {oid}.", "This is about my order {oid}.",
+        "My order number is {oid}.", "I need help with order {oid}.",
+    ),
+    "angry": ("Order {oid}.", "About order {oid}!", "My order number is {oid}."),
+    "vague": ("order {oid}", "its order {oid}", "re order {oid}"),
+}
+_ISSUE_PREFIXES = {
+    "calm": ("", "", "Unfortunately, ", "I'm sorry to say ", "I'm afraid ", "I'm writing because ", "Sadly, "),
+    "angry": ("", "", "Unbelievably, ", "I can't believe ", "So ", "Once again, "),
+    "vague": ("", "i think ", "not sure but ", "so um ", "it seems like ", "basically "),
+}
+_ISSUE_SUFFIXES = {"calm": (".",), "angry": ("!", "!!", "!!!"), "vague": ("", ".", "...", "?")}
+_ANGRY_OUTBURSTS = (
+    "This is COMPLETELY unacceptable!",
+    "What a JOKE.",
+    "I expected MUCH better from you.",
+    "Absolutely RIDICULOUS!",
+    "How hard can it be?!",
+    "I am NOT impressed.",
+)
+_REVIEW_THREATS = (
+    "If this isn't fixed I'm leaving a terrible review.",
+    "Sort it out or I'll write a one-star review everywhere I can.",
+    "Don't make me leave a bad review.",
+    "Everyone is going to hear about this in my review!",
+    "Fix it or I'm posting a scathing review.",
+    "I'll be telling everyone in my review how badly this went.",
+)
+_ASKS_BY_ISSUE: dict[str, tuple[str, ...]] = {
+    "damaged": ("Can you send a replacement or refund me?", "I'd like a replacement or my money back."),
+    "defective": ("Can you replace it or refund me?", "Could you sort out a replacement?"),
+    "wrong_item": ("Can you send the right one?", "How do I swap it for what I actually ordered?"),
+    "not_received": ("Can you resend it or refund me?", "Where is my parcel?"),
+    "size_issue": ("Can I swap it for another size?", "Could I exchange it?"),
+    "changed_mind": ("Can I send it back?", "How do I return it?"),
+    "item_used": ("Can I return it?", "I'd like to send it back for a refund."),
+    "duplicate_charge": ("Please refund the extra payment.", "Can you reverse the second charge?"),
+    "vague": ("What are my options?", "Please sort it out.", "What can you do about it?"),
+}
+_ASKS_GENERIC = {
+    "calm": (
+        "Could you help me with this?", "What can you do?", "Please let me know what my options are.",
+        "I'd like this sorted out, please.", "How should I proceed?", "Could you advise?",
+    ),
+    "angry": (
+        "I want this fixed NOW!", "Sort it out IMMEDIATELY!", "Fix this today!",
+        "I expect a proper answer!", "Do something about it!",
+    ),
+    "vague": ("what do i do", "can you help", "what now?", "help?", "pls sort"),
+}
+_CLOSINGS = {
+    "calm": (
+        "Thanks.", "Thank you.", "Thanks in advance.", "Many thanks.", "Kind regards,", "Best,",
+        "Cheers,", "Thanks for your help.", "Looking forward to hearing from you.", "",
+    ),
+    "angry": ("Waiting for your answer.", "Fix it.", "Regards.", "Do better.", "I expect a reply TODAY.", "Not happy.", ""),
+    "vague": ("thx", "thanks", "ok thanks", "cheers", "", ""),
+}
+_VAGUE_HEDGES = ("not sure if that matters", "i guess", "or something", "if that makes sense")
+
+_SUBJECTS_BY_ISSUE: dict[str, tuple[str, ...]] = {
+    "damaged": ("Damaged item", "Item arrived broken", "Broken on arrival"),
+    "defective": ("Faulty item", "Product not working", "Defective product"),
+    "wrong_item": ("Wrong item received", "Wrong product sent", "Not what I ordered"),
+    "not_received": ("Order not received", "Where is my parcel?", "Still waiting for my order"),
+    "size_issue": ("Size doesn't fit", "Wrong fit", "Exchange for another size"),
+    "changed_mind": ("Return request", "I'd like to return this", "Changed my mind"),
+    "item_used": ("Return request", "Returning an item", "Not for me"),
+    "duplicate_charge": ("Charged twice", "Double charge", "Two payments taken"),
+    "vague": (),
+}
+_SUBJECTS_GENERIC = ("Order help", "Problem with my order", "Help needed", "Question about my order", "Support request")
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+def render_message(rng: random.Random, *, customer: Customer, order: Order, claim: Claim) -> tuple[str, str]:
+    """Return ``(subject, body)`` of the customer's first message about ``order``.
+
+    The body states the issue (or, for ``vague``, deliberately not), whether photos are attached,
+    the item's condition when the claim says it, the product name and usually the order id, in a
+    voice set by ``claim.tone``. ``typos`` renders exactly the ``calm`` text for the same rng and
+    then adds character noise that never touches the order id, the product name or digits.
+    """
+    style = _style_of(claim.tone)
+    product = order.product
+    oid = order.order_id if rng.random() < 0.8 else None
+    placement = rng.choice(("opening", "item", "trailer")) if oid else None
+
+    opening = rng.choice(_OPENINGS[style])
+    order_line = _fmt(rng.choice(_ORDER_LINES[style]), oid=oid) if placement == "opening" else ""
+    item = _item_ref(rng, product.name, oid if placement == "item" else None)
+
+    issue = _issue_sentence(rng, style, claim, product, item)
+    facts = []  # fact sentences after the issue, in a random order
+    usage = _usage_clause(rng, claim, product)
+    if usage is not None:
+        facts.append(_sentence(usage, style))
+    if claim.images_provided:
+        facts.append(rng.choice(_PHOTO_SENTENCES_SHORT) if style == "vague" else rng.choice(_PHOTO_SENTENCES))
+    rng.shuffle(facts)
+    # Sometimes fold the usage clause into the issue sentence: "X arrived cracked, and it's unused."
+    if usage is not None and style == "calm" and rng.random() < 0.3:
+        facts.remove(_sentence(usage, style))
+        issue = issue[:-1] + ", and " + usage + "."
+
+    secondary = ""
+    if claim.tone == "multi_issue" and claim.secondary_issue is not None:
+        secondary = _sentence(
+            rng.choice(_SECONDARY_LEADS) + rng.choice(_SECONDARY_REMARKS[claim.secondary_issue]), style
+        )
+
+    asks = _ASKS_BY_ISSUE[claim.issue] + _ASKS_GENERIC[style]
+    ask = rng.choice(asks)
+    if style == "vague" and ask[-1] in ".!":
+        ask = ask[:-1].lower()
+    extra = []
+    if style == "angry":
+        extra.append(rng.choice(_ANGRY_OUTBURSTS))
+        if rng.random() < 0.9:
+            extra.append(rng.choice(_REVIEW_THREATS))
+    elif style == "vague" and rng.random() < 0.4:
+        extra.append(rng.choice(_VAGUE_HEDGES))
+
+    # Several sentence orders: facts before or after the ask, outbursts anywhere after the issue.
+    order_kind = rng.randrange(4)
+    if order_kind == 0:
+        core = [issue, secondary, *facts, ask, *extra]
+    elif order_kind == 1:
+        core = [issue, secondary, ask, *facts, *extra]
+    elif order_kind == 2:
+        core = [issue, *extra, secondary, *facts, ask]
+    else:
+        core = [*facts[:1], issue, secondary, *facts[1:], *extra, ask]
+    core = [s for s in core if s]
+
+    closing = rng.choice(_CLOSINGS[style])
+    name = customer.name.split()[0] if customer.name.strip() and rng.random() < 0.6 else ""
+    trailer = _fmt(rng.choice(("Order: {oid}", "Order number: {oid}", "Ref {oid}", "(order {oid})")), oid=oid)
+
+    head = " ".join(s for s in (opening, order_line) if s)
+    if style == "vague":
+        blocks = [" ".join([head, *core]).strip()]
+    elif rng.random() < 0.5:
+        blocks = [head, " ".join(core)]
+    else:
+        split = max(1, len(core) // 2)
+        blocks = [head, " ".join(core[:split]), " ".join(core[split:])]
+    sign_off = "\n".join(s for s in (closing, name) if s)
+    blocks.append(sign_off)
+    if placement == "trailer":
+        blocks.append(trailer)
+    body = "\n\n".join(b for b in blocks if b)
+
+    subject = _subject(rng, style, claim, oid)
+    if claim.tone == "typos":
+        protected = _protected_words(order, customer)
+        body = _add_typos(rng, body, protected)
+        subject = _restore(subject.lower(), oid)
+    return subject, body
+
+
+def render_customer_answer(
+    rng: random.Random, *, topics: frozenset[str], hidden: HiddenFacts, claim: Claim, order: Order
+) -> str:
+    """The scripted customer's reply to the agent's request for information.
+
+    ``topics`` is what the agent asked about, a subset of :data:`ANSWER_TOPICS`; each is answered
+    in that fixed order from the hidden facts, or from the visible claim when nothing is hidden
+    about it. An empty set means the question was unclear: the reply asks what is needed and
+    reveals nothing.
+    """
+    unknown = set(topics) - set(ANSWER_TOPICS)
+    if unknown:
+        raise ValueError(f"unknown answer topics {sorted(unknown)}; expected a subset of {ANSWER_TOPICS}")
+    style = _style_of(claim.tone)
+    product = order.product
+    if not topics:
+        parts = [rng.choice(_CONFUSED[style])]
+    else:
+        parts = []
+        for topic in ANSWER_TOPICS:  # fixed order: frozenset iteration order is hash-salted
+            if topic in topics:
+                parts.append(_ANSWERERS[topic](rng, hidden, claim, product))
+    if style == "angry" and topics:
+        parts.insert(0, rng.choice(("Fine.", "Again?!", "I already told you!", "OK, FINE.")))
+        parts.append(rng.choice(("Now sort it out!", "Can you PLEASE fix this now?", "Hurry up!")))
+    elif style == "calm" and topics and rng.random() < 0.6:
+        parts.append(rng.choice(("Thanks.", "Hope that helps.", "Let me know if you need anything else.")))
+    text = " ".join(parts)
+    if style == "vague":
+        text = text[0].lower() + text[1:]
+    if claim.tone == "typos":
+        text = _add_typos(rng, text, _protected_words(order, None))
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Answers
+# --------------------------------------------------------------------------------------------
+_CONFUSED = {
+    "calm": (
+        "Sorry, what exactly do you need from me?",
+        "I'm not sure what you're asking for — could you clarify?",
+        "Could you tell me what information you need?",
+        "I don't quite understand the question. What should I send you?",
+    ),
+    "angry": (
+        "What exactly do you need from me?!",
+        "I don't understand what you're asking. Just tell me what you want!",
+        "What is that supposed to mean? Be specific!",
+    ),
+    "vague": ("what do you need?", "huh, not sure what you mean", "sorry what info?", "what do you mean exactly"),
+}
+
+_DAMAGE_VIEWS = {
+    "hard": (
+        "you can see the crack right across the front",
+        "you can clearly see the dent in the side",
+        "it shows where it's smashed at the corner",
+        "you can see the broken pieces in the box",
+    ),
+    "soft": (
+        "you can see the tear along the seam",
+        "you can clearly see the rip in the fabric",
+        "it shows the hole where it was torn",
+    ),
+}
+_DEFECT_VIEWS = {
+    "electronics": (
+        "you can see the screen stays black when I press the power button",
+        "it shows the error light flashing and nothing else happening",
+        "you can see it's completely dead even when plugged in",
+    ),
+    "other": (
+        "you can see the part that doesn't work properly",
+        "it shows the fault clearly",
+        "you can see the mechanism is faulty straight out of the box",
+    ),
+}
+_WEAR_VIEWS = {
+    "footwear": (
+        "the soles are worn down from months of walking in them, but they shouldn't fall apart like this",
+        "there are scuffs all over the toes and the heels are worn after lots of wear, but it's still faulty",
+        "the insoles are flattened and the treads are smooth from daily use, but they should last longer",
+    ),
+    "apparel": (
+        "the colour has faded after a lot of washes, but it's obviously a faulty fabric",
+        "the fabric is pilled and stretched from wearing it a lot, but that shouldn't happen",
+        "it's a bit faded and bobbly from regular washing and wearing, but it's clearly defective",
+    ),
+    "electronics": (
+        "the casing is scratched and scuffed from months of everyday use, but it's still faulty",
+        "the buttons are worn shiny and there are scratches from daily use, but it shouldn't be like this",
+        "the finish has worn off the edges after a lot of use, but it's clearly a defect",
+    ),
+    "other": (
+        "there are scuffs and marks from everyday use over the months, but it's clearly faulty",
+        "it looks a bit worn and faded after lots of regular use, but it shouldn't be like this",
+        "the surface is scratched and worn from use over time, but it's still defective",
+    ),
+}
+_PHOTO_LEADS = ("Here are the photos — ", "I've attached photos: ", "Pictures attached, ", "Sending photos now — ")
+
+
+def _answer_photos(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+    lead = rng.choice(_PHOTO_LEADS)
+    if hidden.photos_show == "damage":
+        issue = claim.issue if claim.issue in ("damaged", "defective") else hidden.actual_issue
+        if issue == "defective":
+            views = _DEFECT_VIEWS["electronics" if product.category == "electronics" else "other"]
+        else:
+            views = _DAMAGE_VIEWS["soft" if product.category in _SOFT_GOODS else "hard"]
+        return lead + rng.choice(views) + "."
+    if hidden.photos_show == "normal_wear":
+        key = product.category if product.category in _WEAR_VIEWS else "other"
+        return lead + rng.choice(_WEAR_VIEWS[key]) + "."
+    if claim.issue == "not_received":
+        return rng.choice(("There's nothing to photograph — the parcel isn't here.", "I can't send photos of something I never got."))
+    if claim.images_provided:
+        return rng.choice(("I already attached photos to my first message.", "The photos are in my first message."))
+    return rng.choice(("I don't have any photos to add, sorry.", "I haven't got anything more to show you."))
+
+
+def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+    used = hidden.item_used
+    soft = product.category in _SOFT_GOODS
+    if used is True:
+        return rng.choice((
+            "Yes, I have used it a few times.",
+            "Honestly, yes — I used it for a while before this.",
+            "I did use it, yes." if not soft else "I did wear it a few times, yes.",
+            "OK, I admit it has been used." if not soft else "Yes, I've worn it and washed it.",
+        ))
+    if used is False:
+        return rng.choice((
+            "No, it's never been used — still in the original packaging.",
+            "It's completely unused, everything is still in the box.",
+            "Not used at all, the tags are still on." if soft else "Not used at all, it's still sealed in the packaging.",
+            "I haven't used it, it's exactly as it arrived.",
+        ))
+    if claim.issue == "not_received":
+        return "I can't have used it — it never arrived."
+    if claim.item_used is True:
+        return rng.choice(("As I said, I have used it.", "Like I mentioned, it has been used."))
+    if claim.item_used is False:
+        return rng.choice(("As I said, I haven't used it.", "Like I mentioned, it's unused."))
+    return rng.choice(("Nothing much to add on that.", "I don't have anything to add there."))
+
+
+def _answer_delivery(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+    if hidden.parcel_found is True:
+        where = rng.choice((
+            "my neighbour had it all along",
+            "it was behind the bins by the side door",
+            "it was sitting in the parcel locker",
+            "the building reception had it in the back",
+        ))
+        return f"Good news — I checked again and {where}. Sorry for the trouble!"
+    if hidden.parcel_found is False:
+        return rng.choice((
+            "I've asked all my neighbours and checked with reception — nothing. Nobody here signed for it.",
+            "I checked the porch, the bins, the neighbours and the building reception. It's not there and nobody signed for anything.",
+            "Nothing anywhere: not with the neighbours, not at reception, not on the porch. No one signed for it.",
+        ))
+    if claim.issue == "not_received":
+        return rng.choice(("No news on my side, it still hasn't turned up.", "Nothing new to add, it's still not here."))
+    return rng.choice((
+        "The delivery itself was fine, it's the item I'm writing about.",
+        "Nothing to add about the delivery.",
+    ))
+
+
+def _answer_details(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+    issue = hidden.actual_issue
+    if issue is None:
+        if claim.issue == "vague":
+            return rng.choice(("I don't know what else to say, I just want it sorted.", "I've told you what I can."))
+        issue, lead = claim.issue, rng.choice(("Like I said, ", "As I wrote, "))
+    else:
+        lead = rng.choice(("To be clear, ", "Sorry, I should have said: ", "What happened is ", "OK, so "))
+    item = rng.choice(("the " + product.name, "my " + product.name))
+    clause = _fmt(rng.choice(_fitting_clauses(issue, product, claim.item_used)), item=item)
+    parts = [lead + clause + "."]
+    used = hidden.item_used if hidden.item_used is not None else claim.item_used
+    if used is True and issue != "item_used":
+        parts.append("And yes, it has been used.")
+    elif used is False:
+        parts.append("It hasn't been used.")
+    if claim.images_provided:
+        parts.append("The photos I sent show it.")
+    out = " ".join(parts)
+    return out[0].upper() + out[1:]
+
+
+_ANSWERERS = {
+    "photos": _answer_photos,
+    "usage": _answer_usage,
+    "delivery": _answer_delivery,
+    "details": _answer_details,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+def _style_of(tone: str) -> str:
+    """Wording register: typos and multi-issue messages are written in the calm register."""
+    return tone if tone in ("angry", "vague") else "calm"
+
+
+def _fmt(template: str, **values: str | None) -> str:
+    return template.format(**values)
+
+
+def _item_ref(rng: random.Random, name: str, oid: str | None) -> str:
+    if oid is None:
+        return rng.choice(("the {p}", "my {p}", "the {p}", "my new {p}")).format(p=name)
+    return rng.choice(("the {p} from order {oid}", "my {p} (order {oid})", "the {p} in order #{oid}", "my order {oid} ({p})")).format(
+        p=name, oid=oid
+    )
+
+
+def _tags_ok(tags: Sequence[str], product: Product, issue: str, item_used: bool | None) -> bool:
+    soft = product.category in _SOFT_GOODS
+    for tag in tags:
+        if (tag == "hard" and soft) or (tag == "soft" and not soft):
+            return False
+        if tag == "elec" and product.category != "electronics":
+            return False
+        if tag == "apparel" and product.category != "apparel":
+            return False
+        if tag == "use" and item_used is False:
+            return False
+        if tag == "sealed" and issue not in _SEALED_ISSUES:
+            return False
+    return True
+
+
+def _filter(templates: Sequence[str], product: Product, issue: str, item_used: bool | None) -> list[str]:
+    out = []
+    for template in templates:
+        text, _, tag_text = template.partition("|")
+        if _tags_ok(tag_text.split(), product, issue, item_used):
+            out.append(text)
+    return out
+
+
+def _fitting_clauses(issue: IssueType, product: Product, item_used: bool | None) -> list[str]:
+    return _filter(_ISSUE_CLAUSES[issue], product, issue, item_used)
+
+
+def _issue_sentence(rng: random.Random, style: str, claim: Claim, product: Product, item: str) -> str:
+    clause = _fmt(rng.choice(_fitting_clauses(claim.issue, product, claim.item_used)), item=item)
+    prefix = rng.choice(_ISSUE_PREFIXES[style])
+    suffix = rng.choice(_ISSUE_SUFFIXES[style])
+    if style == "angry":
+        words = clause.split(" ")
+        product_words = set(product.name.split())
+        candidates = [
+            i for i, w in enumerate(words) if len(w) >= 4 and w.isalpha() and w.islower() and w not in product_words
+        ]
+        if candidates and rng.random() < 0.7:
+            i = rng.choice(candidates)
+            words[i] = words[i].upper()
+        clause = " ".join(words)
+    text = prefix + clause
+    if style == "vague":
+        return text[0].lower() + text[1:] + suffix
+    return text[0].upper() + text[1:] + suffix
+
+
+def _usage_clause(rng: random.Random, claim: Claim, product: Product) -> str | None:
+    if claim.item_used is None or (claim.item_used and claim.issue == "item_used"):
+        return None  # nothing said, or the issue sentence already says it was used
+    bank = _USED_CLAUSES if claim.item_used else _UNUSED_CLAUSES
+    return rng.choice(_filter(bank, product, claim.issue, claim.item_used))
+
+
+def _sentence(clause: str, style: str) -> str:
+    if style == "vague":
+        return clause[0].lower() + clause[1:]
+    end = "!" if style == "angry" and not clause.endswith(("!", "?", ".")) else ""
+    text = clause[0].upper() + clause[1:]
+    return text + (end or ("" if text.endswith(("!", "?", ".")) else "."))
+
+
+def _subject(rng: random.Random, style: str, claim: Claim, oid: str | None) -> str:
+    options = list(_SUBJECTS_BY_ISSUE[claim.issue]) + list(_SUBJECTS_GENERIC)
+    if oid:
+        options += [f"Order {oid}", f"Re: order {oid}"]
+    subject = rng.choice(options)
+    if style == "angry":
+        subject = rng.choice((subject.upper() + "!!", "URGENT: " + subject, subject + "!!!"))
+    elif style == "vague":
+        subject = rng.choice((subject.lower(), "question", "hi", "my order"))
+    return _restore(subject, oid)
+
+
+def _restore(text: str, oid: str | None) -> str:
+    """Undo any case change applied to the order id: it must reach the agent verbatim."""
+    return re.sub(re.escape(oid), lambda _: oid, text, flags=re.IGNORECASE) if oid else text
+
+
+# --------------------------------------------------------------------------------------------
+# Typos
+# --------------------------------------------------------------------------------------------
+_WORD = re.compile(r"[A-Za-z']+")
+
+
+def _protected_words(order: Order, customer: Customer | None) -> frozenset[str]:
+    words = set(_WORD.findall(order.order_id)) | set(_WORD.findall(order.product.name))
+    if customer is not None:
+        words |= set(_WORD.findall(customer.name))
+    return frozenset(w.lower() for w in words)
+
+
+def _add_typos(rng: random.Random, text: str, protected: frozenset[str]) -> str:
+    """Noise on ~8% of eligible words: swap two letters, drop one, lowercase, or drop punctuation.
+
+    Whitespace is kept, so the text still has the same number of words. Chunks holding a digit
+    (the order id, quantities) or a protected word (order id, product name, signature) are skipped.
+    """
+    chunks = re.split(r"(\s+)", text)
+    out = []
+    for chunk in chunks:
+        core = _WORD.findall(chunk)
+        eligible = (
+            chunk.strip()
+            and not any(c.isdigit() for c in chunk)
+            and core
+            and not any(w.lower() in protected for w in core)
+            and sum(len(w) for w in core) >= 2
+        )
+        if eligible and rng.random() < _TYPO_RATE:
+            chunk = _one_typo(rng, chunk)
+        out.append(chunk)
+    return "".join(out)
+
+
+def _one_typo(rng: random.Random, chunk: str) -> str:
+    letters = [i for i, c in enumerate(chunk) if c.isalpha()]
+    kind = rng.choice(("swap", "swap", "drop", "lower", "punct"))
+    if kind == "lower" and chunk != chunk.lower():
+        return chunk.lower()
+    if kind == "punct":
+        punct = [i for i, c in enumerate(chunk) if c in ".,!?'"]
+        if punct:
+            i = rng.choice(punct)
+            return chunk[:i] + chunk[i + 1 :]
+    if kind == "drop" and len(letters) >= 3:
+        i = rng.choice(letters[1:])
+        return chunk[:i] + chunk[i + 1 :]
+    pairs = [i for i in letters if i + 1 < len(chunk) and chunk[i + 1].isalpha() and chunk[i] != chunk[i + 1]]
+    if not pairs:
+        return chunk.lower() if chunk != chunk.lower() else chunk[:-1] if len(letters) >= 3 else chunk
+    i = rng.choice(pairs)
+    return chunk[:i] + chunk[i + 1] + chunk[i] + chunk[i + 2 :]
