@@ -190,7 +190,7 @@ _ORDER_LINES = {
 }
 _ISSUE_PREFIXES = {
     "calm": ("", "", "Unfortunately, ", "I'm sorry to say ", "I'm afraid ", "I'm writing because ", "Sadly, "),
-    "angry": ("", "", "Unbelievably, ", "I can't believe ", "So ", "Once again, "),
+    "angry": ("", "", "Unbelievably, ", "I can't believe ", "So ", "Honestly, "),
     "vague": ("", "i think ", "not sure but ", "so um ", "it seems like ", "basically "),
 }
 _ISSUE_SUFFIXES = {"calm": (".",), "angry": ("!", "!!", "!!!"), "vague": ("", ".", "...", "?")}
@@ -560,7 +560,7 @@ def _fmt(template: str, **values: str | None) -> str:
 
 def _item_ref(rng: random.Random, name: str, oid: str | None) -> str:
     if oid is None:
-        return rng.choice(("the {p}", "my {p}", "the {p}", "my new {p}")).format(p=name)
+        return rng.choice(("the {p}", "my {p}", "the {p}", "this {p}")).format(p=name)
     return rng.choice(("the {p} from order {oid}", "my {p} (order {oid})", "the {p} in order #{oid}", "my order {oid} ({p})")).format(
         p=name, oid=oid
     )
