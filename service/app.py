@@ -16,6 +16,7 @@ from litestar import Litestar, MediaType, Request, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
+from litestar.di import NamedDependency
 from litestar.openapi.plugins import SwaggerRenderPlugin
 
 from service.api.episodes import EpisodeService
@@ -46,7 +47,7 @@ async def index() -> dict[str, Any]:
 
 
 @post("/mcp", status_code=200, summary="MCP JSON-RPC 2.0: initialize, tools/list, tools/call")
-async def mcp_http(request: Request[Any, Any, Any], episodes: EpisodeService) -> dict[str, Any]:
+async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService]) -> dict[str, Any]:
     body = await request.body()
     try:
         payload = json.loads(body) if body.strip() else None
@@ -100,6 +101,14 @@ def create_app(settings: Settings) -> Litestar:
 def app_factory() -> Litestar:
     """``uvicorn --factory service.app:app_factory``: settings from the environment."""
     return create_app(Settings.from_env())
+
+
+def __getattr__(name: str) -> Any:
+    # `service.app:app` (openenv.yaml, plain `uvicorn service.app:app`) builds an app on access,
+    # never at import time.
+    if name == "app":
+        return app_factory()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:

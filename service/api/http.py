@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import anyio
 from litestar import Controller, get, post
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
@@ -42,14 +43,14 @@ class OpenEnvController(Controller):
 
     @post("/reset", status_code=200, summary="Start a persisted episode")
     async def reset_post(
-        self, episodes: EpisodeService, data: JSONBody[ResetParams | None] = None
+        self, episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
     ) -> ObservationResponse:
         return ObservationResponse.of(await episodes.reset(data or ResetParams()))
 
     @get("/reset", summary="Start a persisted episode (query parameters)")
     async def reset_get(
         self,
-        episodes: EpisodeService,
+        episodes: NamedDependency[EpisodeService],
         seed: Annotated[int | None, QueryParameter(ge=0, le=2**31 - 1)] = None,
         episode_id: Annotated[str | None, QueryParameter(min_length=1, max_length=255)] = None,
         task_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
@@ -63,11 +64,11 @@ class OpenEnvController(Controller):
         return ObservationResponse.of(await episodes.reset(params))
 
     @post("/step", status_code=200, summary="Apply an action to an episode")
-    async def step(self, episodes: EpisodeService, data: JSONBody[StepRequest]) -> ObservationResponse:
+    async def step(self, episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]) -> ObservationResponse:
         return ObservationResponse.of(await episodes.step(data.episode_id, data.action, data.request_id))
 
     @get("/state", summary="Episode id, step count, status and ticket state")
-    async def state(self, episodes: EpisodeService, episode_id: EpisodeIdQuery = None) -> StateResponse:
+    async def state(self, episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None) -> StateResponse:
         if episode_id is None:
             # The stateless OpenEnv subset asks without an id: answer in its shape, with a hint.
             return StateResponse(
@@ -83,7 +84,7 @@ class OpenEnvController(Controller):
         return HealthResponse(status="healthy")
 
     @get("/metadata", summary="Environment name, description and versions")
-    async def metadata(self, settings: Settings) -> MetadataResponse:
+    async def metadata(self, settings: NamedDependency[Settings]) -> MetadataResponse:
         return MetadataResponse(
             name=ENV_NAME,
             description=ENV_DESCRIPTION,
@@ -114,11 +115,11 @@ class BenchmarkController(Controller):
         )
 
     @get("/grader", summary="Score in [0, 1] with breakdown for a finished episode")
-    async def grader(self, episodes: EpisodeService, episode_id: EpisodeIdQuery = None) -> GraderResponse:
+    async def grader(self, episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None) -> GraderResponse:
         return GraderResponse(**await episodes.grade(episode_id))
 
     @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")
-    async def baseline(self, state: State, settings: Settings) -> BaselineResponse:
+    async def baseline(self, state: State, settings: NamedDependency[Settings]) -> BaselineResponse:
         cache: BaselineCache = state.baseline
         return BaselineResponse(**await cache.get(settings))
 
@@ -130,7 +131,7 @@ class BaselineCache:
         self._lock = asyncio.Lock()
         self._value: dict[str, Any] | None = None
 
-    async def get(self, settings: Settings) -> dict[str, Any]:
+    async def get(self, settings: NamedDependency[Settings]) -> dict[str, Any]:
         async with self._lock:
             if self._value is None:
                 from service.env.agents import evaluate_agent

@@ -123,14 +123,21 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
     detail = _HINTS.get(status) or (str(exc.detail) if exc.detail else "request failed")
     if status == 413:
         detail = f"{_HINTS[413]} ({request.app.request_max_body_size} bytes)"
+    if status == 400 and "JSON" in detail:
+        detail = f"the body is not valid JSON ({detail}); send a JSON object with Content-Type: application/json"
     slug = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(status, "http-error")
-    title = {404: "Not found", 405: "Method not allowed", 413: "Payload too large"}.get(
+    title = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 413: "Payload too large"}.get(
         status, str(exc.detail) if exc.detail else "HTTP error"
     )
     response = problem_response(status, title, detail, slug)
     if exc.headers:
         response.headers.update(exc.headers)
     return response
+
+
+def _too_deep_handler(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
+    # msgspec raises RecursionError while decoding absurdly nested JSON: that is the caller's input.
+    return problem_response(400, "Body nested too deeply", "send a flat JSON object; nesting this deep is never valid here", "too-deep")
 
 
 def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
@@ -148,6 +155,7 @@ exception_handlers: dict[Any, Any] = {
     ValidationException: _validation_handler,
     NotFoundException: _http_handler,
     HTTPException: _http_handler,
+    RecursionError: _too_deep_handler,
     Exception: _internal_handler,
 }
 

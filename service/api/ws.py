@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from litestar import WebSocket, websocket
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import text
 
@@ -155,7 +156,7 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
 
 
 @websocket("/ws")
-async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: Settings) -> None:
+async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: NamedDependency[Settings]) -> None:
     sessions: WsSessions = state.ws_sessions
     episodes: EpisodeService = state.episodes
     await socket.accept()

@@ -1,0 +1,261 @@
+"""HTTP API: every endpoint and every error path, on each configured database backend."""
+
+from __future__ import annotations
+
+import json
+
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
+
+from service import env as core
+
+Client = AsyncTestClient[Litestar]
+PROBLEM = "application/problem+json"
+
+
+def assert_problem(resp, status: int, *needles: str) -> dict:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"].startswith(PROBLEM)
+    body = resp.json()
+    assert body["status"] == status and body["title"] and body["type"].startswith("https://")
+    for needle in needles:
+        assert needle in body["detail"], body
+    return body
+
+
+async def play_until_done(client: Client, episode_id: str) -> list[dict]:
+    """Request info once, then reject, then close, until the core says done."""
+    actions = [{"lookup": "policy"}, {"decision": "reject", "reply": "Sorry, we cannot help.", "close_ticket": True}]
+    results = []
+    for i in range(50):
+        action = actions[min(i, len(actions) - 1)]
+        resp = await client.post("/step", json={"episode_id": episode_id, "action": action})
+        assert resp.status_code == 200, resp.text
+        results.append(resp.json())
+        if resp.json()["done"]:
+            return results
+    raise AssertionError("episode never finished")
+
+
+async def test_reset_with_empty_body_and_empty_object(client: Client) -> None:
+    for kwargs in ({"content": b""}, {"json": {}}):
+        resp = await client.post("/reset", **kwargs)
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        assert body["reward"] is None and body["done"] is False
+        meta = body["metadata"]
+        assert body["observation"]["episode_id"] == meta["episode_id"]
+        assert meta["task_id"] in core.TASKS and meta["split"] == "train" and isinstance(meta["seed"], int)
+        assert "reward" not in body["observation"] and "done" not in body["observation"]
+
+
+async def test_reset_is_deterministic_for_task_and_seed(client: Client) -> None:
+    task = list(core.TASKS)[0]
+    a = (await client.post("/reset", json={"task_id": task, "seed": 11})).json()
+    b = (await client.post("/reset", json={"task_id": task, "seed": 11})).json()
+    assert a["metadata"]["episode_id"] != b["metadata"]["episode_id"]
+    strip = lambda o: {k: v for k, v in o.items() if k != "episode_id"}  # noqa: E731
+    assert strip(a["observation"]) == strip(b["observation"])
+    _, expected = core.reset(task, 11, "train")
+    assert strip(a["observation"]) == expected.model_dump(mode="json", exclude={"reward", "done"})
+
+
+async def test_reset_via_get_with_query_parameters(client: Client) -> None:
+    task = list(core.TASKS)[-1]
+    resp = await client.get("/reset", params={"seed": 5, "task_id": task, "split": "dev", "episode_id": "get-ep"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["metadata"] == {**resp.json()["metadata"], "episode_id": "get-ep", "task_id": task, "seed": 5, "split": "dev"}
+    assert_problem(await client.get("/reset", params={"seed": -1}), 400 if False else 422)
+    assert_problem(await client.get("/reset", params={"split": "nope"}), 422, "split")
+
+
+async def test_reset_difficulty_and_default_task_choice(client: Client) -> None:
+    difficulty = next(iter(core.TASKS.values())).difficulty
+    body = (await client.post("/reset", json={"difficulty": difficulty, "seed": 3})).json()
+    assert core.TASKS[body["metadata"]["task_id"]].difficulty == difficulty
+    chosen = {(await client.post("/reset", json={"seed": s})).json()["metadata"]["task_id"] for s in range(len(core.TASKS))}
+    assert chosen == set(core.TASKS)  # the seed spreads default resets over every task
+    assert_problem(await client.post("/reset", json={"difficulty": "impossible"}), 422, "difficulty")
+
+
+async def test_reset_errors(client: Client) -> None:
+    assert_problem(await client.post("/reset", json={"task_id": "no-such-task"}), 422, "unknown task_id", "GET /tasks")
+    assert_problem(await client.post("/reset", json={"seed": -3}), 422, "seed")
+    assert_problem(await client.post("/reset", json={"seed": "abc"}), 422, "seed")
+    assert_problem(await client.post("/reset", json={"episode_id": "x" * 256}), 422, "episode_id")
+    assert_problem(await client.post("/reset", json={"split": "holdout"}), 422, "split")
+    assert_problem(await client.post("/reset", json=[1, 2]), 422)
+    resp = await client.post("/reset", content=b"{not json", headers={"content-type": "application/json"})
+    assert 400 <= resp.status_code < 500 and resp.headers["content-type"].startswith(PROBLEM)
+    ok = await client.post("/reset", json={"episode_id": "dup"})
+    assert ok.status_code == 200
+    body = assert_problem(await client.post("/reset", json={"episode_id": "dup"}), 409, "already exists")
+    assert body["episode_id"] == "dup"
+
+
+async def test_step_applies_to_its_episode_only(client: Client) -> None:
+    a = (await client.post("/reset", json={"seed": 1})).json()["metadata"]["episode_id"]
+    b = (await client.post("/reset", json={"seed": 1})).json()["metadata"]["episode_id"]
+    resp = await client.post("/step", json={"episode_id": a, "action": {"lookup": "order"}})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert isinstance(body["reward"], float) and body["done"] is False
+    assert body["metadata"]["step_index"] == 1 and body["observation"]["episode_id"] == a
+    assert (await client.get("/state", params={"episode_id": a})).json()["step_count"] == 1
+    assert (await client.get("/state", params={"episode_id": b})).json()["step_count"] == 0
+
+
+async def test_step_result_matches_the_pure_core(client: Client) -> None:
+    task = list(core.TASKS)[0]
+    eid = (await client.post("/reset", json={"task_id": task, "seed": 21})).json()["metadata"]["episode_id"]
+    state, _ = core.reset(task, 21, "train")
+    for action in ({"lookup": "customer"}, {"decision": "approve_refund"}):
+        body = (await client.post("/step", json={"episode_id": eid, "action": action})).json()
+        result = core.step(state, core.Action.model_validate(action))
+        state = result.state
+        assert body["reward"] == result.reward and body["done"] == result.done
+        assert {k: v for k, v in body["observation"].items() if k != "episode_id"} == result.observation.model_dump(
+            mode="json", exclude={"reward", "done"}
+        )
+        if result.done:
+            break
+
+
+async def test_step_error_paths(client: Client) -> None:
+    eid = (await client.post("/reset", json={"seed": 2})).json()["metadata"]["episode_id"]
+    assert_problem(await client.post("/step", json={"action": {"decision": "reject"}}), 422, "POST /reset")
+    assert_problem(
+        await client.post("/step", json={"episode_id": "ghost", "action": {"decision": "reject"}}), 404, "POST /reset"
+    )
+    assert_problem(await client.post("/step", json={"episode_id": eid}), 422, "action")
+    body = assert_problem(await client.post("/step", json={"episode_id": eid, "action": {"decision": "maybe"}}), 422)
+    assert any(e["field"] == "action.decision" for e in body["errors"])
+    body = assert_problem(await client.post("/step", json={"episode_id": eid, "action": {"colour": "red"}}), 422)
+    assert any(e["field"] == "action.colour" for e in body["errors"])
+    assert_problem(await client.post("/step", json={"episode_id": eid, "action": {}}), 422, "at least one")
+    assert_problem(await client.post("/step", json={"episode_id": eid, "action": "reject"}), 422)
+    assert_problem(await client.post("/step", json={"episode_id": eid, "action": {"reply": "x" * 5000}}), 422, "reply")
+    assert_problem(await client.post("/step", json={"episode_id": eid, "action": {"decision": "reject"}, "timeout_s": 0}), 422)
+    # nothing above was applied
+    assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 0
+
+
+async def test_action_type_alias_is_accepted(client: Client) -> None:
+    eid = (await client.post("/reset", json={"task_id": list(core.TASKS)[0], "seed": 4})).json()["metadata"]["episode_id"]
+    resp = await client.post("/step", json={"episode_id": eid, "action": {"action_type": "reject"}})
+    assert resp.status_code == 200, resp.text
+
+
+async def test_steps_after_done_are_refused_and_grader_reports(client: Client) -> None:
+    eid = (await client.post("/reset", json={"seed": 8})).json()["metadata"]["episode_id"]
+    assert_problem(await client.get("/grader", params={"episode_id": eid}), 409, "not finished")
+    results = await play_until_done(client, eid)
+    steps = len(results)
+    assert_problem(
+        await client.post("/step", json={"episode_id": eid, "action": {"decision": "reject"}}), 409, "finished", "/grader"
+    )
+    resp = await client.get("/grader", params={"episode_id": eid})
+    assert resp.status_code == 200, resp.text
+    grade = resp.json()
+    assert 0.0 <= grade["score"] <= 1.0 and grade["components"] and grade["grader_version"] == core.GRADER_VERSION
+    state = (await client.get("/state", params={"episode_id": eid})).json()
+    assert state["step_count"] == steps and state["episode_status"] == "done"
+    # the stored grade is the core's grade of the stored final state
+    again = await client.get("/grader", params={"episode_id": eid})
+    assert again.json()["score"] == grade["score"] and again.json()["graded_at"] == grade["graded_at"]
+    assert_problem(await client.get("/grader", params={"episode_id": "ghost"}), 404)
+    assert_problem(await client.get("/grader"), 422, "episode_id")
+
+
+async def test_state_endpoint(client: Client) -> None:
+    stateless = (await client.get("/state")).json()
+    assert stateless["episode_id"] is None and stateless["step_count"] == 0
+    eid = (await client.post("/reset", json={"seed": 9, "episode_id": "state-ep"})).json()["metadata"]["episode_id"]
+    body = (await client.get("/state", params={"episode_id": eid})).json()
+    assert body["episode_id"] == "state-ep" and body["step_count"] == 0 and body["episode_status"] == "active"
+    assert_problem(await client.get("/state", params={"episode_id": "ghost"}), 404, "POST /reset")
+
+
+async def test_health_metadata_schema_tasks(client: Client) -> None:
+    assert (await client.get("/health")).json() == {"status": "healthy"}
+    meta = (await client.get("/metadata")).json()
+    assert meta["name"] == "ecomm-support-env" and meta["description"] and meta["grader_version"] == core.GRADER_VERSION
+    schema = (await client.get("/schema")).json()
+    assert schema["action"] == core.Action.model_json_schema()
+    assert {"action", "observation", "state"} <= set(schema)
+    tasks = (await client.get("/tasks")).json()
+    assert [t["id"] for t in tasks["tasks"]] == list(core.TASKS)
+    assert tasks["action_schema"]["properties"].keys() >= {"decision", "reply", "close_ticket"}
+
+
+async def test_openapi_document(client: Client) -> None:
+    doc = (await client.get("/openapi.json")).json()
+    assert doc["info"]["version"].startswith("1.")
+    assert {"/reset", "/step", "/state", "/health", "/tasks", "/grader", "/baseline", "/mcp"} <= set(doc["paths"])
+
+
+async def test_baseline_runs_the_heuristic_agent(client: Client) -> None:
+    resp = await client.get("/baseline")
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["agent"] == "heuristic" and set(body["tasks"]) == set(core.TASKS)
+    from service.env.agents import evaluate_agent
+
+    assert body["overall"] == evaluate_agent("heuristic", "dev", 1)["overall"]
+    assert (await client.get("/baseline")).json() == body
+
+
+async def test_unknown_route_wrong_method_and_oversized_body(client: Client) -> None:
+    assert_problem(await client.get("/no/such/route"), 404)
+    assert_problem(await client.delete("/reset"), 405)
+    big = json.dumps({"episode_id": "x", "action": {"reply": "a" * (70 * 1024)}})
+    assert_problem(await client.post("/step", content=big, headers={"content-type": "application/json"}), 413)
+
+
+async def test_malformed_inputs_never_cause_5xx(client: Client) -> None:
+    eid = (await client.post("/reset", json={})).json()["metadata"]["episode_id"]
+    deep = "[" * 5000 + "]" * 5000
+    bodies = [b"", b"null", b"[]", b"\xff\xfe", b'{"action": null}', deep.encode(), b'{"episode_id": 5, "action": {}}',
+              json.dumps({"episode_id": eid, "action": {"decision": ["reject"]}}).encode(),
+              json.dumps({"episode_id": eid, "action": {"close_ticket": "maybe"}}).encode(),
+              json.dumps({"episode_id": eid, "request_id": "", "action": {"decision": "reject"}}).encode()]
+    for path in ("/reset", "/step", "/mcp"):
+        for body in bodies:
+            resp = await client.post(path, content=body, headers={"content-type": "application/json"})
+            assert resp.status_code < 500, (path, body[:40], resp.text)
+
+
+async def test_mcp_jsonrpc(client: Client) -> None:
+    empty = await client.post("/mcp", json={})
+    assert empty.status_code == 200 and empty.json()["jsonrpc"] == "2.0" and empty.json()["error"]["code"] == -32600
+    parse = await client.post("/mcp", content=b"{", headers={"content-type": "application/json"})
+    assert parse.status_code == 200 and parse.json()["error"]["code"] == -32700
+    init = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})).json()
+    assert init["result"]["serverInfo"]["name"] == "ecomm-support-env"
+    tools = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json()
+    assert [t["name"] for t in tools["result"]["tools"]] == ["reset", "step", "state", "grade"]
+
+    async def call(name: str, arguments: dict, id_: int = 2) -> dict:
+        resp = await client.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        )
+        assert resp.status_code == 200 and resp.json()["id"] == id_
+        return resp.json()["result"]
+
+    reset = await call("reset", {"seed": 3, "task_id": list(core.TASKS)[0]})
+    eid = reset["structuredContent"]["metadata"]["episode_id"]
+    step = await call("step", {"episode_id": eid, "action": {"decision": "reject"}})
+    assert step["isError"] is False and step["structuredContent"]["done"] is True
+    state = await call("state", {"episode_id": eid})
+    assert state["structuredContent"]["step_count"] == 1
+    grade = await call("grade", {"episode_id": eid})
+    assert 0.0 <= grade["structuredContent"]["score"] <= 1.0
+    # the MCP step went through the same store as HTTP
+    assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 1
+    bad = await call("step", {"episode_id": "ghost", "action": {"decision": "reject"}})
+    assert bad["isError"] is True and bad["structuredContent"]["status"] == 404
+    unknown = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                               "params": {"name": "nope", "arguments": {}}})).json()
+    assert unknown["error"]["code"] == -32602
+    missing = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 6, "method": "nope"})).json()
+    assert missing["error"]["code"] == -32601
