@@ -22,7 +22,7 @@ run: $(STAMP)
 
 ## data: regenerate seed_data/ bit for bit from the generator
 data: $(STAMP)
-	$(BIN)/python -m service.env.dataset write seed_data
+	$(BIN)/python -m service.env write seed_data
 
 clean:
 	rm -rf $(VENV) data .pytest_cache

@@ -3,7 +3,7 @@
 Tickets are regenerated on demand from (split, index) and memoised, so the core needs no file
 I/O. ``seed_data/`` holds the published copy — train and dev with their gold labels, test without
 labels or hidden facts — plus the rendered policy document and a manifest with counts and a
-content hash. ``python -m service.env.dataset write seed_data`` (``make data``) rewrites it bit for
+content hash. ``python -m service.env write seed_data`` (``make data``) rewrites it bit for
 bit; ``check`` verifies it.
 """
 
@@ -128,7 +128,7 @@ def stale_files(folder: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in ("write", "check"):
-        print("usage: python -m service.env.dataset write|check FOLDER", file=sys.stderr)
+        print("usage: python -m service.env write|check FOLDER", file=sys.stderr)
         return 2
     folder = Path(argv[1])
     if argv[0] == "write":
