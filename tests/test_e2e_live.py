@@ -1,0 +1,60 @@
+"""End to end against a live uvicorn on 127.0.0.1: the real OpenEnv client and validator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from openenv.core import GenericEnvClient
+
+from service import env as core
+
+ROOT = Path(__file__).resolve().parents[1]
+OPENENV = [sys.executable, "-m", "openenv.cli"]
+
+
+def test_generic_env_client_plays_whole_episodes(live_server) -> None:
+    for n, task in enumerate(core.TASKS):
+        with GenericEnvClient(base_url=live_server.url).sync() as env:
+            first = env.reset(task_id=task, seed=40 + n, episode_id=f"e2e-{task}")
+            assert first.reward is None and first.done is False
+            assert first.observation["task_id"] == task and first.observation["episode_id"] == f"e2e-{task}"
+            steps = 0
+            result = first
+            plan = [{"lookup": "policy"}, {"add_tag": "Refund"}, {"decision": "reject", "reply": "We checked.", "close_ticket": True}]
+            while not result.done:
+                result = env.step(plan[min(steps, len(plan) - 1)])
+                steps += 1
+                assert isinstance(result.reward, float) and -1.0 <= result.reward <= 1.0
+                state = env.state()
+                assert state["episode_id"] == f"e2e-{task}" and state["step_count"] == steps
+                assert steps <= core.TASKS[task].max_steps
+        grade = httpx.get(live_server.url + "/grader", params={"episode_id": f"e2e-{task}"}).json()
+        assert 0.0 <= grade["score"] <= 1.0 and grade["task_id"] == task
+
+
+def test_openenv_validate_url_passes(live_server) -> None:
+    proc = subprocess.run(
+        [*OPENENV, "validate", "--url", live_server.url, "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["passed"] is True
+    assert {c["id"] for c in report["criteria"]} >= {
+        "openapi_version_available", "health_endpoint", "metadata_endpoint", "schema_endpoint", "mcp_endpoint",
+        "mode_endpoint_consistency",
+    }
+
+
+def test_openenv_validate_on_the_repository() -> None:
+    proc = subprocess.run([*OPENENV, "validate", str(ROOT)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS  static.manifest" in proc.stdout and "Verdict: FAIL" not in proc.stdout
+
+
+def test_pre_submission_check_reset_with_empty_object(live_server) -> None:
+    resp = httpx.post(live_server.url + "/reset", json={}, timeout=30)
+    assert resp.status_code == 200 and resp.json()["done"] is False
