@@ -103,3 +103,23 @@ def summarize(items: Mapping[tuple[str, int], Sequence[float]], trials: int, gro
             buckets.setdefault(label_of[key], []).append(trials_)
         out[name] = {label: {"mean": round(mean_score(b), 4), "n": len(b)} for label, b in sorted(buckets.items())}
     return out
+
+
+def summarize_manifest(manifest: Sequence[Mapping], trials: int, scores: Mapping[int, float | None], errors: int) -> dict:
+    """:func:`summarize` for a run: items are its (task, seed) tickets; an unscored entry counts 0.
+
+    Adds means per task, per family and per difficulty, and the run's error count.
+    """
+    from service.env import TASKS  # the task registry labels families and difficulties
+
+    items: dict[tuple[str, int], list[float]] = {}
+    for entry in manifest:
+        score = scores.get(entry["index"])
+        items.setdefault((entry["task_id"], entry["seed"]), []).append(score if score is not None else 0.0)
+    summary = summarize(items, trials, groups={
+        "per_task": {k: k[0] for k in items},
+        "per_family": {k: TASKS[k[0]].family for k in items},
+        "per_difficulty": {k: TASKS[k[0]].difficulty for k in items},
+    })
+    summary["errors"] = errors
+    return summary

@@ -108,6 +108,34 @@ class GradeRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class RunRow(Base):
+    """A benchmark run: an agent/model on a split's task list, k trials; the server owns the manifest."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_sha256: Mapped[str] = mapped_column(String(64))
+    agent: Mapped[str] = mapped_column(String(128))
+    model: Mapped[str] = mapped_column(String(200))
+    split: Mapped[str] = mapped_column(String(16), index=True)
+    trials: Mapped[int] = mapped_column(Integer)
+    task_ids: Mapped[list[str]] = mapped_column(JSONType)
+    full_split: Mapped[bool] = mapped_column(Boolean)  # every task, every ticket: rankable
+    manifest: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    episodes_total: Mapped[int] = mapped_column(Integer)
+    next_index: Mapped[int] = mapped_column(Integer, default=0)  # manifest entries handed out
+    episodes_done: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(16))  # active | complete | expired
+    dataset_version: Mapped[str] = mapped_column(String(32))
+    grader_version: Mapped[str] = mapped_column(String(32))
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)  # self-reported
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
 episodes = EpisodeRow.__table__
+runs = RunRow.__table__
 transitions = TransitionRow.__table__
 grades = GradeRow.__table__

@@ -15,6 +15,7 @@ from service.env.core import (
     UnknownTask,
     observe,
     public_state,
+    replay,
     reset,
     step,
 )
@@ -30,7 +31,7 @@ from service.env.models import (
     StepResult,
 )
 from service.env.policy import render_policy_markdown
-from service.env.tasks import TASKS, TaskSpec, get_task
+from service.env.tasks import MAX_TRIALS, TASKS, ManifestEntry, TaskSpec, get_task, run_manifest
 
 __all__ = [
     "ACTION_FIELDS",
@@ -43,6 +44,8 @@ __all__ = [
     "EpisodeState",
     "Grade",
     "GradeComponent",
+    "MAX_TRIALS",
+    "ManifestEntry",
     "Observation",
     "StepResult",
     "TaskSpec",
@@ -53,7 +56,9 @@ __all__ = [
     "observe",
     "public_state",
     "render_policy_markdown",
+    "replay",
     "reset",
+    "run_manifest",
     "step",
     "tickets_for",
 ]

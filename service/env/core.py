@@ -14,7 +14,7 @@ from service.env.policy import render_policy_markdown
 from service.env.tasks import get_task
 from service.env.world import SPLITS, Ticket
 
-__all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "reset", "step"]
+__all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "replay", "reset", "step"]
 
 
 def reset(task_id: str, seed: int, split: str = "train") -> tuple[EpisodeState, Observation]:
@@ -111,6 +111,17 @@ def step(state: EpisodeState, action: Action) -> StepResult:
     reward = round(grade_episode(new_state).raw - _raw_so_far(state), 6)
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
     return StepResult(state=new_state, observation=observe(new_state, reward), reward=reward, done=new_state.done)
+
+
+def replay(task_id: str, seed: int, split: str, actions: list[Action]) -> EpisodeState:
+    """The state reached by playing ``actions`` from ``reset(task_id, seed, split)``.
+
+    How stored episodes are re-graded and checked: the state is a function of the actions.
+    """
+    state, _ = reset(task_id, seed, split)
+    for action in actions:
+        state = step(state, action).state
+    return state
 
 
 def _raw_so_far(state: EpisodeState) -> float:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from service.env.dataset import tickets_for
 from service.env.errors import UnknownTask
 from service.env.models import Action
 from service.env.world import Difficulty, Family
@@ -118,3 +119,41 @@ def get_task(task_id: str) -> TaskSpec:
         return TASKS[task_id]
     except KeyError:
         raise UnknownTask(f"unknown task_id {task_id!r}; choose one of: {', '.join(TASKS)}") from None
+
+
+class ManifestEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    task_id: str
+    seed: int
+    trial: int
+
+
+MAX_TRIALS = 8
+
+
+def run_manifest(split: str, task_ids: list[str] | None = None, trials: int = 1, limit_per_task: int | None = None) -> list[ManifestEntry]:
+    """Every episode of a run, in play order: each ticket of each task's pool, ``trials`` times.
+
+    Entries interleave tasks (trial-major, then seed, then task) so a partly played run covers
+    every task evenly. A pure function of its arguments: the server, not the agent, picks tickets.
+    """
+    chosen = [get_task(t) for t in (task_ids or list(TASKS))]
+    if len({t.id for t in chosen}) != len(chosen):
+        raise ValueError("task_ids lists a task twice")
+    if not 1 <= trials <= MAX_TRIALS:
+        raise ValueError(f"trials must be between 1 and {MAX_TRIALS}")
+    sizes = {t.id: len(tickets_for(split, t.family, t.difficulty)) for t in chosen}  # type: ignore[arg-type]
+    if limit_per_task is not None:
+        if limit_per_task < 1:
+            raise ValueError("limit_per_task must be at least 1")
+        sizes = {k: min(v, limit_per_task) for k, v in sizes.items()}
+    entries = [
+        (trial, seed, order, task.id)
+        for trial in range(trials)
+        for order, task in enumerate(chosen)
+        for seed in range(sizes[task.id])
+    ]
+    entries.sort()
+    return [ManifestEntry(index=i, task_id=t, seed=s, trial=tr) for i, (tr, s, _, t) in enumerate(entries)]

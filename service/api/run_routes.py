@@ -1,0 +1,140 @@
+"""Runs, leaderboard and HTML pages. Thin: parse, call :class:`RunService`, return a model or a page.
+
+``/leaderboard``, ``/runs/{id}`` and ``/episodes/{id}`` answer JSON by default and an HTML page
+to clients that prefer ``text/html`` (browsers), or with ``?format=html``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.response import Stream, Template
+
+from service import env as core
+from service.api.episodes import EpisodeService
+from service.api.runs import CreateRun, RunService, Usage, redact_grade, results_hidden
+from service.api.schemas import ObservationResponse
+from service.db import repository as repo
+
+SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
+FormatQuery = Annotated[str | None, QueryParameter(pattern="^(json|html)$", description="json (default) or html")]
+
+
+def bearer(request: Request[Any, Any, Any]) -> str | None:
+    """The run token from ``Authorization: Bearer …`` (None when absent)."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def wants_html(request: Request[Any, Any, Any], fmt: str | None) -> bool:
+    if fmt is not None:
+        return fmt == "html"
+    return request.accept.best_match(["application/json", "text/html"], default="application/json") == "text/html"
+
+
+class RunController(Controller):
+    tags = ["runs"]
+
+    @post("/runs", status_code=201, summary="Create a run: the server fixes its manifest and returns a run token")
+    async def create(self, runs: NamedDependency[RunService], data: JSONBody[CreateRun]) -> dict[str, Any]:
+        return await runs.create(data)
+
+    @post("/runs/{run_id:str}/next", status_code=200, summary="Start the run's next episode (Bearer run token)")
+    async def next_episode(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> ObservationResponse:
+        return ObservationResponse.of(await runs.next_episode(run_id, bearer(request)))
+
+    @post("/runs/{run_id:str}/usage", status_code=200, summary="Self-reported token usage (shown as such)")
+    async def usage(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], data: JSONBody[Usage]) -> dict[str, Any]:
+        return await runs.set_usage(run_id, bearer(request), data)
+
+    @get("/runs/{run_id:str}", summary="A run: status, manifest progress, per-episode scores, summary")
+    async def detail(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], format: FormatQuery = None) -> Any:  # noqa: A002
+        run = await runs.detail(run_id)
+        if wants_html(request, format):
+            return Template(template_name="run.html", context={"run": run, "tasks": core.TASKS})
+        return run
+
+    @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line", media_type="application/x-ndjson")
+    async def trajectories(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Stream:
+        async def load(episode_id: str) -> list[repo.TransitionRecord]:
+            return await repo.list_transitions(runs.db, episode_id)
+
+        lines = runs.trajectories(run_id, bearer(request), load)
+        first = await anext(lines, None)  # surface 4xx problems before the stream starts
+
+        async def body() -> AsyncIterator[str]:
+            if first is not None:
+                yield first
+                async for line in lines:
+                    yield line
+
+        return Stream(body(), media_type="application/x-ndjson")
+
+    @get("/leaderboard", summary="Ranked finished runs of a split, with 95% CIs and pass^k")
+    async def leaderboard(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], split: SplitQuery = "dev", format: FormatQuery = None) -> Any:  # noqa: A002
+        board = await runs.leaderboard(split)
+        if wants_html(request, format):
+            return Template(template_name="leaderboard.html", context={"board": board, "chart": chart(board["rows"])})
+        return board
+
+    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown")
+    async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], runs: NamedDependency[RunService], episode_id: FromPath[str], format: FormatQuery = None) -> Any:  # noqa: A002
+        view = await episode_view(episodes, runs, episode_id)
+        if wants_html(request, format):
+            return Template(template_name="episode.html", context={"ep": view})
+        return view
+
+
+async def episode_view(episodes: EpisodeService, runs: RunService, episode_id: str) -> dict[str, Any]:
+    """Everything the viewer shows; rewards and grades hidden or redacted on the test split."""
+    state = await episodes.state(episode_id)
+    run_status = (await runs.load(state["run_id"])).status if state.get("run_id") else None
+    hide = results_hidden(state["split"], run_status)
+    ticket = core.load_ticket(state["ticket_id"])
+    first = core.reset(state["task_id"], state["seed"], state["split"])[1]
+    steps = [
+        {"index": t.step_index, "action": t.action, "observation": t.observation, "reward": None if hide else t.reward, "done": t.done}
+        for t in await repo.list_transitions(episodes.db, episode_id)
+    ]
+    grade = None
+    if state["episode_status"] == "done" and not hide:
+        grade = await episodes.grade(episode_id)
+        if state["split"] == "test":
+            grade = redact_grade(grade)
+    return {
+        "episode_id": episode_id,
+        "state": state,
+        "ticket_text": first.ticket,
+        "instructions": first.instructions,
+        "ticket_id": ticket.ticket_id,
+        "steps": steps,
+        "grade": grade,
+        "results_hidden": hide,
+    }
+
+
+def chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Geometry of the inline SVG: one bar per ranked run, with its 95% CI as an error bar."""
+    width, bar_h, gap, left = 640, 22, 10, 220
+    scale = width - left - 20
+    bars = []
+    for i, row in enumerate(rows):
+        lo, hi = row["ci95"]
+        y = i * (bar_h + gap) + 10
+        bars.append({
+            "label": f"{row['agent']} {row['model']}".strip()[:32],
+            "y": y, "text_y": y + bar_h * 0.7,
+            "width": round(row["mean"] * scale, 1),
+            "lo": round(left + lo * scale, 1), "hi": round(left + hi * scale, 1),
+            "mid": y + bar_h / 2, "mean": row["mean"],
+        })
+    return {"width": width, "height": len(rows) * (bar_h + gap) + 30, "left": left, "scale": scale, "bar_h": bar_h,
+            "bars": bars, "axis_y": len(rows) * (bar_h + gap) + 12}
+
+
+__all__ = ["RunController", "bearer"]
