@@ -1,0 +1,1 @@
+"""Benchmark scripts (``python -m bench.load``). Not imported by the service."""

@@ -1,0 +1,783 @@
+"""Load benchmark: N scripted agents playing whole episodes against our server, the OpenEnv peer
+and a no-op ceiling, side by side in one run, on 127.0.0.1 only. Prints one JSON document.
+
+    .venv/bin/python -m bench.load                       # 64 agents, 10 s per measurement, 3 rounds
+    .venv/bin/python -m bench.load --database-url postgresql+asyncpg://postgres@127.0.0.1:5432/test --workers 2
+
+What is measured (each a "target"; every target runs once per round, rounds interleave so that
+background noise hits all of them alike, and the report gives the median over rounds):
+
+- ``ours/http``, ``ours/ws`` — ``python -m service.app`` (one uvicorn worker; ``--workers N`` runs
+  ``uvicorn --factory service.app:app_factory --workers N``) on a fresh SQLite file or PostgreSQL
+  schema. An episode is ``POST /reset`` → ``POST /step`` until ``done`` → ``GET /grader``; over WS it
+  is a ``reset`` frame → ``step`` frames on the agent's long-lived socket → ``GET /grader``.
+- ``peer/ws`` — openenv 0.10's own ``create_app`` over our core, in memory (``bench.reference_server``),
+  same agents, same episodes over ``/ws``, ``GET /grader`` from memory.
+- ``ceiling/http``, ``ceiling/ws`` — Litestar routes that do nothing (``bench.noop_app``) served the
+  same way; agents replay recorded episodes of the same tasks (same request bodies and counts).
+
+Agents are ``HeuristicAgent`` (one per episode), tasks round-robin over ``GET /tasks``, split
+``train``. Every target gets ``--warmup`` seconds that are not counted, then ``--duration`` seconds
+(or fewer if ``--max-requests`` is reached) whose completed requests are counted. Step latency is
+client-side: request written → response parsed. One generator process (asyncio, uvloop, a minimal
+keep-alive HTTP/1.1 client and ``websockets``) drives everything; the servers are subprocesses in
+their own sessions and are stopped by PID (process group = that PID) at the end, even on error.
+The report carries the CPU used by the generator, by the server under test and by everything else
+on the machine during each window, so a noisy or generator-bound measurement is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+HOST = "127.0.0.1"
+MAX_EPISODE_STEPS = 64  # far above any task's max_steps: a longer episode is an error
+STOP_GRACE_S = 10.0  # in-flight requests get this long to finish after a window closes
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------------------- servers
+
+
+class ServerProcess:
+    """A server subprocess in its own session; its process group id is its PID."""
+
+    def __init__(self, name: str, cmd: list[str], port: int, env: dict[str, str], log_dir: Path) -> None:
+        self.name, self.port = name, port
+        self.url = f"http://{HOST}:{port}"
+        self.log_path = log_dir / f"{name}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._stopped = False
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as resp:  # noqa: S310 - loopback
+                    if json.loads(resp.read()).get("status") == "healthy":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} not healthy after {timeout:.0f}s:\n{self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_bytes()[-n:].decode("utf-8", "replace")
+
+    def session_members(self) -> dict[int, float]:
+        """PID → user+system CPU seconds of every live process in this server's session."""
+        out = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            # after "pid (comm)": state ppid pgrp session ... utime(12) stime(13)
+            if int(fields[3]) == self.proc.pid:
+                out[int(entry.name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return out
+
+    def cpu_seconds(self) -> float:
+        """CPU of the server, uvicorn workers included."""
+        return sum(self.session_members().values())
+
+    def stop(self) -> None:
+        """SIGTERM to the process group we created (its id is our child's PID), then SIGKILL."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        for pid in self.session_members():  # a worker that outlived its supervisor
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self._log.close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds (all cores) the machine spent not idle, from /proc/stat."""
+    with open("/proc/stat") as f:
+        parts = [int(x) for x in f.readline().split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
+    return (sum(parts[:8]) - idle) / CLK_TCK
+
+
+# --------------------------------------------------------------------------- HTTP client
+
+
+class HttpError(Exception):
+    pass
+
+
+class HttpConnection:
+    """One keep-alive HTTP/1.1 connection. Far cheaper per request than a general client, which
+    keeps the generator from being the bottleneck."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self._head = f"Host: {host}:{port}\r\n"
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = f"{method} {path} HTTP/1.1\r\n{self._head}"
+        if body is not None:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        self.writer.write(head.encode("latin-1") + b"\r\n" + (body or b""))
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length, chunked, close = None, False, False
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name = name.strip().lower()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding" and "chunked" in value.lower():
+                chunked = True
+            elif name == "connection" and "close" in value.lower():
+                close = True
+        if chunked:
+            data = bytearray()
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                chunk = await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+                data += chunk[:-2]
+            payload = bytes(data)
+        elif length is not None:
+            payload = await self.reader.readexactly(length)
+        else:
+            raise HttpError(f"{method} {path}: response without length")
+        if close:
+            await self.close()
+        return status, payload
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+        self.reader = self.writer = None
+
+
+# ------------------------------------------------------------------------------ episodes
+
+
+@dataclass
+class Window:
+    """Counters for one measurement; only completions inside [start, end] are counted."""
+
+    start: float
+    deadline: float
+    max_requests: int
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    end: float | None = None
+    requests_sent: int = 0
+    step_ms: list[float] = field(default_factory=list)
+    reset_ms: list[float] = field(default_factory=list)
+    grader_ms: list[float] = field(default_factory=list)
+    episodes: int = 0
+    episode_steps: int = 0
+    errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
+
+    def may_send(self) -> bool:
+        if self.stop.is_set():
+            return False
+        now = time.perf_counter()
+        if now >= self.deadline or self.requests_sent >= self.max_requests:
+            self.close(now)
+            return False
+        self.requests_sent += 1
+        return True
+
+    def close(self, now: float) -> None:
+        if not self.stop.is_set():
+            self.end = now
+            self.stop.set()
+
+    def counts(self, t: float) -> bool:
+        return t >= self.start and (self.end is None or t <= self.end)
+
+    def record(self, bucket: list[float], t0: float) -> None:
+        t1 = time.perf_counter()
+        if self.counts(t1):
+            bucket.append((t1 - t0) * 1000.0)
+
+    def error(self, message: str) -> None:
+        # every error counts, warm-up included: the run must be clean, not just its window
+        self.errors += 1
+        if len(self.error_samples) < 5 and message not in self.error_samples:
+            self.error_samples.append(message)
+
+
+class Stopped(Exception):
+    """The window closed; abandon the episode quietly."""
+
+
+class Schedule:
+    """Which (task, seed) agent ``i`` plays as its ``k``-th episode: tasks round-robin, seeds spread."""
+
+    def __init__(self, tasks: list[str]) -> None:
+        self.tasks = tasks
+
+    def pick(self, agent: int, k: int) -> tuple[str, int]:
+        return self.tasks[(agent + k) % len(self.tasks)], agent * 7919 + k
+
+
+def agent_observation(observation: dict[str, Any], reward: Any, done: Any) -> Any:
+    """The wire observation as the core's ``Observation`` (extension keys such as episode_id dropped)."""
+    from service.env import Observation
+
+    fields = Observation.model_fields
+    return Observation.model_validate(
+        {**{k: v for k, v in observation.items() if k in fields}, "reward": reward, "done": bool(done)}
+    )
+
+
+def episode_id_of(result: dict[str, Any]) -> str:
+    meta = result.get("metadata") or {}
+    episode_id = meta.get("episode_id") or result["observation"].get("episode_id")
+    if not episode_id:
+        raise HttpError("reset result carries no episode_id")
+    return episode_id
+
+
+class Player:
+    """One agent: plays episodes back to back over one transport until the window closes."""
+
+    def __init__(self, index: int, target: Target, window: Window, schedule: Schedule, scripts: dict[Any, list[bytes]]) -> None:
+        self.index, self.target, self.window = index, target, window
+        self.schedule, self.scripts = schedule, scripts
+        self.http = HttpConnection(HOST, target.port)
+        self.ws: Any = None
+
+    # -- transport primitives (each checks the window, times itself, raises on a bad answer)
+
+    async def http_json(self, method: str, path: str, body: bytes | None, bucket: list[float]) -> dict[str, Any]:
+        if not self.window.may_send():
+            raise Stopped
+        t0 = time.perf_counter()
+        status, payload = await self.http.request(method, path, body)
+        result = json.loads(payload)
+        self.window.record(bucket, t0)
+        if status != 200:
+            raise HttpError(f"{method} {path.split('?')[0]} -> {status}: {payload[:200]!r}")
+        return result
+
+    async def ws_frame(self, frame: str, bucket: list[float]) -> dict[str, Any]:
+        if not self.window.may_send():
+            raise Stopped
+        if self.ws is None:
+            from websockets.asyncio.client import connect
+
+            # websockets' defaults (permessage-deflate on, like openenv's own client)
+            self.ws = await connect(f"ws://{HOST}:{self.target.port}/ws", max_size=2**24, open_timeout=30)
+        t0 = time.perf_counter()
+        await self.ws.send(frame)
+        reply = json.loads(await self.ws.recv())
+        self.window.record(bucket, t0)
+        if reply.get("type") != "observation":
+            raise HttpError(f"ws {json.loads(frame)['type']} -> {json.dumps(reply)[:200]}")
+        return reply["data"]
+
+    # -- one episode
+
+    async def play_real(self, k: int) -> None:
+        from service.env.agents import HeuristicAgent
+
+        task_id, seed = self.schedule.pick(self.index, k)
+        reset_body = {"task_id": task_id, "seed": seed, "split": "train"}
+        w = self.window
+        if self.target.transport == "http":
+            result = await self.http_json("POST", "/reset", json.dumps(reset_body).encode(), w.reset_ms)
+        else:
+            result = await self.ws_frame(json.dumps({"type": "reset", "data": reset_body}), w.reset_ms)
+        episode_id = episode_id_of(result)
+        agent = HeuristicAgent(seed)
+        steps = 0
+        while not result["done"]:
+            if steps >= MAX_EPISODE_STEPS:
+                raise HttpError(f"episode {episode_id} not done after {steps} steps")
+            action = agent.act(agent_observation(result["observation"], result["reward"], result["done"]))
+            payload = action.model_dump(mode="json", exclude_defaults=True)
+            if self.target.transport == "http":
+                body = json.dumps({"episode_id": episode_id, "action": payload}).encode()
+                result = await self.http_json("POST", "/step", body, w.step_ms)
+            else:
+                result = await self.ws_frame(json.dumps({"type": "step", "data": payload}), w.step_ms)
+            steps += 1
+        grade = await self.http_json("GET", f"/grader?episode_id={episode_id}", None, w.grader_ms)
+        if not isinstance(grade.get("score"), (int, float)):
+            raise HttpError(f"grader answered without a score: {json.dumps(grade)[:200]}")
+        self.finished(steps)
+
+    async def play_replay(self, k: int) -> None:
+        """Ceiling: the same requests a real episode of this (task, seed) sends, answers ignored."""
+        task_id, seed = self.schedule.pick(self.index, k)
+        script = self.scripts[(task_id, seed % SCRIPT_SEEDS)]
+        w = self.window
+        reset_body = {"task_id": task_id, "seed": seed, "split": "train"}
+        episode_id = "0" * 32
+        if self.target.transport == "http":
+            await self.http_json("POST", "/reset", json.dumps(reset_body).encode(), w.reset_ms)
+            for action in script:
+                body = b'{"episode_id":"' + episode_id.encode() + b'","action":' + action + b"}"
+                await self.http_json("POST", "/step", body, w.step_ms)
+        else:
+            await self.ws_frame(json.dumps({"type": "reset", "data": reset_body}), w.reset_ms)
+            for action in script:
+                await self.ws_frame('{"type":"step","data":' + action.decode() + "}", w.step_ms)
+        await self.http_json("GET", f"/grader?episode_id={episode_id}", None, w.grader_ms)
+        self.finished(len(script))
+
+    def finished(self, steps: int) -> None:
+        if self.window.counts(time.perf_counter()):
+            self.window.episodes += 1
+            self.window.episode_steps += steps
+
+    async def run(self) -> None:
+        play = self.play_replay if self.target.kind == "ceiling" else self.play_real
+        k = 0
+        try:
+            while not self.window.stop.is_set():
+                try:
+                    await play(k)
+                except Stopped:
+                    break
+                except Exception as exc:  # noqa: BLE001 - count it, reconnect, go on
+                    self.window.error(f"{type(exc).__name__}: {exc}"[:300])
+                    await self.reset_transport()
+                    await asyncio.sleep(0.05)
+                k += 1
+        finally:
+            await self.reset_transport(polite=True)
+
+    async def reset_transport(self, polite: bool = False) -> None:
+        await self.http.close()
+        if self.ws is not None:
+            ws, self.ws = self.ws, None
+            with contextlib.suppress(Exception):
+                if polite:
+                    await ws.send('{"type":"close"}')
+                await ws.close()
+
+
+SCRIPT_SEEDS = 16
+
+
+def record_scripts(tasks: list[str]) -> dict[tuple[str, int], list[bytes]]:
+    """Action bodies of HeuristicAgent episodes played on the core in-process (for the ceiling)."""
+    from service.env import TASKS, reset, step
+    from service.env.agents import HeuristicAgent
+
+    scripts: dict[tuple[str, int], list[bytes]] = {}
+    for task_id in tasks:
+        if task_id not in TASKS:
+            continue
+        for seed in range(SCRIPT_SEEDS):
+            state, obs = reset(task_id, seed, "train")
+            agent, actions = HeuristicAgent(seed), []
+            for _ in range(MAX_EPISODE_STEPS):
+                action = agent.act(obs)
+                actions.append(json.dumps(action.model_dump(mode="json", exclude_defaults=True)).encode())
+                result = step(state, action)
+                state, obs = result.state, result.observation
+                if result.done:
+                    break
+            scripts[(task_id, seed)] = actions
+    return scripts
+
+
+# ---------------------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # ours | peer | ceiling
+    transport: str  # http | ws
+    port: int
+    server: ServerProcess
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}/{self.transport}"
+
+
+def percentiles(samples: list[float]) -> dict[str, float | None]:
+    if not samples:
+        return {"p50": None, "p95": None, "p99": None, "max": None, "mean": None}
+    s = sorted(samples)
+
+    def q(p: float) -> float:
+        return round(s[min(len(s) - 1, int(round(p * (len(s) - 1))))], 3)
+
+    return {"p50": q(0.50), "p95": q(0.95), "p99": q(0.99), "max": round(s[-1], 3), "mean": round(sum(s) / len(s), 3)}
+
+
+async def measure(
+    target: Target, agents: int, warmup: float, duration: float, max_requests: int,
+    schedule: Schedule, scripts: dict[Any, list[bytes]],
+) -> dict[str, Any]:
+    now = time.perf_counter()
+    window = Window(start=now + warmup, deadline=now + warmup + duration, max_requests=max_requests)
+    players = [Player(i, target, window, schedule, scripts) for i in range(agents)]
+    tasks = [asyncio.create_task(p.run()) for p in players]
+
+    await asyncio.sleep(max(0.0, window.start - time.perf_counter()))
+    cpu0 = (time.process_time(), target.server.cpu_seconds(), machine_busy_seconds(), time.perf_counter())
+    await window.stop.wait()
+    cpu1 = (time.process_time(), target.server.cpu_seconds(), machine_busy_seconds(), time.perf_counter())
+    _, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+    for t in pending:
+        t.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+    end = window.end if window.end is not None else cpu1[3]
+    elapsed = max(1e-9, end - window.start)
+    wall = max(1e-9, cpu1[3] - cpu0[3])
+    gen, srv, busy = (cpu1[i] - cpu0[i] for i in range(3))
+    steps = len(window.step_ms)
+    return {
+        "target": target.name,
+        "window_s": round(elapsed, 3),
+        "steps": steps,
+        "episodes": window.episodes,
+        "requests": steps + len(window.reset_ms) + len(window.grader_ms),
+        "steps_per_s": round(steps / elapsed, 1),
+        "episodes_per_s": round(window.episodes / elapsed, 1),
+        "mean_steps_per_episode": round(window.episode_steps / window.episodes, 2) if window.episodes else None,
+        "step_latency_ms": percentiles(window.step_ms),
+        "reset_latency_ms": percentiles(window.reset_ms),
+        "grader_latency_ms": percentiles(window.grader_ms),
+        "errors": window.errors,
+        "error_samples": window.error_samples,
+        # CPU during the window, in cores (1.0 = one core fully busy)
+        "cpu_cores": {
+            "generator": round(gen / wall, 3),
+            "server": round(srv / wall, 3),
+            "other": round(max(0.0, busy - gen - srv) / wall, 3),
+        },
+    }
+
+
+def median(values: list[float]) -> float | None:
+    vals = sorted(v for v in values if v is not None)
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median over rounds of every headline number; the per-round values are kept alongside."""
+
+    def med(path: tuple[str, ...]) -> Any:
+        vals = []
+        for r in rounds:
+            v: Any = r
+            for key in path:
+                v = v[key]
+            vals.append(v)
+        m = median(vals)
+        return round(m, 3) if m is not None else None
+
+    return {
+        "steps_per_s": med(("steps_per_s",)),
+        "episodes_per_s": med(("episodes_per_s",)),
+        "step_latency_ms": {k: med(("step_latency_ms", k)) for k in ("p50", "p95", "p99")},
+        "reset_latency_ms": {k: med(("reset_latency_ms", k)) for k in ("p50", "p99")},
+        "grader_latency_ms": {k: med(("grader_latency_ms", k)) for k in ("p50", "p99")},
+        "mean_steps_per_episode": med(("mean_steps_per_episode",)),
+        "errors": sum(r["errors"] for r in rounds),
+        "error_samples": [s for r in rounds for s in r["error_samples"]][:5],
+        "cpu_cores": {k: med(("cpu_cores", k)) for k in ("generator", "server", "other")},
+        "rounds": [
+            {k: r[k] for k in ("steps_per_s", "episodes_per_s", "errors", "window_s", "cpu_cores")}
+            | {"step_p99_ms": r["step_latency_ms"]["p99"]}
+            for r in rounds
+        ],
+    }
+
+
+def ratio(a: Any, b: Any) -> float | None:
+    return round(a / b, 3) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
+def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """ours/peer and ours/ceiling for throughput (higher is better) and p99 (lower is better)."""
+    out: dict[str, Any] = {}
+    for transport in ("http", "ws"):
+        ours = results.get(f"ours/{transport}")
+        if ours is None:
+            continue
+        for other in (f"peer/ws", f"ceiling/{transport}"):
+            ref = results.get(other)
+            if ref is None:
+                continue
+            out[f"ours/{transport} vs {other}"] = {
+                "steps_per_s": ratio(ours["steps_per_s"], ref["steps_per_s"]),
+                "episodes_per_s": ratio(ours["episodes_per_s"], ref["episodes_per_s"]),
+                "step_p99": ratio(ours["step_latency_ms"]["p99"], ref["step_latency_ms"]["p99"]),
+            }
+    return out
+
+
+# ------------------------------------------------------------------------------- wiring
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_SCHEMA", "PORT", "HOST")}
+    env.update(PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+async def pg_schema(url: str, action: str, schema: str) -> None:
+    import asyncpg
+
+    parts = urlsplit(url)
+    dsn = parts._replace(scheme="postgresql").geturl()
+    conn = await asyncpg.connect(dsn)
+    try:
+        if action == "create":
+            await conn.execute(f'CREATE SCHEMA "{schema}"')
+        else:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+def fetch_tasks(url: str) -> list[str]:
+    with urllib.request.urlopen(url + "/tasks", timeout=10) as resp:  # noqa: S310 - loopback
+        body = json.loads(resp.read())
+    return [t["id"] for t in body["tasks"]]
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "service"], cwd=ROOT, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() + ("+dirty(service)" if dirty.stdout.strip() else "")
+    except OSError:
+        return None
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: Path) -> dict[str, Any]:
+    transports = [t.strip() for t in args.transports.split(",") if t.strip()]
+    for t in transports:
+        if t not in ("http", "ws"):
+            raise SystemExit(f"--transports: unknown transport {t!r}; use http, ws or http,ws")
+    py = sys.executable
+    log_level = args.log_level.upper()
+    is_pg = args.database_url is not None and args.database_url.startswith("postgresql")
+    schema = None
+    if args.database_url is None:
+        database_url = f"sqlite+aiosqlite:///{workdir / 'ours.db'}"
+    else:
+        database_url = args.database_url
+    if is_pg:
+        schema = "bench_" + secrets.token_hex(6)
+        await pg_schema(database_url, "create", schema)
+    try:
+        # ---- start the servers (all stay up for the whole run; idle ones cost nothing)
+        port = free_port()
+        env = server_env(
+            DATABASE_URL=database_url, HOST=HOST, PORT=str(port), LOG_LEVEL=log_level,
+            MAX_CONCURRENT_ENVS=str(max(256, 2 * args.agents)), **({"DATABASE_SCHEMA": schema} if schema else {}),
+        )
+        if args.workers == 1:
+            cmd = [py, "-m", "service.app"]
+        else:
+            cmd = [py, "-m", "uvicorn", "--factory", "service.app:app_factory", "--host", HOST, "--port", str(port),
+                   "--workers", str(args.workers), "--log-level", log_level.lower()]
+        ours = ServerProcess("ours", cmd, port, env, workdir)
+        servers.append(ours)
+        started = [ours]
+        peer = ceiling = None
+        if not args.no_peer:
+            p = free_port()
+            peer = ServerProcess("peer", [py, "-m", "bench.reference_server", "--host", HOST, "--port", str(p)], p,
+                                 server_env(LOG_LEVEL=log_level, ENABLE_WEB_INTERFACE="false"), workdir)
+            servers.append(peer)
+            started.append(peer)
+        if not args.no_ceiling:
+            p = free_port()
+            ceiling = ServerProcess("ceiling", [py, "-m", "bench.noop_app", "--host", HOST, "--port", str(p)], p,
+                                    server_env(LOG_LEVEL=log_level), workdir)
+            servers.append(ceiling)
+            started.append(ceiling)
+        for s in started:
+            await asyncio.to_thread(s.wait_healthy)
+        log(f"servers up: " + ", ".join(f"{s.name}=pid {s.proc.pid} port {s.port}" for s in started))
+
+        tasks = await asyncio.to_thread(fetch_tasks, ours.url)
+        schedule = Schedule(tasks)
+        scripts = record_scripts(tasks) if ceiling is not None else {}
+
+        targets = [Target("ours", t, ours.port, ours) for t in transports]
+        if peer is not None:
+            targets.append(Target("peer", "ws", peer.port, peer))
+        if ceiling is not None:
+            targets += [Target("ceiling", t, ceiling.port, ceiling) for t in transports]
+
+        per_round: dict[str, list[dict[str, Any]]] = {t.name: [] for t in targets}
+        load0 = os.getloadavg()
+        for r in range(args.rounds):
+            for target in targets:
+                res = await measure(target, args.agents, args.warmup, args.duration, args.max_requests, schedule, scripts)
+                per_round[target.name].append(res)
+                log(
+                    f"round {r + 1}/{args.rounds} {target.name}: {res['steps_per_s']} steps/s, "
+                    f"p99 {res['step_latency_ms']['p99']} ms, errors {res['errors']}, cpu {res['cpu_cores']}"
+                )
+        results = {name: summarize(rs) for name, rs in per_round.items()}
+        return {
+            "config": {
+                "agents": args.agents,
+                "duration_s": args.duration,
+                "warmup_s": args.warmup,
+                "rounds": args.rounds,
+                "max_requests_per_measurement": args.max_requests,
+                "transports": transports,
+                "database": "postgresql" if is_pg else "sqlite",
+                "database_url": (urlsplit(database_url)._replace(netloc=urlsplit(database_url).hostname or "").geturl()
+                                 if is_pg else "sqlite file in a temp dir (WAL, synchronous=NORMAL)"),
+                "workers": args.workers,
+                "log_level": log_level,
+                "ours_command": " ".join(cmd[1:]).replace(py, "python"),
+                "commit": git_commit(),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "loadavg_before": [round(x, 2) for x in load0],
+                "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                "notes": [
+                    "median over rounds; step latency client-side (request written -> response parsed)",
+                    "cpu_cores: CPU used during the window (1.0 = one core); 'other' = everything else on the machine",
+                    "peer = openenv create_app over our core, in memory, stepped in openenv's per-session threads",
+                    "ceiling = Litestar no-op routes, canned observation replies, replayed episodes",
+                ],
+            },
+            "results": results,
+            "ratios": ratios(results),
+        }
+    finally:
+        if schema is not None:
+            for s in servers:
+                if s is not None and s.name == "ours":
+                    s.stop()
+            with contextlib.suppress(Exception):
+                await pg_schema(database_url, "drop", schema)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--agents", type=int, default=64, help="concurrent scripted agents (default 64)")
+    p.add_argument("--duration", type=float, default=10.0, help="counted seconds per measurement (default 10)")
+    p.add_argument("--warmup", type=float, default=2.0, help="uncounted seconds before each measurement (default 2)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the report gives medians (default 3)")
+    p.add_argument("--max-requests", type=int, default=500_000, help="request cap per measurement, warm-up included")
+    p.add_argument("--database-url", default=None, help="ours against this database (default: fresh SQLite file); "
+                   "for PostgreSQL a fresh schema is created and dropped")
+    p.add_argument("--workers", type=int, default=1, help="uvicorn workers for ours (default 1)")
+    p.add_argument("--transports", default="http,ws", help="for ours and the ceiling (default http,ws)")
+    p.add_argument("--no-peer", action="store_true", help="skip the OpenEnv reference server")
+    p.add_argument("--no-ceiling", action="store_true", help="skip the no-op ceiling")
+    p.add_argument("--log-level", default="INFO", help="LOG_LEVEL of every server (default INFO, the service default)")
+    p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report here")
+    p.add_argument("--keep-logs", action="store_true", help="keep the server logs (path printed on stderr)")
+    args = p.parse_args(argv)
+    if args.agents < 1 or args.duration <= 0 or args.rounds < 1 or args.workers < 1 or args.warmup < 0:
+        p.error("--agents, --duration, --rounds and --workers must be positive, --warmup >= 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="ecomm-bench-"))
+    servers: list[ServerProcess] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    failed = True
+    try:
+        try:
+            import uvloop
+
+            report = uvloop.run(run(args, servers, workdir))
+        except ImportError:
+            report = asyncio.run(run(args, servers, workdir))
+        text = json.dumps(report, indent=2)
+        print(text)
+        if args.json_out is not None:
+            args.json_out.write_text(text + "\n")
+        failed = False
+        return 0
+    finally:
+        for s in servers:
+            s.stop()
+        if failed or args.keep_logs:
+            log(f"server logs kept in {workdir}")
+            for s in servers:
+                if failed:
+                    log(f"--- {s.name} log tail ---\n{s.tail(1500)}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
