@@ -1,0 +1,948 @@
+"""Evaluate an agent against ecomm-support-env: ``python inference.py``.
+
+By default the evaluation is a server-side *run* (``POST /runs``): the server picks the episodes,
+grades them itself and ranks the finished run on its leaderboard. ``--direct`` plays plain
+``/reset`` + ``/step`` episodes instead (no run, nothing ranked).
+
+stdout carries exactly three kinds of line and nothing else (the hackathon-era log format)::
+
+    [START] task=<task_id> env=<benchmark> model=<model_name>
+    [STEP] step=<n> action=<compact json|null> reward=<0.00> done=<true|false> error=<msg|null>
+    [END] success=<true|false> steps=<n> score=<0.000> rewards=<r1,r2,...>
+
+Every agent turn prints one ``[STEP]`` — also a turn whose answer could not be parsed or whose
+action the service rejected (reward 0.00, the reason in ``error``), so ``steps`` and the reward
+list always match the ``[STEP]`` lines of the episode. ``[END]`` is printed even when the episode
+fails. ``success`` means the episode's score (``GET /grader``; the clipped reward sum when the
+server does not reveal it) is at least ``SUCCESS_THRESHOLD`` = 0.5.
+
+Progress, the per-task summary and the run's leaderboard link go to stderr. See
+``docs/inference-notes.md`` for the variables, flags and the time-budget arithmetic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+import re
+import sys
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+log = logging.getLogger("inference")
+
+DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
+DEFAULT_MODEL_NAME = "Qwen/Qwen2.5-72B-Instruct"
+DEFAULT_ENV_URL = "http://localhost:7860"
+DEFAULT_BENCHMARK = "ecomm-support-env"
+SUCCESS_THRESHOLD = 0.5
+# Consecutive turns without an accepted action (unparseable answer, action rejected with 422)
+# before the runner plays FALLBACK_ACTION for the model. A lookup decides nothing, earns nothing
+# and costs nothing, so the fallback never answers the ticket on the model's behalf; it only
+# moves the episode towards its step limit, so a broken model cannot loop forever.
+MAX_INVALID_TURNS = 3
+FALLBACK_ACTION: dict[str, Any] = {"lookup": "policy"}
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
+
+
+# ------------------------------------------------------------------------------ configuration
+
+@dataclass(frozen=True)
+class Config:
+    """Everything read from the environment, once."""
+
+    api_base_url: str
+    model_name: str
+    api_key: str | None
+    env_url: str
+    benchmark: str
+    run_token: str | None
+    llm_timeout_s: float
+    llm_max_attempts: int
+    llm_backoff_s: float
+    state_dir: Path
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Config:
+        env = dict(os.environ if environ is None else environ)
+        return cls(
+            api_base_url=env.get("API_BASE_URL") or DEFAULT_API_BASE_URL,
+            model_name=env.get("MODEL_NAME") or DEFAULT_MODEL_NAME,
+            api_key=env.get("HF_TOKEN") or env.get("API_KEY") or None,
+            env_url=(env.get("ENV_URL") or DEFAULT_ENV_URL).rstrip("/"),
+            benchmark=env.get("BENCHMARK") or DEFAULT_BENCHMARK,
+            run_token=env.get("RUN_TOKEN") or None,
+            llm_timeout_s=float(env.get("LLM_TIMEOUT_S") or 15.0),
+            llm_max_attempts=max(1, int(env.get("LLM_MAX_ATTEMPTS") or 4)),
+            llm_backoff_s=float(env.get("LLM_BACKOFF_S") or 1.0),
+            state_dir=Path(env.get("INFERENCE_STATE_DIR") or ".inference_runs"),
+        )
+
+
+# ------------------------------------------------------------------------------------ logging
+
+def one_line(text: Any, limit: int = 300) -> str:
+    """A single log-safe line: no CR/LF/tabs, collapsed whitespace, bounded length."""
+    s = re.sub(r"\s+", " ", str(text)).strip()
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def compact_json(value: Any) -> str:
+    # json.dumps escapes newlines inside strings, so the result is always one line.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def start_line(task_id: str, benchmark: str, model: str) -> str:
+    return f"[START] task={task_id} env={benchmark} model={model}"
+
+
+def step_line(n: int, action: dict[str, Any] | None, reward: float, done: bool, error: str | None) -> str:
+    action_s = "null" if action is None else compact_json(action)
+    error_s = "null" if not error else one_line(error)
+    return f"[STEP] step={n} action={action_s} reward={reward:.2f} done={_bool(done)} error={error_s}"
+
+
+def end_line(success: bool, steps: int, score: float, rewards: list[float]) -> str:
+    return f"[END] success={_bool(success)} steps={steps} score={score:.3f} rewards={','.join(f'{r:.2f}' for r in rewards)}"
+
+
+def emit(line: str) -> None:
+    """One complete line per write: concurrent episodes interleave by line, never inside one."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+# ----------------------------------------------------------------------- tolerant JSON parsing
+
+class UnparseableReply(ValueError):
+    pass
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Every top-level balanced ``{...}`` substring, in order; braces inside strings are ignored."""
+    found, depth, start, in_str, escaped = [], 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"' and depth > 0:
+            in_str = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                found.append(text[start : i + 1])
+    return found
+
+
+def parse_action(text: str | None) -> dict[str, Any]:
+    """The JSON action in a model's answer: bare, in a code fence, or amid prose (first balanced
+    ``{...}`` that decodes to an object). ``{"action": {...}}`` is unwrapped."""
+    if text is None or not text.strip():
+        raise UnparseableReply("empty reply")
+    candidates = [text.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(text)]
+    candidates += _balanced_objects(text)
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            if set(value) == {"action"} and isinstance(value["action"], dict):
+                value = value["action"]
+            return value
+    raise UnparseableReply(f"no JSON object in reply: {one_line(text, 120)!r}")
+
+
+# ------------------------------------------------------------------------------------ service
+
+class ServiceError(RuntimeError):
+    """A non-2xx answer from the service (problem details are summarised in the message)."""
+
+    def __init__(self, status: int, detail: str, body: Any = None) -> None:
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status, self.detail, self.body = status, detail, body
+
+
+class EnvClient:
+    """The service's HTTP API. One instance (one ``httpx.AsyncClient``) per worker."""
+
+    def __init__(self, base_url: str, run_token: str | None = None, timeout: float = 30.0) -> None:
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=timeout)
+        self.run_token = run_token
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def _headers(self, auth: bool) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.run_token}"} if auth and self.run_token else {}
+
+    async def _call(self, method: str, path: str, *, auth: bool = True, attempts: int = 3, **kw: Any) -> Any:
+        # Transport errors and 502/503/504 are retried; /step carries a request_id, so a retried
+        # step is applied once. Other statuses are answers, raised as ServiceError.
+        for attempt in range(attempts):
+            try:
+                resp = await self.http.request(method, path, headers=self._headers(auth), **kw)
+            except httpx.TransportError as exc:
+                if attempt + 1 == attempts:
+                    raise ServiceError(0, f"{method} {path} failed: {type(exc).__name__}: {exc}") from exc
+            else:
+                if resp.status_code in (502, 503, 504) and attempt + 1 < attempts:
+                    pass
+                elif resp.is_success:
+                    return resp.json()
+                else:
+                    try:
+                        body = resp.json()
+                    except ValueError:
+                        body = resp.text
+                    detail = body.get("detail") if isinstance(body, dict) else None
+                    raise ServiceError(resp.status_code, str(detail or body)[:500], body)
+            await asyncio.sleep(0.2 * 2**attempt)
+        raise ServiceError(0, f"{method} {path} failed")  # pragma: no cover - loop always returns/raises
+
+    async def tasks(self) -> dict[str, Any]:
+        return await self._call("GET", "/tasks", auth=False)
+
+    async def reset(self, **body: Any) -> dict[str, Any]:
+        return await self._call("POST", "/reset", json=body, attempts=1)
+
+    async def resume(self, episode_id: str) -> dict[str, Any]:
+        return await self._call("POST", "/reset", json={"episode_id": episode_id, "resume": True})
+
+    async def step(self, episode_id: str, action: dict[str, Any]) -> dict[str, Any]:
+        body = {"action": action, "episode_id": episode_id, "request_id": uuid.uuid4().hex}
+        return await self._call("POST", "/step", json=body)
+
+    async def score(self, episode_id: str) -> float | None:
+        try:
+            return float((await self._call("GET", "/grader", params={"episode_id": episode_id}))["score"])
+        except (ServiceError, KeyError, TypeError, ValueError):
+            return None  # hidden (test split until the run completes) or not gradable
+
+    async def create_run(self, **body: Any) -> dict[str, Any]:
+        return await self._call("POST", "/runs", json=body, auth=False, attempts=1)
+
+    async def next_episode(self, run_id: str) -> dict[str, Any] | None:
+        try:
+            return await self._call("POST", f"/runs/{run_id}/next", attempts=1)
+        except ServiceError as exc:
+            if exc.status == 409 and isinstance(exc.body, dict) and exc.body.get("code") == "run_exhausted":
+                return None
+            raise
+
+    async def get_run(self, run_id: str) -> dict[str, Any]:
+        return await self._call("GET", f"/runs/{run_id}")
+
+    async def report_usage(self, run_id: str, prompt_tokens: int, completion_tokens: int) -> None:
+        await self._call("POST", f"/runs/{run_id}/usage", json={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+
+
+# ------------------------------------------------------------------------------------- agents
+
+@dataclass
+class Turn:
+    """An agent's move: an action, or None with the reason it has none."""
+
+    action: dict[str, Any] | None
+    error: str | None = None
+
+
+class EpisodeAgent(Protocol):
+    async def act(self, obs: dict[str, Any]) -> Turn: ...
+
+    def observe_result(self, action: dict[str, Any], reward: float | None, error: str | None) -> None: ...
+
+
+class FatalAgentError(RuntimeError):
+    """The agent cannot work at all (bad credentials, unknown model): stop the whole evaluation."""
+
+
+class LLMUnavailable(RuntimeError):
+    """The LLM did not answer after every retry: this episode is abandoned (resumable in a run)."""
+
+
+@dataclass
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LLMClient:
+    """Chat completions through ``openai.AsyncOpenAI`` with a per-call timeout and bounded retries
+    (exponential backoff with jitter) on 429, 5xx, timeouts and connection errors."""
+
+    def __init__(self, cfg: Config, usage: TokenUsage) -> None:
+        from openai import AsyncOpenAI
+
+        self.cfg, self.usage = cfg, usage
+        # max_retries=0: the retry policy below is the only one, so attempts stay bounded and visible.
+        self.client = AsyncOpenAI(base_url=cfg.api_base_url, api_key=cfg.api_key, timeout=cfg.llm_timeout_s, max_retries=0)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    async def complete(self, messages: list[dict[str, str]]) -> str:
+        import openai
+
+        last: Exception | None = None
+        for attempt in range(self.cfg.llm_max_attempts):
+            try:
+                resp = await self.client.chat.completions.create(
+                    model=self.cfg.model_name, messages=messages, temperature=0.0, max_tokens=600
+                )
+            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
+                raise FatalAgentError(f"the LLM endpoint refused the request: {one_line(exc, 200)}") from exc
+            except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError) as exc:
+                last = exc
+            except openai.APIStatusError as exc:
+                if exc.status_code < 500:
+                    raise LLMUnavailable(f"LLM call failed: {one_line(exc, 200)}") from exc
+                last = exc
+            else:
+                if resp.usage is not None:
+                    self.usage.prompt_tokens += resp.usage.prompt_tokens or 0
+                    self.usage.completion_tokens += resp.usage.completion_tokens or 0
+                if not resp.choices:
+                    return ""
+                return resp.choices[0].message.content or ""
+            if attempt + 1 < self.cfg.llm_max_attempts:
+                delay = self.cfg.llm_backoff_s * 2**attempt * (0.75 + 0.5 * random.random())
+                log.debug("LLM attempt %d failed (%s); retrying in %.1fs", attempt + 1, type(last).__name__, delay)
+                await asyncio.sleep(delay)
+        raise LLMUnavailable(f"LLM failed after {self.cfg.llm_max_attempts} attempts: {type(last).__name__}: {one_line(last, 150)}")
+
+
+def _schema_summary(schema: dict[str, Any]) -> str:
+    """One line per action field: type or allowed values, and its description."""
+    lines = []
+    for name, prop in schema.get("properties", {}).items():
+        options = [o for o in prop.get("anyOf", [prop]) if o.get("type") != "null"]
+        kinds = []
+        for o in options:
+            if "enum" in o:
+                kinds.append(" | ".join(map(str, o["enum"])))
+            elif o.get("type"):
+                kinds.append(o["type"])
+        lines.append(f'- "{name}": {" or ".join(kinds) or "any"} — {prop.get("description", "")}'.rstrip(" —"))
+    return "\n".join(lines)
+
+
+def system_prompt(task: dict[str, Any], action_schema: dict[str, Any]) -> str:
+    return (
+        f"You are a customer-support agent for an online store, working one ticket.\n"
+        f"Task: {task['id']} — {task.get('title', '')} ({task.get('family')}, {task.get('difficulty')}).\n\n"
+        f"INSTRUCTIONS\n{task.get('instructions', '')}\n\n"
+        f"ACTION FIELDS (all optional; set at least one; several may be combined in one action)\n"
+        f"{_schema_summary(action_schema)}\n\n"
+        f"ACTION JSON SCHEMA\n{compact_json(action_schema)}\n\n"
+        "The store policy, the order record and the customer record are available with the `lookup` "
+        "field; the result arrives in the next turn. You have at most the step budget shown.\n"
+        "Answer every turn with exactly one JSON object — the action — and nothing else: no prose, "
+        "no code fences. Example: {\"lookup\": \"policy\"}"
+    )
+
+
+def _clip(text: Any, limit: int) -> str:
+    s = text if isinstance(text, str) else compact_json(text)
+    return s if len(s) <= limit else s[:limit] + f" …[{len(s) - limit} more chars]"
+
+
+@dataclass
+class _PastTurn:
+    action: dict[str, Any]
+    reward: float | None
+    error: str | None
+
+
+@dataclass
+class LLMEpisodeAgent:
+    """Stateless prompts: every turn renders the whole (trimmed) situation afresh — the ticket,
+    the latest conversation, every lookup result so far and the agent's own past actions — so the
+    prompt stays bounded however long the episode runs."""
+
+    llm: LLMClient
+    system: str
+    lookups: dict[str, Any] = field(default_factory=dict)
+    past: list[_PastTurn] = field(default_factory=list)
+
+    HISTORY_ENTRIES = 8
+    ENTRY_CHARS = 800
+    LOOKUP_CHARS = {"policy": 5000}
+    OTHER_LOOKUP_CHARS = 2000
+    PAST_TURNS = 10
+
+    def render(self, obs: dict[str, Any]) -> str:
+        parts = [
+            f"TICKET {obs.get('ticket_id')} (task_id: {obs.get('task_id')}) — step_count: {obs.get('step_count')} "
+            f"of max_steps: {obs.get('max_steps')}; status: {obs.get('status')}; queue: {obs.get('current_queue')}; "
+            f"tags: {', '.join(obs.get('tags') or []) or 'none'}",
+            _clip(obs.get("ticket", ""), 3000),
+        ]
+        history = [e for e in obs.get("history") or [] if e.get("text") != obs.get("customer_message")]
+        if history:
+            shown = history[-self.HISTORY_ENTRIES :]
+            head = f"CONVERSATION (last {len(shown)} of {len(history)} entries after the first message)" if len(shown) < len(history) else "CONVERSATION (after the first message)"
+            parts.append(head + "\n" + "\n".join(f"{e.get('role')}: {_clip(e.get('text', ''), self.ENTRY_CHARS)}" for e in shown))
+        if self.lookups:
+            parts.append("LOOKUP RESULTS\n" + "\n".join(
+                f"{k}: {_clip(v, self.LOOKUP_CHARS.get(k, self.OTHER_LOOKUP_CHARS))}" for k, v in self.lookups.items()))
+        if self.past:
+            shown_past = self.past[-self.PAST_TURNS :]
+            lines = []
+            for t in shown_past:
+                outcome = f"rejected: {one_line(t.error, 200)}" if t.reward is None else f"reward {t.reward:.2f}" + (f"; note: {one_line(t.error, 200)}" if t.error else "")
+                lines.append(f"- {compact_json(t.action)} → {outcome}")
+            parts.append("YOUR PREVIOUS ACTIONS\n" + "\n".join(lines))
+        if obs.get("last_action_error"):
+            parts.append(f"LAST ACTION NOTE: {obs['last_action_error']}")
+        parts.append("Your next action, as one JSON object:")
+        return "\n\n".join(parts)
+
+    async def act(self, obs: dict[str, Any]) -> Turn:
+        tool = obs.get("tool_result")
+        if tool is not None and self.past and self.past[-1].action.get("lookup"):
+            self.lookups[self.past[-1].action["lookup"]] = tool
+        messages = [{"role": "system", "content": self.system}, {"role": "user", "content": self.render(obs)}]
+        reply = await self.llm.complete(messages)
+        try:
+            return Turn(parse_action(reply))
+        except UnparseableReply as first:
+            # Re-ask once, showing the model its own answer; a second failure is reported as the turn's error.
+            messages += [
+                {"role": "assistant", "content": reply[:2000]},
+                {"role": "user", "content": f"That answer could not be used ({first}). Reply with exactly one JSON object, the action, and nothing else."},
+            ]
+            reply = await self.llm.complete(messages)
+            try:
+                return Turn(parse_action(reply))
+            except UnparseableReply as second:
+                return Turn(None, f"unparseable model reply after one re-ask: {second}")
+
+    def observe_result(self, action: dict[str, Any], reward: float | None, error: str | None) -> None:
+        self.past.append(_PastTurn(action, reward, error))
+
+
+class ReferenceEpisodeAgent:
+    """Adapter for the service's scripted agents (``service.env.agents``): they read a typed
+    ``Observation`` and return an ``Action``."""
+
+    def __init__(self, agent: Any) -> None:
+        from service.env import Observation
+
+        self.agent = agent
+        self._fields = set(Observation.model_fields)
+        self._obs_type = Observation
+
+    async def act(self, obs: dict[str, Any]) -> Turn:
+        typed = self._obs_type.model_validate({k: v for k, v in obs.items() if k in self._fields})
+        action = self.agent.act(typed)
+        return Turn(action.model_dump(mode="json", exclude_defaults=True))
+
+    def observe_result(self, action: dict[str, Any], reward: float | None, error: str | None) -> None:
+        pass
+
+
+AGENTS = ("llm", "heuristic", "random")
+
+
+def reference_agent(name: str, seed: int, trial: int) -> ReferenceEpisodeAgent:
+    from service.env.agents import HeuristicAgent, RandomAgent
+
+    if name == "heuristic":
+        return ReferenceEpisodeAgent(HeuristicAgent(seed))
+    # Each trial of a seed gets its own random stream, so k trials are k independent draws.
+    return ReferenceEpisodeAgent(RandomAgent(seed * 16 + trial))
+
+
+# ------------------------------------------------------------------------------------- runner
+
+@dataclass
+class Started:
+    """An episode handed to a worker: a fresh reset, a run's next entry, or a resumed one."""
+
+    episode_id: str
+    task_id: str
+    seed: int
+    trial: int
+    observation: dict[str, Any]
+    done: bool
+
+    @classmethod
+    def of(cls, body: dict[str, Any], trial: int = 0) -> Started:
+        meta = body.get("metadata") or {}
+        obs = body["observation"]
+        return cls(
+            episode_id=str(meta.get("episode_id") or obs.get("episode_id")),
+            task_id=str(meta.get("task_id") or obs.get("task_id")),
+            seed=int(meta.get("seed") or 0),
+            trial=int(meta.get("trial", trial) or 0),
+            observation=obs,
+            done=bool(body.get("done")),
+        )
+
+
+@dataclass
+class Outcome:
+    task_id: str
+    episode_id: str | None
+    score: float
+    success: bool
+    finished: bool
+    error: str | None = None
+
+
+class Deadline:
+    def __init__(self, budget_s: float | None) -> None:
+        self.at = time.monotonic() + budget_s if budget_s else math.inf
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+
+class DeadlineReached(RuntimeError):
+    pass
+
+
+async def play_episode(
+    env: EnvClient, agent: EpisodeAgent, start: Started, benchmark: str, model: str, deadline: Deadline
+) -> Outcome:
+    """Play one episode to its end, printing START/STEP/END. Never raises (except cancellation,
+    after printing END): failures end the episode with success=false."""
+    emit(start_line(start.task_id, benchmark, model))
+    rewards: list[float] = []
+    score, finished, failure = 0.0, start.done, None
+    try:
+        obs, done, invalid_streak = start.observation, start.done, 0
+        while not done:
+            if deadline.passed():
+                raise DeadlineReached("time budget exhausted; the episode was left unfinished (resumable)")
+            turn = await agent.act(obs)
+            action, note = turn.action, turn.error
+            if action is None:
+                invalid_streak += 1
+                if invalid_streak < MAX_INVALID_TURNS:
+                    rewards.append(0.0)
+                    emit(step_line(len(rewards), None, 0.0, False, note))
+                    continue
+                action = dict(FALLBACK_ACTION)
+                note = f"{note}; fallback action after {invalid_streak} turns without a valid action"
+            try:
+                result = await env.step(start.episode_id, action)
+            except ServiceError as exc:
+                if exc.status != 422:
+                    raise
+                # The service rejected the action; the episode did not advance. Let the model try again.
+                invalid_streak += 1
+                if invalid_streak > 2 * MAX_INVALID_TURNS:
+                    raise RuntimeError(f"gave up after {invalid_streak} rejected actions: {exc.detail}") from exc
+                rewards.append(0.0)
+                emit(step_line(len(rewards), action, 0.0, False, f"action rejected: {exc.detail}"))
+                agent.observe_result(action, None, exc.detail)
+                continue
+            invalid_streak = 0
+            reward = float(result.get("reward") or 0.0)
+            done = bool(result.get("done"))
+            obs = result["observation"]
+            error = obs.get("last_action_error") or note
+            rewards.append(reward)
+            emit(step_line(len(rewards), action, reward, done, error))
+            agent.observe_result(action, reward, obs.get("last_action_error"))
+        finished = True
+        graded = await env.score(start.episode_id)
+        score = graded if graded is not None else min(max(sum(rewards), 0.0), 1.0)
+    except (FatalAgentError, asyncio.CancelledError):
+        failure = "aborted"
+        raise
+    except Exception as exc:  # noqa: BLE001 - an episode failure must not take the run down
+        failure = f"{type(exc).__name__}: {exc}"
+        log.warning("episode %s (%s) failed: %s", start.episode_id, start.task_id, one_line(failure, 300))
+    finally:
+        success = finished and failure is None and score >= SUCCESS_THRESHOLD
+        emit(end_line(success, len(rewards), score, rewards))
+    return Outcome(start.task_id, start.episode_id, score, success, finished and failure is None, failure)
+
+
+class EpisodeSource(Protocol):
+    async def next(self, env: EnvClient) -> Started | None: ...
+
+
+@dataclass
+class DirectSource:
+    """Plain episodes, chosen client-side: every task × seeds 0..n-1 × trials."""
+
+    entries: list[tuple[str, int, int]]
+    split: str
+
+    async def next(self, env: EnvClient) -> Started | None:
+        if not self.entries:
+            return None
+        task_id, seed, trial = self.entries.pop(0)
+        return Started.of(await env.reset(task_id=task_id, seed=seed, split=self.split), trial)
+
+
+@dataclass
+class RunSource:
+    """A server-side run: first the started-but-unfinished episodes being resumed, then the
+    run's next unstarted manifest entries until the server says it is exhausted."""
+
+    run_id: str
+    resume: list[tuple[str, int]] = field(default_factory=list)  # (episode_id, trial)
+    exhausted: bool = False
+
+    async def next(self, env: EnvClient) -> Started | None:
+        if self.resume:
+            episode_id, trial = self.resume.pop(0)
+            return Started.of(await env.resume(episode_id), trial)
+        if self.exhausted:
+            return None
+        body = await env.next_episode(self.run_id)
+        if body is None:
+            self.exhausted = True
+            return None
+        return Started.of(body)
+
+
+class Progress:
+    """A progress line on stderr (redrawn in place on a terminal, a line per 10% otherwise)."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total, self.done, self.scores, self.failed = total, 0, [], 0
+        self.tty = sys.stderr.isatty()
+        self._last_decile = -1
+
+    def update(self, outcome: Outcome) -> None:
+        self.done += 1
+        self.scores.append(outcome.score)
+        self.failed += not outcome.finished
+        total = self.total or self.done
+        frac = min(self.done / total, 1.0) if total else 1.0
+        bar = "#" * int(frac * 30)
+        text = f"[{bar:<30}] {self.done}/{self.total if self.total else '?'} episodes  mean score {sum(self.scores) / len(self.scores):.3f}  failed {self.failed}"
+        if self.tty:
+            sys.stderr.write("\r" + text)
+            sys.stderr.flush()
+        elif int(frac * 10) != self._last_decile:
+            self._last_decile = int(frac * 10)
+            sys.stderr.write(text + "\n")
+
+    def close(self) -> None:
+        if self.tty and self.done:
+            sys.stderr.write("\n")
+
+
+AgentFactory = Callable[[Started], EpisodeAgent]
+
+
+async def run_workers(
+    make_env: Callable[[], EnvClient],
+    source: EpisodeSource,
+    make_agent: Callable[[], Awaitable[tuple[AgentFactory, Callable[[], Awaitable[None]]]]],
+    *,
+    concurrency: int,
+    max_episodes: int | None,
+    benchmark: str,
+    model: str,
+    deadline: Deadline,
+    progress: Progress,
+) -> tuple[list[Outcome], int]:
+    """``concurrency`` workers, each with its own service client and agent resources, pull
+    episodes from ``source`` until it is empty, ``max_episodes`` have started, or the deadline."""
+    outcomes: list[Outcome] = []
+    claimed = 0
+    fatal: list[BaseException] = []
+    errors: list[ServiceError] = []
+
+    async def worker() -> None:
+        nonlocal claimed
+        env = make_env()
+        factory, close_agent = await make_agent()
+        try:
+            while not fatal and not deadline.passed():
+                if max_episodes is not None and claimed >= max_episodes:
+                    return
+                claimed += 1
+                try:
+                    start = await source.next(env)
+                except ServiceError as exc:
+                    claimed -= 1
+                    log.error("could not start an episode (this worker stops): %s", exc)
+                    errors.append(exc)
+                    return
+                if start is None:
+                    claimed -= 1
+                    return
+                outcome = await play_episode(env, factory(start), start, benchmark, model, deadline)
+                outcomes.append(outcome)
+                progress.update(outcome)
+        except FatalAgentError as exc:
+            fatal.append(exc)
+        finally:
+            await close_agent()
+            await env.aclose()
+
+    results = await asyncio.gather(*(worker() for _ in range(concurrency)), return_exceptions=True)
+    progress.close()
+    for r in results:
+        if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+            fatal.append(r)
+    if fatal:
+        raise fatal[0]
+    if errors and not outcomes:
+        raise errors[0]
+    return outcomes, len(errors)
+
+
+# --------------------------------------------------------------------------------- run state
+
+def save_run_state(cfg: Config, run: dict[str, Any], agent: str, model: str) -> Path:
+    cfg.state_dir.mkdir(parents=True, exist_ok=True)
+    path = cfg.state_dir / f"{run['run_id']}.json"
+    record = {"run_id": run["run_id"], "run_token": run["run_token"], "env_url": cfg.env_url, "agent": agent, "model": model,
+              "split": run.get("split"), "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the token is a credential
+    with os.fdopen(fd, "w") as fh:
+        json.dump(record, fh, indent=2)
+    return path
+
+
+def load_run_state(cfg: Config, run_id: str) -> dict[str, Any] | None:
+    path = cfg.state_dir / f"{run_id}.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+# ---------------------------------------------------------------------------------- reporting
+
+def per_task_summary(outcomes: list[Outcome]) -> str:
+    by_task: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        by_task[o.task_id].append(o)
+    lines = [f"{'task':<22} {'n':>4} {'mean':>6} {'success':>8} {'failed':>7}"]
+    for task_id in sorted(by_task):
+        os_ = by_task[task_id]
+        lines.append(f"{task_id:<22} {len(os_):>4} {sum(o.score for o in os_) / len(os_):>6.3f} "
+                     f"{sum(o.success for o in os_):>8} {sum(not o.finished for o in os_):>7}")
+    if outcomes:
+        lines.append(f"{'all':<22} {len(outcomes):>4} {sum(o.score for o in outcomes) / len(outcomes):>6.3f} "
+                     f"{sum(o.success for o in outcomes):>8} {sum(not o.finished for o in outcomes):>7}")
+    return "\n".join(lines)
+
+
+def run_report(run: dict[str, Any], env_url: str) -> str:
+    lines = [f"run {run.get('run_id')}: status {run.get('status')} ({run.get('agent')} / {run.get('model')}, split {run.get('split')}, trials {run.get('trials')})"]
+    summary = run.get("summary")
+    if summary:
+        lo, hi = (summary.get("ci95") or [None, None])[:2]
+        lines.append(f"  mean {summary.get('mean'):.3f}  95% CI [{lo:.3f}, {hi:.3f}]  pass^k {compact_json(summary.get('pass_hat_k'))}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------- main
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Evaluate an agent on ecomm-support-env. stdout: [START]/[STEP]/[END] lines only; everything else on stderr.",
+    )
+    p.add_argument("--agent", choices=AGENTS, default=None, help="llm (default), heuristic or random")
+    p.add_argument("--split", choices=("dev", "test", "train"), default="dev", help="ticket split (default dev)")
+    p.add_argument("--tasks", default=None, help="comma-separated task ids (default: every task from GET /tasks)")
+    p.add_argument("--trials", type=int, default=1, help="trials per ticket, 1..8 (default 1)")
+    p.add_argument("--limit-per-task", type=int, default=10,
+                   help="tickets per task (default 10; 0 = the whole split — 400 dev tickets take longer than 20 minutes at LLM speed)")
+    p.add_argument("--concurrency", type=int, default=8, help="episodes played at once (default 8)")
+    p.add_argument("--max-episodes", type=int, default=None, help="stop starting episodes after this many in this invocation")
+    p.add_argument("--time-budget", type=float, default=900.0,
+                   help="seconds; afterwards no episode starts and unfinished ones stop at their next turn (default 900; 0 = none)")
+    p.add_argument("--resume", metavar="RUN_ID", default=None, help="finish an interrupted run (token from the state file or RUN_TOKEN)")
+    p.add_argument("--direct", action="store_true", help="plain /reset + /step episodes, no server-side run (not ranked)")
+    p.add_argument("--log-level", default=os.environ.get("INFERENCE_LOG_LEVEL", "INFO"), help="stderr log level (default INFO)")
+    return p
+
+
+@dataclass
+class Evaluation:
+    outcomes: list[Outcome]
+    run_id: str | None
+    run: dict[str, Any] | None
+    start_errors: int = 0
+
+
+async def evaluate(args: argparse.Namespace, cfg: Config) -> Evaluation:
+    """The whole evaluation: create or resume a run (or plan direct episodes), play, report."""
+    agent_name: str = args.agent or "llm"
+    model = cfg.model_name if agent_name == "llm" else agent_name
+    probe = EnvClient(cfg.env_url)
+    try:
+        catalogue = await probe.tasks()
+    finally:
+        await probe.aclose()
+    tasks = {t["id"]: t for t in catalogue["tasks"]}
+    action_schema = catalogue.get("action_schema") or next(iter(tasks.values()))["action_schema"]
+    task_ids = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else list(tasks)
+    unknown = [t for t in task_ids if t not in tasks]
+    if unknown:
+        raise SystemExit(f"error: unknown task id(s) {', '.join(unknown)}; choose from {', '.join(tasks)}")
+
+    run_id, run_token, run = None, None, None
+    source: EpisodeSource
+    total: int | None
+    if args.direct:
+        limit = args.limit_per_task or 10
+        entries = [(t, seed, trial) for t in task_ids for seed in range(limit) for trial in range(args.trials)]
+        source, total = DirectSource(entries, args.split), len(entries)
+    elif args.resume:
+        run_id = args.resume
+        state = load_run_state(cfg, run_id) or {}
+        run_token = cfg.run_token or state.get("run_token")
+        if not run_token:
+            raise SystemExit(f"error: no run token for {run_id}: no {cfg.state_dir / (run_id + '.json')} and RUN_TOKEN is not set")
+        if state.get("agent") and args.agent is None:
+            agent_name = state["agent"]
+            model = cfg.model_name if agent_name == "llm" else agent_name
+        run = await _get_run(cfg, run_id, run_token)
+        if state.get("model") and state["model"] != model:
+            log.warning("run %s was created with model %s; continuing it with %s", run_id, state["model"], model)
+        episodes = run.get("episodes") or []
+        active = [(e["episode_id"], int(e.get("trial") or 0)) for e in episodes if e.get("status") == "active" and e.get("episode_id")]
+        pending = sum(1 for e in episodes if e.get("status") == "pending")
+        finished = sum(1 for e in episodes if e.get("status") == "done")
+        log.info("resuming run %s: %d finished (left untouched), %d in progress, %d not started", run_id, finished, len(active), pending)
+        source, total = RunSource(run_id, active), len(active) + pending
+    else:
+        body: dict[str, Any] = {"agent": agent_name, "model": model, "split": args.split, "trials": args.trials}
+        if args.tasks:
+            body["task_ids"] = task_ids
+        if args.limit_per_task:
+            body["limit_per_task"] = args.limit_per_task
+        creator = EnvClient(cfg.env_url)
+        try:
+            run = await creator.create_run(**body)
+        finally:
+            await creator.aclose()
+        run_id, run_token = run["run_id"], run["run_token"]
+        path = save_run_state(cfg, run, agent_name, model)
+        log.info("run %s created: %d episodes; token saved in %s; resume with: python inference.py --resume %s",
+                 run_id, run.get("episodes", 0), path, run_id)
+        source, total = RunSource(run_id), int(run.get("episodes") or 0)
+    if args.max_episodes is not None and total is not None:
+        total = min(total, args.max_episodes)
+
+    usage = TokenUsage()
+    systems = {t: system_prompt(tasks[t], action_schema) for t in tasks}
+
+    async def make_agent() -> tuple[AgentFactory, Callable[[], Awaitable[None]]]:
+        if agent_name == "llm":
+            llm = LLMClient(cfg, usage)
+            return (lambda s: LLMEpisodeAgent(llm, systems[s.task_id])), llm.aclose
+        async def nothing() -> None:
+            return None
+        return (lambda s: reference_agent(agent_name, s.seed, s.trial)), nothing
+
+    progress = Progress(total)
+    outcomes, start_errors = await run_workers(
+        lambda: EnvClient(cfg.env_url, run_token),
+        source,
+        make_agent,
+        concurrency=max(1, args.concurrency),
+        max_episodes=args.max_episodes,
+        benchmark=cfg.benchmark,
+        model=model,
+        deadline=Deadline(args.time_budget),
+        progress=progress,
+    )
+    log.info("per-task summary (this invocation):\n%s", per_task_summary(outcomes))
+    if run_id and run_token:
+        env = EnvClient(cfg.env_url, run_token)
+        try:
+            if usage.prompt_tokens or usage.completion_tokens:
+                try:
+                    await env.report_usage(run_id, usage.prompt_tokens, usage.completion_tokens)
+                except ServiceError as exc:
+                    log.warning("could not report token usage: %s", exc)
+            run = await env.get_run(run_id)
+        finally:
+            await env.aclose()
+        log.info("%s", run_report(run, cfg.env_url))
+        if run.get("status") != "complete":
+            log.info("the run is not complete; finish it with: python inference.py --resume %s", run_id)
+        log.info("run page: %s%s  leaderboard: %s%s", cfg.env_url, run.get("run_url") or f"/runs/{run_id}",
+                 cfg.env_url, run.get("leaderboard_url") or f"/leaderboard?split={run.get('split') or args.split}")
+    return Evaluation(outcomes, run_id, run, start_errors)
+
+
+async def _get_run(cfg: Config, run_id: str, token: str) -> dict[str, Any]:
+    env = EnvClient(cfg.env_url, token)
+    try:
+        return await env.get_run(run_id)
+    finally:
+        await env.aclose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # Our own messages at the chosen level; libraries (httpx logs every request at INFO) only warn.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    log.setLevel(args.log_level.upper())
+    cfg = Config.from_env()
+    if args.direct and args.resume:
+        print("error: --direct and --resume exclude each other (direct episodes are not a run)", file=sys.stderr)
+        return EXIT_USAGE
+    if not 1 <= args.trials <= 8:
+        print("error: --trials must be between 1 and 8", file=sys.stderr)
+        return EXIT_USAGE
+    if args.resume and args.agent is None:
+        # continue a run with the agent that created it (a local file read; nothing else happens yet)
+        args.agent = (load_run_state(cfg, args.resume) or {}).get("agent")
+    if (args.agent or "llm") == "llm" and not cfg.api_key:
+        print("error: the llm agent needs an API key: set HF_TOKEN (or API_KEY) — or choose --agent heuristic|random",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        evaluation = asyncio.run(evaluate(args, cfg))
+    except FatalAgentError as exc:
+        log.error("%s", exc)
+        return EXIT_FAILURES
+    except ServiceError as exc:
+        log.error("the service at %s answered: %s", cfg.env_url, exc)
+        return EXIT_FAILURES
+    except httpx.HTTPError as exc:
+        log.error("cannot reach the service at %s: %s", cfg.env_url, exc)
+        return EXIT_FAILURES
+    except KeyboardInterrupt:
+        return 130
+    failed = [o for o in evaluation.outcomes if not o.finished]
+    return EXIT_FAILURES if failed or evaluation.start_errors else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

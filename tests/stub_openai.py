@@ -1,0 +1,149 @@
+"""A scripted OpenAI-compatible chat-completions server for the inference tests.
+
+Real HTTP on 127.0.0.1 (``http.server`` in a daemon thread), ``POST /v1/chat/completions``. It
+plays a simple agent: it reads the ``task_id`` and ``step_count`` that inference.py renders into
+its prompt and answers with a valid action (look up the order first, then decide or close).
+
+How each answer is *delivered* is scripted per episode: ``behaviours`` maps a marker (a substring
+of the prompt, e.g. a ticket id) to a list of kinds, consumed one per call for prompts containing
+that marker; the last kind repeats. Prompts without a marker get ``default_kind``. Kinds:
+
+``json`` plain JSON · ``fenced`` JSON in a json code fence with prose around it · ``prose`` JSON
+inside a sentence · ``garbage`` no JSON at all · ``invalid`` JSON the service rejects (422) ·
+``429`` rate limited · ``500`` server error · ``slow`` answers after ``slow_s`` (past the client's
+timeout).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_TASK = re.compile(r"task_id: ([\w-]+)\) — step_count: (\d+)")
+
+
+def scripted_action(prompt: str) -> dict[str, Any]:
+    """A valid action for the situation in the prompt: order lookup first, then finish."""
+    m = _TASK.search(prompt)
+    task_id, step_count = (m.group(1), int(m.group(2))) if m else ("decision-easy", 1)
+    if step_count == 0:
+        return {"lookup": "order"}
+    if task_id.startswith("decision"):
+        return {"decision": "reject"}
+    return {
+        "add_tag": "Policy_Denied",
+        "reply": "Thank you for contacting us about your order; we have reviewed it.",
+        "close_ticket": True,
+    }
+
+
+def render(kind: str, action: dict[str, Any]) -> str:
+    body = json.dumps(action)
+    if kind == "fenced":
+        return f"Here is my action:\n```json\n{json.dumps(action, indent=2)}\n```\nLet me know if you need more."
+    if kind == "prose":
+        return f"I will go with {body} since that fits the policy."
+    if kind == "garbage":
+        return "I'm not sure what to do with this ticket, sorry."
+    if kind == "invalid":
+        return '{"decision": "maybe_later"}'
+    return body
+
+
+class StubLLM:
+    def __init__(self, *, delay_s: float = 0.0, slow_s: float = 3.0, default_kind: str = "json",
+                 behaviours: dict[str, list[str]] | None = None) -> None:
+        self.delay_s, self.slow_s, self.default_kind = delay_s, slow_s, default_kind
+        self.behaviours = behaviours or {}
+        self._cursor: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.calls = 0
+        self.served: Counter[str] = Counter()  # kind -> how many times
+        self.by_marker: dict[str, list[str]] = {}  # marker -> kinds served, in order
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                with stub._lock:
+                    stub.in_flight += 1
+                    stub.calls += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                try:
+                    status, payload = stub._answer(self.path, request)
+                    data = json.dumps(payload).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to deliver
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> StubLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _kind_for(self, prompt: str) -> tuple[str, str | None]:
+        with self._lock:
+            for marker, kinds in self.behaviours.items():
+                if marker in prompt:
+                    i = self._cursor[marker]
+                    self._cursor[marker] += 1
+                    kind = kinds[min(i, len(kinds) - 1)]
+                    self.by_marker.setdefault(marker, []).append(kind)
+                    return kind, marker
+            return self.default_kind, None
+
+    def _answer(self, path: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if not path.rstrip("/").endswith("/chat/completions"):
+            return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
+        messages = request.get("messages") or []
+        # the situation is in the first user message (a re-ask appends more turns after it)
+        prompt = next((m["content"] for m in messages if m.get("role") == "user"), "")
+        kind, _ = self._kind_for(prompt)
+        with self._lock:
+            self.served[kind] += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if kind == "429":
+            return 429, {"error": {"message": "Rate limit reached, slow down", "type": "rate_limit_error", "code": "rate_limited"}}
+        if kind == "500":
+            return 500, {"error": {"message": "upstream model crashed", "type": "server_error"}}
+        if kind == "slow":
+            time.sleep(self.slow_s)
+        content = render(kind, scripted_action(prompt))
+        return 200, {
+            "id": f"chatcmpl-{self.calls}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "stub"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(json.dumps(messages)) // 4, "completion_tokens": len(content) // 4,
+                      "total_tokens": len(json.dumps(messages)) // 4 + len(content) // 4},
+        }

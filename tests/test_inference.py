@@ -1,0 +1,366 @@
+"""inference.py end to end: a live service, a scripted OpenAI-compatible stub over real HTTP, and
+the runner as a subprocess. stdout is checked line by line against strict regular expressions."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from service import env as core
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tests")) if p not in sys.path]
+
+import inference  # noqa: E402 - the runner lives at the repository root
+from stub_openai import StubLLM  # noqa: E402
+
+START_RE = re.compile(r"^\[START\] task=(?P<task>[a-z0-9-]+) env=(?P<env>[\w.-]+) model=(?P<model>\S+)$")
+STEP_RE = re.compile(
+    r"^\[STEP\] step=(?P<n>[1-9]\d*) action=(?P<action>\{.*\}|null) reward=(?P<reward>-?\d+\.\d{2}) "
+    r"done=(?P<done>true|false) error=(?P<error>\S.*)$"
+)
+END_RE = re.compile(
+    r"^\[END\] success=(?P<success>true|false) steps=(?P<steps>\d+) score=(?P<score>[01]\.\d{3}) "
+    r"rewards=(?P<rewards>(?:-?\d+\.\d{2}(?:,-?\d+\.\d{2})*)?)$"
+)
+
+
+@dataclass
+class Episode:
+    task: str
+    model: str
+    steps: list[re.Match[str]] = field(default_factory=list)
+    end: re.Match[str] | None = None
+
+    @property
+    def success(self) -> bool:
+        assert self.end is not None
+        return self.end["success"] == "true"
+
+
+def classify(stdout: str) -> list[tuple[str, re.Match[str]]]:
+    """Every stdout line is exactly one of START, STEP, END — nothing else is allowed."""
+    out = []
+    for line in stdout.splitlines():
+        for kind, rx in (("START", START_RE), ("STEP", STEP_RE), ("END", END_RE)):
+            m = rx.match(line)
+            if m:
+                out.append((kind, m))
+                break
+        else:
+            raise AssertionError(f"stdout line matches no format: {line!r}")
+    return out
+
+
+def check_step(m: re.Match[str]) -> None:
+    if m["action"] != "null":
+        assert isinstance(json.loads(m["action"]), dict)
+
+
+def check_end(ep: Episode) -> None:
+    end = ep.end
+    assert end is not None
+    rewards = [float(r) for r in end["rewards"].split(",")] if end["rewards"] else []
+    assert int(end["steps"]) == len(ep.steps) == len(rewards)
+    assert rewards == [float(s["reward"]) for s in ep.steps]
+    assert [int(s["n"]) for s in ep.steps] == list(range(1, len(ep.steps) + 1))
+    # done=true can only be the last step
+    assert all(s["done"] == "false" for s in ep.steps[:-1])
+    assert (float(end["score"]) >= inference.SUCCESS_THRESHOLD) == (end["success"] == "true") or end["success"] == "false"
+
+
+def sequential_episodes(stdout: str) -> list[Episode]:
+    """With --concurrency 1 the grammar is strict: (START STEP* END)*."""
+    episodes: list[Episode] = []
+    current: Episode | None = None
+    for kind, m in classify(stdout):
+        if kind == "START":
+            assert current is None, "START inside an open episode"
+            current = Episode(m["task"], m["model"])
+        elif kind == "STEP":
+            assert current is not None, "STEP outside an episode"
+            check_step(m)
+            current.steps.append(m)
+        else:
+            assert current is not None, "END without START"
+            current.end = m
+            check_end(current)
+            episodes.append(current)
+            current = None
+    assert current is None, "the last episode has no END"
+    return episodes
+
+
+def interleaved_counts(stdout: str, concurrency: int) -> tuple[int, int]:
+    """Concurrent episodes interleave by whole lines: at any point between 0 and ``concurrency``
+    episodes are open, STEP lines only while one is, and every START is closed by an END."""
+    open_, max_open, ends = 0, 0, 0
+    for kind, m in classify(stdout):
+        if kind == "START":
+            open_ += 1
+            max_open = max(max_open, open_)
+        elif kind == "STEP":
+            check_step(m)
+            assert open_ > 0
+        else:
+            open_ -= 1
+            ends += 1
+            assert open_ >= 0
+    assert open_ == 0
+    assert max_open <= concurrency
+    return ends, max_open
+
+
+def run_inference(args: list[str], env_url: str, *, extra_env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    env = _env(env_url, extra_env)
+    return subprocess.run([sys.executable, "inference.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _env(env_url: str, extra_env: dict[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "API_KEY", "RUN_TOKEN", "MODEL_NAME", "API_BASE_URL")}
+    env.update(ENV_URL=env_url, LLM_TIMEOUT_S="1", LLM_BACKOFF_S="0.02", LLM_MAX_ATTEMPTS="3", PYTHONUNBUFFERED="1")
+    env.update(extra_env or {})
+    return env
+
+
+def llm_env(stub: StubLLM, tmp_path: Path) -> dict[str, str]:
+    return {"API_BASE_URL": stub.url, "HF_TOKEN": "test-token", "MODEL_NAME": "stub/model-1", "INFERENCE_STATE_DIR": str(tmp_path / "runs")}
+
+
+def ticket_of(task_id: str, seed: int, split: str = "dev") -> str:
+    return core.reset(task_id, seed, split)[0].ticket_id
+
+
+# ------------------------------------------------------------------------------ unit: parsing
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('{"decision": "reject"}', {"decision": "reject"}),
+        ('```json\n{"lookup": "policy"}\n```', {"lookup": "policy"}),
+        ('Sure! Here you go:\n```\n{"add_tag": "Refund", "close_ticket": true}\n```\nAnything else?', {"add_tag": "Refund", "close_ticket": True}),
+        ('I think {"decision": "request_info", "reply": "Could you send {photos}?"} is right. {"x": 1}',
+         {"decision": "request_info", "reply": "Could you send {photos}?"}),
+        ('{"action": {"decision": "approve_refund"}}', {"decision": "approve_refund"}),
+        ('{not json} then {"lookup": "order"}', {"lookup": "order"}),
+        ('  \n{"reply": "line one\\nline two"}  trailing', {"reply": "line one\nline two"}),
+    ],
+)
+def test_parse_action_tolerates_fences_and_prose(reply: str, expected: dict[str, Any]) -> None:
+    assert inference.parse_action(reply) == expected
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "I cannot decide.", "[1, 2, 3]", "{unclosed", '"just a string"'])
+def test_parse_action_rejects_replies_without_an_object(reply: str) -> None:
+    with pytest.raises(inference.UnparseableReply):
+        inference.parse_action(reply)
+
+
+def test_log_lines_are_single_lines_in_the_exact_format() -> None:
+    step = inference.step_line(3, {"reply": "a\nb", "close_ticket": True}, -0.5, True, "bad\nthing\r\nhappened")
+    assert "\n" not in step and STEP_RE.match(step)
+    assert step == '[STEP] step=3 action={"reply":"a\\nb","close_ticket":true} reward=-0.50 done=true error=bad thing happened'
+    assert inference.step_line(1, None, 0.0, False, None) == "[STEP] step=1 action=null reward=0.00 done=false error=null"
+    assert inference.end_line(False, 0, 0.0, []) == "[END] success=false steps=0 score=0.000 rewards="
+    end = inference.end_line(True, 2, 0.85, [0.1, 0.75])
+    assert end == "[END] success=true steps=2 score=0.850 rewards=0.10,0.75" and END_RE.match(end)
+    assert START_RE.match(inference.start_line("decision-easy", "ecomm-support-env", "Qwen/Qwen2.5-72B-Instruct"))
+
+
+def test_prompt_carries_instructions_schema_and_trimmed_history() -> None:
+    task = core.TASKS["workflow-resolution"].model_dump(mode="json")
+    system = inference.system_prompt(task, core.Action.model_json_schema())
+    assert task["instructions"] in system
+    assert '"reassign_queue": General | Returns | Billing | Escalations | Fraud' in system
+    assert '"properties"' in system  # the full schema is there too
+    _, obs = core.reset("workflow-resolution", 0, "dev")
+    wire = obs.model_dump(mode="json")
+    wire["history"] = wire["history"] + [{"role": "customer", "text": f"message {i} " + "x" * 2000} for i in range(30)]
+    agent = inference.LLMEpisodeAgent(llm=None, system=system)  # type: ignore[arg-type]
+    text = agent.render(wire)
+    assert "message 29" in text and "message 21" not in text  # only the latest entries
+    assert "more chars]" in text  # long entries are cut, and say so
+    assert len(text) < 12_000
+
+
+# ------------------------------------------------------------------------- unit: LLM retries
+
+async def test_llm_client_retries_429_and_timeouts_then_gives_up_on_persistent_500() -> None:
+    cfg = inference.Config.from_env({"HF_TOKEN": "t", "LLM_TIMEOUT_S": "0.5", "LLM_BACKOFF_S": "0.01", "LLM_MAX_ATTEMPTS": "3"})
+    with StubLLM(slow_s=1.5, behaviours={"A-429": ["429", "json"], "B-slow": ["slow", "json"], "C-500": ["500"]}) as stub:
+        cfg = inference.Config(**{**cfg.__dict__, "api_base_url": stub.url})
+        usage = inference.TokenUsage()
+        llm = inference.LLMClient(cfg, usage)
+        try:
+            ask = lambda marker: [{"role": "user", "content": f"{marker} (task_id: decision-easy) — step_count: 0"}]  # noqa: E731
+            assert inference.parse_action(await llm.complete(ask("A-429"))) == {"lookup": "order"}
+            assert inference.parse_action(await llm.complete(ask("B-slow"))) == {"lookup": "order"}
+            t0 = time.monotonic()
+            with pytest.raises(inference.LLMUnavailable, match="after 3 attempts"):
+                await llm.complete(ask("C-500"))
+            assert time.monotonic() - t0 < 5
+        finally:
+            await llm.aclose()
+        assert stub.by_marker == {"A-429": ["429", "json"], "B-slow": ["slow", "json"], "C-500": ["500", "500", "500"]}
+        assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
+
+
+def test_llm_agent_without_credentials_exits_2_naming_both_variables(tmp_path: Path) -> None:
+    # ENV_URL points nowhere: the check must come before any network access.
+    proc = run_inference(["--direct"], "http://127.0.0.1:9", extra_env={"INFERENCE_STATE_DIR": str(tmp_path)})
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "HF_TOKEN" in proc.stderr and "API_KEY" in proc.stderr
+    assert "cannot reach" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------- end to end
+
+def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_path: Path) -> None:
+    """Good JSON, fenced JSON, prose, garbage, a rejected action, a 429 and a slow reply: every
+    episode still completes, the problems show up as [STEP] errors, stdout stays pure."""
+    tasks = ["decision-easy", "decision-medium", "workflow-triage", "workflow-routing", "workflow-resolution", "decision-hard"]
+    behaviours = {
+        ticket_of("decision-easy", 0): ["fenced"],
+        ticket_of("decision-medium", 0): ["prose"],
+        ticket_of("workflow-triage", 0): ["garbage", "garbage", "json"],  # one turn lost, then fine
+        ticket_of("workflow-routing", 0): ["invalid", "json"],  # 422 from the service, then fine
+        ticket_of("workflow-resolution", 0): ["429", "json"],
+        ticket_of("decision-hard", 0): ["slow", "json"],
+    }
+    with StubLLM(slow_s=2.0, behaviours=behaviours) as stub:
+        proc = run_inference(["--direct", "--split", "dev", "--tasks", ",".join(tasks), "--limit-per-task", "1", "--concurrency", "1"],
+                             live_server.url, extra_env=llm_env(stub, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    episodes = sequential_episodes(proc.stdout)
+    assert [e.task for e in episodes] == tasks
+    assert all(e.model == "stub/model-1" for e in episodes)
+    by_task = {e.task: e for e in episodes}
+    assert all(e.steps[-1]["done"] == "true" for e in episodes)
+    triage = by_task["workflow-triage"].steps
+    assert triage[0]["action"] == "null" and "unparseable model reply" in triage[0]["error"]
+    routing = by_task["workflow-routing"].steps
+    assert json.loads(routing[0]["action"]) == {"decision": "maybe_later"} and routing[0]["error"].startswith("action rejected:")
+    assert routing[0]["reward"] == "0.00"
+    for task in ("decision-easy", "decision-medium", "workflow-resolution", "decision-hard"):
+        assert by_task[task].steps[0]["error"] == "null"
+        assert json.loads(by_task[task].steps[0]["action"]) == {"lookup": "order"}
+    assert stub.served["429"] == 1 and stub.served["slow"] == 1
+    assert "per-task summary" in proc.stderr
+
+
+def test_end_is_printed_after_a_failure_mid_episode(live_server: Any, tmp_path: Path) -> None:
+    broken = ticket_of("decision-medium", 1)
+    with StubLLM(behaviours={broken: ["json", "500"]}) as stub:  # first turn fine, then 500 forever
+        proc = run_inference(["--direct", "--tasks", "decision-medium", "--limit-per-task", "3", "--concurrency", "1"],
+                             live_server.url, extra_env=llm_env(stub, tmp_path))
+    assert proc.returncode == 1  # an episode did not finish
+    episodes = sequential_episodes(proc.stdout)
+    assert len(episodes) == 3
+    failed = episodes[1]
+    assert [json.loads(s["action"]) for s in failed.steps] == [{"lookup": "order"}]
+    assert failed.end is not None and failed.end["success"] == "false" and failed.end["steps"] == "1"
+    assert stub.by_marker[broken] == ["json", "500", "500", "500"]  # bounded retries
+    assert episodes[0].steps[-1]["done"] == "true" and episodes[2].steps[-1]["done"] == "true"
+    assert "LLMUnavailable" in proc.stderr
+
+
+def test_requested_concurrency_is_reached(live_server: Any, tmp_path: Path) -> None:
+    with StubLLM(delay_s=0.3) as stub:
+        proc = run_inference(["--direct", "--tasks", "decision-easy,workflow-triage", "--limit-per-task", "6", "--concurrency", "6"],
+                             live_server.url, extra_env=llm_env(stub, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    ends, max_open = interleaved_counts(proc.stdout, 6)
+    assert ends == 12
+    assert stub.max_in_flight == 6
+    assert max_open == 6
+
+
+def test_heuristic_agent_needs_no_credentials_and_respects_max_episodes(live_server: Any, tmp_path: Path) -> None:
+    proc = run_inference(["--direct", "--agent", "heuristic", "--limit-per-task", "2", "--max-episodes", "5"], live_server.url,
+                         extra_env={"INFERENCE_STATE_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    ends, _ = interleaved_counts(proc.stdout, 8)
+    assert ends == 5
+    assert all(m["model"] == "heuristic" for k, m in classify(proc.stdout) if k == "START")
+
+
+# ------------------------------------------------------------------------------- run mode
+
+def _require_runs_api(url: str) -> None:
+    paths = httpx.get(url + "/openapi.json", timeout=10).json().get("paths", {})
+    if "/runs" not in paths:
+        pytest.skip("the service has no runs API (POST /runs) yet — issue 4")
+
+
+def _run_file(tmp_path: Path) -> dict[str, Any]:
+    files = list((tmp_path / "runs").glob("*.json"))
+    assert len(files) == 1
+    assert files[0].stat().st_mode & 0o077 == 0  # the token file is private
+    return json.loads(files[0].read_text())
+
+
+def test_run_mode_creates_a_ranked_run_and_completes_it(live_server: Any, tmp_path: Path) -> None:
+    _require_runs_api(live_server.url)
+    proc = run_inference(["--agent", "heuristic", "--tasks", "decision-easy,workflow-triage", "--limit-per-task", "2", "--trials", "2"],
+                         live_server.url, extra_env={"INFERENCE_STATE_DIR": str(tmp_path / "runs")})
+    assert proc.returncode == 0, proc.stderr
+    ends, _ = interleaved_counts(proc.stdout, 8)
+    assert ends == 8
+    saved = _run_file(tmp_path)
+    run = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers={"Authorization": f"Bearer {saved['run_token']}"}).json()
+    assert run["status"] == "complete"
+    assert len(run["episodes"]) == 8 and all(e["status"] == "done" for e in run["episodes"])
+    assert run["summary"] is not None
+    assert "/leaderboard" in proc.stderr
+
+
+def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, tmp_path: Path) -> None:
+    _require_runs_api(live_server.url)
+    extra = {"INFERENCE_STATE_DIR": str(tmp_path / "runs")}
+    with StubLLM(delay_s=0.15) as stub:
+        extra.update(llm_env(stub, tmp_path))
+        first = subprocess.Popen([sys.executable, "inference.py", "--tasks", "decision-easy,workflow-triage,workflow-resolution",
+                                  "--limit-per-task", "2", "--concurrency", "2"],
+                                 cwd=ROOT, env=_env(live_server.url, extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen: list[str] = []
+        assert first.stdout is not None
+        for line in first.stdout:
+            seen.append(line)
+            if sum(1 for s in seen if s.startswith("[END]")) == 2:
+                first.send_signal(signal.SIGKILL)  # this exact child, a crash mid-run
+                break
+        first.wait(timeout=10)
+        saved = _run_file(tmp_path)
+        auth = {"Authorization": f"Bearer {saved['run_token']}"}
+        before = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers=auth).json()
+        done_before = {e["index"]: e for e in before["episodes"] if e["status"] == "done"}
+        assert len(done_before) >= 2 and before["status"] == "active"
+        steps_before = {i: httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()["step_count"]
+                        for i, e in done_before.items()}
+
+        second = run_inference(["--resume", saved["run_id"]], live_server.url, extra_env=extra)
+    assert second.returncode == 0, second.stderr
+    ends, _ = interleaved_counts(second.stdout, 8)
+    assert ends == len(before["episodes"]) - len(done_before)  # finished episodes are not replayed
+    after = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers=auth).json()
+    assert after["status"] == "complete"
+    ids = [e["episode_id"] for e in after["episodes"]]
+    assert None not in ids and len(set(ids)) == len(ids) == 6  # one episode per manifest entry
+    for e in after["episodes"]:
+        if e["index"] in done_before:
+            assert e["episode_id"] == done_before[e["index"]]["episode_id"]
+            assert e["score"] == done_before[e["index"]]["score"]
+            state = httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()
+            assert state["step_count"] == steps_before[e["index"]]
