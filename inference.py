@@ -33,6 +33,7 @@ import re
 import sys
 import time
 import uuid
+import zlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ SUCCESS_THRESHOLD = 0.5
 # moves the episode towards its step limit, so a broken model cannot loop forever.
 MAX_INVALID_TURNS = 3
 FALLBACK_ACTION: dict[str, Any] = {"lookup": "policy"}
+# 400 dev tickets x ~3.5 LLM turns x ~3 s per call / 16 in flight = ~4.5 minutes (docs/inference-notes.md).
+DEFAULT_CONCURRENCY = 16
+DEFAULT_DIRECT_LIMIT = 10
+DEFAULT_TIME_BUDGET_S = 900.0
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
 
 
@@ -255,7 +260,9 @@ class EnvClient:
         try:
             return await self._call("POST", f"/runs/{run_id}/next", attempts=1)
         except ServiceError as exc:
-            if exc.status == 409 and isinstance(exc.body, dict) and exc.body.get("code") == "run_exhausted":
+            body = exc.body if isinstance(exc.body, dict) else {}
+            # every entry handed out, or the run already complete: nothing left to start
+            if exc.status == 409 and (body.get("code") == "run_exhausted" or body.get("run_status") == "complete"):
                 return None
             raise
 
@@ -474,13 +481,14 @@ class ReferenceEpisodeAgent:
 AGENTS = ("llm", "heuristic", "random")
 
 
-def reference_agent(name: str, seed: int, trial: int) -> ReferenceEpisodeAgent:
+def reference_agent(name: str, split: str, seed: int, trial: int) -> ReferenceEpisodeAgent:
     from service.env.agents import HeuristicAgent, RandomAgent
 
     if name == "heuristic":
         return ReferenceEpisodeAgent(HeuristicAgent(seed))
-    # Each trial of a seed gets its own random stream, so k trials are k independent draws.
-    return ReferenceEpisodeAgent(RandomAgent(seed * 16 + trial))
+    # Each (split, ticket seed, trial) gets its own random stream — k trials are k independent
+    # draws — and the same stream every time, so random baselines are reproducible.
+    return ReferenceEpisodeAgent(RandomAgent(zlib.crc32(f"{split}:{seed}:{trial}".encode())))
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -495,6 +503,7 @@ class Started:
     trial: int
     observation: dict[str, Any]
     done: bool
+    split: str | None = None
 
     @classmethod
     def of(cls, body: dict[str, Any], trial: int = 0) -> Started:
@@ -507,12 +516,15 @@ class Started:
             trial=int(meta.get("trial", trial) or 0),
             observation=obs,
             done=bool(body.get("done")),
+            split=meta.get("split"),
         )
 
 
 @dataclass
 class Outcome:
     task_id: str
+    seed: int
+    trial: int
     episode_id: str | None
     score: float
     success: bool
@@ -533,11 +545,12 @@ class DeadlineReached(RuntimeError):
 
 
 async def play_episode(
-    env: EnvClient, agent: EpisodeAgent, start: Started, benchmark: str, model: str, deadline: Deadline
+    env: EnvClient, agent: EpisodeAgent, start: Started, benchmark: str, model: str, deadline: Deadline,
+    sink: Callable[[str], None] = emit,
 ) -> Outcome:
     """Play one episode to its end, printing START/STEP/END. Never raises (except cancellation,
     after printing END): failures end the episode with success=false."""
-    emit(start_line(start.task_id, benchmark, model))
+    sink(start_line(start.task_id, benchmark, model))
     rewards: list[float] = []
     score, finished, failure = 0.0, start.done, None
     try:
@@ -551,7 +564,7 @@ async def play_episode(
                 invalid_streak += 1
                 if invalid_streak < MAX_INVALID_TURNS:
                     rewards.append(0.0)
-                    emit(step_line(len(rewards), None, 0.0, False, note))
+                    sink(step_line(len(rewards), None, 0.0, False, note))
                     continue
                 action = dict(FALLBACK_ACTION)
                 note = f"{note}; fallback action after {invalid_streak} turns without a valid action"
@@ -565,7 +578,7 @@ async def play_episode(
                 if invalid_streak > 2 * MAX_INVALID_TURNS:
                     raise RuntimeError(f"gave up after {invalid_streak} rejected actions: {exc.detail}") from exc
                 rewards.append(0.0)
-                emit(step_line(len(rewards), action, 0.0, False, f"action rejected: {exc.detail}"))
+                sink(step_line(len(rewards), action, 0.0, False, f"action rejected: {exc.detail}"))
                 agent.observe_result(action, None, exc.detail)
                 continue
             invalid_streak = 0
@@ -574,7 +587,7 @@ async def play_episode(
             obs = result["observation"]
             error = obs.get("last_action_error") or note
             rewards.append(reward)
-            emit(step_line(len(rewards), action, reward, done, error))
+            sink(step_line(len(rewards), action, reward, done, error))
             agent.observe_result(action, reward, obs.get("last_action_error"))
         finished = True
         graded = await env.score(start.episode_id)
@@ -587,8 +600,8 @@ async def play_episode(
         log.warning("episode %s (%s) failed: %s", start.episode_id, start.task_id, one_line(failure, 300))
     finally:
         success = finished and failure is None and score >= SUCCESS_THRESHOLD
-        emit(end_line(success, len(rewards), score, rewards))
-    return Outcome(start.task_id, start.episode_id, score, success, finished and failure is None, failure)
+        sink(end_line(success, len(rewards), score, rewards))
+    return Outcome(start.task_id, start.seed, start.trial, start.episode_id, score, success, finished and failure is None, failure)
 
 
 class EpisodeSource(Protocol):
@@ -634,9 +647,10 @@ class RunSource:
 class Progress:
     """A progress line on stderr (redrawn in place on a terminal, a line per 10% otherwise)."""
 
-    def __init__(self, total: int | None) -> None:
+    def __init__(self, total: int | None, enabled: bool = True) -> None:
         self.total, self.done, self.scores, self.failed = total, 0, [], 0
         self.tty = sys.stderr.isatty()
+        self.enabled = enabled
         self._last_decile = -1
 
     def update(self, outcome: Outcome) -> None:
@@ -645,6 +659,8 @@ class Progress:
         self.failed += not outcome.finished
         total = self.total or self.done
         frac = min(self.done / total, 1.0) if total else 1.0
+        if not self.enabled:
+            return
         bar = "#" * int(frac * 30)
         text = f"[{bar:<30}] {self.done}/{self.total if self.total else '?'} episodes  mean score {sum(self.scores) / len(self.scores):.3f}  failed {self.failed}"
         if self.tty:
@@ -655,7 +671,7 @@ class Progress:
             sys.stderr.write(text + "\n")
 
     def close(self) -> None:
-        if self.tty and self.done:
+        if self.tty and self.done and self.enabled:
             sys.stderr.write("\n")
 
 
@@ -673,6 +689,7 @@ async def run_workers(
     model: str,
     deadline: Deadline,
     progress: Progress,
+    sink: Callable[[str], None] = emit,
 ) -> tuple[list[Outcome], int]:
     """``concurrency`` workers, each with its own service client and agent resources, pull
     episodes from ``source`` until it is empty, ``max_episodes`` have started, or the deadline."""
@@ -700,7 +717,7 @@ async def run_workers(
                 if start is None:
                     claimed -= 1
                     return
-                outcome = await play_episode(env, factory(start), start, benchmark, model, deadline)
+                outcome = await play_episode(env, factory(start), start, benchmark, model, deadline, sink)
                 outcomes.append(outcome)
                 progress.update(outcome)
         except FatalAgentError as exc:
@@ -777,12 +794,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=("dev", "test", "train"), default="dev", help="ticket split (default dev)")
     p.add_argument("--tasks", default=None, help="comma-separated task ids (default: every task from GET /tasks)")
     p.add_argument("--trials", type=int, default=1, help="trials per ticket, 1..8 (default 1)")
-    p.add_argument("--limit-per-task", type=int, default=10,
-                   help="tickets per task (default 10; 0 = the whole split — 400 dev tickets take longer than 20 minutes at LLM speed)")
-    p.add_argument("--concurrency", type=int, default=8, help="episodes played at once (default 8)")
+    p.add_argument("--limit-per-task", type=int, default=None,
+                   help="play only the first N tickets of each task (a quick, unranked run; direct mode default 10). "
+                        "Default: every ticket of the split, which the leaderboard ranks")
+    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                   help=f"episodes played at once (default {DEFAULT_CONCURRENCY}; see docs/inference-notes.md for the arithmetic)")
     p.add_argument("--max-episodes", type=int, default=None, help="stop starting episodes after this many in this invocation")
-    p.add_argument("--time-budget", type=float, default=900.0,
-                   help="seconds; afterwards no episode starts and unfinished ones stop at their next turn (default 900; 0 = none)")
+    p.add_argument("--time-budget", type=float, default=DEFAULT_TIME_BUDGET_S,
+                   help=f"seconds; afterwards no episode starts and unfinished ones stop at their next turn, "
+                        f"leaving the run resumable (default {DEFAULT_TIME_BUDGET_S:.0f}; 0 = none)")
     p.add_argument("--resume", metavar="RUN_ID", default=None, help="finish an interrupted run (token from the state file or RUN_TOKEN)")
     p.add_argument("--direct", action="store_true", help="plain /reset + /step episodes, no server-side run (not ranked)")
     p.add_argument("--log-level", default=os.environ.get("INFERENCE_LOG_LEVEL", "INFO"), help="stderr log level (default INFO)")
@@ -795,10 +815,16 @@ class Evaluation:
     run_id: str | None
     run: dict[str, Any] | None
     start_errors: int = 0
+    run_token: str | None = None
 
 
-async def evaluate(args: argparse.Namespace, cfg: Config) -> Evaluation:
-    """The whole evaluation: create or resume a run (or plan direct episodes), play, report."""
+async def evaluate(
+    args: argparse.Namespace, cfg: Config, sink: Callable[[str], None] = emit,
+    direct_entries: list[tuple[str, int, int]] | None = None,
+) -> Evaluation:
+    """The whole evaluation: create or resume a run (or plan direct episodes), play, report.
+
+    ``direct_entries`` ((task_id, seed, trial) triples) replaces the direct mode's default plan."""
     agent_name: str = args.agent or "llm"
     model = cfg.model_name if agent_name == "llm" else agent_name
     probe = EnvClient(cfg.env_url)
@@ -817,8 +843,9 @@ async def evaluate(args: argparse.Namespace, cfg: Config) -> Evaluation:
     source: EpisodeSource
     total: int | None
     if args.direct:
-        limit = args.limit_per_task or 10
-        entries = [(t, seed, trial) for t in task_ids for seed in range(limit) for trial in range(args.trials)]
+        limit = args.limit_per_task or DEFAULT_DIRECT_LIMIT
+        entries = direct_entries if direct_entries is not None else [
+            (t, seed, trial) for trial in range(args.trials) for seed in range(limit) for t in task_ids]
         source, total = DirectSource(entries, args.split), len(entries)
     elif args.resume:
         run_id = args.resume
@@ -851,9 +878,11 @@ async def evaluate(args: argparse.Namespace, cfg: Config) -> Evaluation:
             await creator.aclose()
         run_id, run_token = run["run_id"], run["run_token"]
         path = save_run_state(cfg, run, agent_name, model)
-        log.info("run %s created: %d episodes; token saved in %s; resume with: python inference.py --resume %s",
-                 run_id, run.get("episodes", 0), path, run_id)
-        source, total = RunSource(run_id), int(run.get("episodes") or 0)
+        total = int(run.get("episodes_total") or len(run.get("manifest") or []))
+        log.info("run %s created: %d episodes (%s); token saved in %s; resume with: python inference.py --resume %s",
+                 run_id, total, "ranked" if run.get("ranked") else "not ranked: a task subset or a per-task limit",
+                 path, run_id)
+        source = RunSource(run_id)
     if args.max_episodes is not None and total is not None:
         total = min(total, args.max_episodes)
 
@@ -866,9 +895,9 @@ async def evaluate(args: argparse.Namespace, cfg: Config) -> Evaluation:
             return (lambda s: LLMEpisodeAgent(llm, systems[s.task_id])), llm.aclose
         async def nothing() -> None:
             return None
-        return (lambda s: reference_agent(agent_name, s.seed, s.trial)), nothing
+        return (lambda s: reference_agent(agent_name, s.split or args.split, s.seed, s.trial)), nothing
 
-    progress = Progress(total)
+    progress = Progress(total, enabled=sink is emit)  # embedded callers (baseline.py) keep stderr quiet
     outcomes, start_errors = await run_workers(
         lambda: EnvClient(cfg.env_url, run_token),
         source,
@@ -879,6 +908,7 @@ async def evaluate(args: argparse.Namespace, cfg: Config) -> Evaluation:
         model=model,
         deadline=Deadline(args.time_budget),
         progress=progress,
+        sink=sink,
     )
     log.info("per-task summary (this invocation):\n%s", per_task_summary(outcomes))
     if run_id and run_token:
@@ -897,7 +927,7 @@ async def evaluate(args: argparse.Namespace, cfg: Config) -> Evaluation:
             log.info("the run is not complete; finish it with: python inference.py --resume %s", run_id)
         log.info("run page: %s%s  leaderboard: %s%s", cfg.env_url, run.get("run_url") or f"/runs/{run_id}",
                  cfg.env_url, run.get("leaderboard_url") or f"/leaderboard?split={run.get('split') or args.split}")
-    return Evaluation(outcomes, run_id, run, start_errors)
+    return Evaluation(outcomes, run_id, run, start_errors, run_token)
 
 
 async def _get_run(cfg: Config, run_id: str, token: str) -> dict[str, Any]:

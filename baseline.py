@@ -1,0 +1,229 @@
+"""Reference scores: ``python baseline.py`` — the random and heuristic agents (and the LLM agent
+when ``HF_TOKEN``/``API_KEY`` is set) on the dev and test splits, k trials per ticket.
+
+Every evaluation goes through inference.py's runner as a server-side run, so the server assigns
+the (fixed) tickets and grades them — the test split included. The overall mean, 95% CI and
+pass^k of each run come from ``GET /runs/{id}``'s summary; the per-family and per-task rows are
+computed from the run's per-episode scores with the server's own ``service.stats`` functions.
+With ``ENV_URL`` unset or unreachable a local service is started on a temporary SQLite file.
+
+Deterministic: the scripted agents are seeded from the manifest (ticket seed, trial) and the
+bootstrap CI uses a fixed seed, so two runs print identical tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import inference
+from service import stats
+from service.env import TASKS, run_manifest
+
+ROOT = Path(__file__).resolve().parent
+log = logging.getLogger("baseline")
+
+
+# ------------------------------------------------------------------------------ local service
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url + "/health", timeout=2.0).json().get("status") == "healthy"
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def service_url(env_url: str | None) -> Iterator[str]:
+    """``env_url`` when it answers /health; otherwise a service started here on a temporary
+    SQLite database, stopped (by its PID) on exit."""
+    if env_url and _healthy(env_url.rstrip("/")):
+        yield env_url.rstrip("/")
+        return
+    if env_url:
+        log.warning("ENV_URL %s does not answer /health; starting a local service instead", env_url)
+    with tempfile.TemporaryDirectory(prefix="baseline-") as tmp:
+        port = _free_port()
+        env = dict(os.environ, DATABASE_URL=f"sqlite+aiosqlite:///{tmp}/baseline.db", HOST="127.0.0.1", PORT=str(port), LOG_LEVEL="WARNING")
+        log_file = open(Path(tmp) / "service.log", "wb")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while not _healthy(url):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log_file.flush()
+                    raise RuntimeError("the local service did not start:\n" + (Path(tmp) / "service.log").read_text()[-2000:])
+                time.sleep(0.2)
+            log.info("local service on %s (temporary SQLite)", url)
+            yield url
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+            log_file.close()
+
+
+# ---------------------------------------------------------------------------------- statistics
+
+def group_rows(episodes: Sequence[dict[str, Any]], trials: int) -> list[dict[str, Any]]:
+    """Mean, 95% CI and pass^1..k for the whole run, each family and each task, from the run's
+    per-episode scores (an unscored episode counts 0, as in the server's summary)."""
+    items: dict[tuple[str, int], list[float]] = {}
+    for e in sorted(episodes, key=lambda e: e["index"]):
+        items.setdefault((e["task_id"], e["seed"]), []).append(float(e["score"] or 0.0))
+    scopes: list[tuple[str, list[list[float]]]] = [("all", list(items.values()))]
+    for family in sorted({t.family for t in TASKS.values()}):
+        scopes.append((f"family {family}", [v for (task, _), v in items.items() if TASKS[task].family == family]))
+    for task in TASKS:
+        scopes.append((f"task {task}", [v for (t, _), v in items.items() if t == task]))
+    rows = []
+    for scope, values in scopes:
+        if not values:
+            continue
+        lo, hi = stats.bootstrap_ci(values)
+        rows.append({
+            "scope": scope,
+            "tickets": len(values),
+            "mean": round(stats.mean_score(values), 4),
+            "ci95": [round(lo, 4), round(hi, 4)],
+            "pass_hat_k": {str(k): round(stats.pass_hat_k(values, k), 4) for k in range(1, trials + 1)},
+        })
+    return rows
+
+
+# ------------------------------------------------------------------------------------ running
+
+def _quiet_sink(line: str) -> None:
+    """The per-step log lines of the baseline's episodes are not part of its output."""
+
+
+def has_runs_api(url: str) -> bool:
+    return "/runs" in httpx.get(url + "/openapi.json", timeout=10).json().get("paths", {})
+
+
+async def evaluate_one(url: str, agent: str, split: str, trials: int, limit: int | None, concurrency: int, state_dir: Path,
+                       direct: bool = False) -> dict[str, Any]:
+    argv = ["--agent", agent, "--split", split, "--trials", str(trials), "--concurrency", str(concurrency), "--time-budget", "0"]
+    if limit:
+        argv += ["--limit-per-task", str(limit)]
+    if direct:
+        argv.append("--direct")
+    args = inference.build_parser().parse_args(argv)
+    cfg = replace(inference.Config.from_env(), env_url=url, state_dir=state_dir)
+    # Direct mode plays exactly the manifest the server would fix for the same run.
+    plan = [(e.task_id, e.seed, e.trial) for e in run_manifest(split, None, trials, limit)] if direct else None
+    result = await inference.evaluate(args, cfg, sink=_quiet_sink, direct_entries=plan)
+    unfinished = [o for o in result.outcomes if not o.finished]
+    if unfinished or result.start_errors:
+        raise RuntimeError(f"{agent} on {split}: {len(unfinished)} episodes did not finish; see the log above")
+    if direct:
+        episodes = [{"index": i, "task_id": o.task_id, "seed": o.seed, "score": o.score}
+                    for i, o in enumerate(sorted(result.outcomes, key=lambda o: (o.task_id, o.seed, o.trial)))]
+        return {"agent": agent, "model": agent if agent != "llm" else cfg.model_name, "split": split, "trials": trials,
+                "ranked": False, "episodes": len(episodes), "rows": group_rows(episodes, trials), "mode": "direct"}
+    env = inference.EnvClient(url, result.run_token)
+    try:
+        run = await env.get_run(result.run_id) if result.run_id else None
+    finally:
+        await env.aclose()
+    if not run or run.get("status") != "complete" or not run.get("summary"):
+        raise RuntimeError(f"{agent} on {split}: run {result.run_id} did not complete: {run and run.get('status')}")
+    summary = run["summary"]
+    rows = group_rows(run["episodes"], trials)
+    if abs(rows[0]["mean"] - summary["mean"]) > 1e-3:  # the client-side rows must agree with the server
+        raise RuntimeError(f"{agent} on {split}: client mean {rows[0]['mean']} != server mean {summary['mean']}")
+    rows[0].update(mean=summary["mean"], ci95=summary["ci95"], pass_hat_k=summary["pass_hat_k"])
+    return {"agent": agent, "model": run.get("model"), "split": split, "trials": trials, "ranked": bool(run.get("ranked")),
+            "episodes": len(run["episodes"]), "rows": rows, "mode": "run"}
+
+
+def markdown(results: list[dict[str, Any]], trials: int) -> str:
+    ks = [str(k) for k in range(1, trials + 1)]
+    head = "| agent | split | scope | tickets | mean | 95% CI | " + " | ".join(f"pass^{k}" for k in ks) + " |"
+    sep = "|" + "---|" * (6 + len(ks))
+    lines = [head, sep]
+    for r in results:
+        for row in r["rows"]:
+            lo, hi = row["ci95"]
+            lines.append(f"| {r['agent']} | {r['split']} | {row['scope']} | {row['tickets']} | {row['mean']:.3f} | "
+                         f"[{lo:.3f}, {hi:.3f}] | " + " | ".join(f"{row['pass_hat_k'][k]:.3f}" for k in ks) + " |")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Reference scores of the random and heuristic agents (and the LLM agent with credentials).")
+    p.add_argument("--trials", type=int, default=2, help="k trials per ticket, 1..8 (default 2)")
+    p.add_argument("--splits", default="dev,test", help="comma-separated splits (default dev,test)")
+    p.add_argument("--agents", default=None, help="comma-separated agents (default random,heuristic, plus llm when HF_TOKEN/API_KEY is set)")
+    p.add_argument("--limit-per-task", type=int, default=None, help="first N tickets per task only (default: the whole split)")
+    p.add_argument("--concurrency", type=int, default=8, help="episodes at once (default 8)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
+    p.add_argument("--direct", action="store_true",
+                   help="plain episodes graded via /grader, statistics computed here (automatic when the service has no runs API)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    log.setLevel(logging.INFO)
+    logging.getLogger("inference").setLevel(logging.WARNING)
+    cfg = inference.Config.from_env()
+    agents = [a.strip() for a in args.agents.split(",")] if args.agents else ["random", "heuristic"] + (["llm"] if cfg.api_key else [])
+    bad = [a for a in agents if a not in inference.AGENTS]
+    if bad:
+        print(f"error: unknown agent(s) {', '.join(bad)}; choose from {', '.join(inference.AGENTS)}", file=sys.stderr)
+        return 2
+    if "llm" in agents and not cfg.api_key:
+        print("error: the llm agent needs HF_TOKEN (or API_KEY)", file=sys.stderr)
+        return 2
+    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    results = []
+    with service_url(os.environ.get("ENV_URL")) as url, tempfile.TemporaryDirectory(prefix="baseline-runs-") as state_dir:
+        direct = args.direct or not has_runs_api(url)
+        if direct and not args.direct:
+            log.warning("the service at %s has no runs API; playing direct episodes and computing statistics here", url)
+        for split in splits:
+            for agent in agents:
+                t0 = time.monotonic()
+                results.append(asyncio.run(evaluate_one(url, agent, split, args.trials, args.limit_per_task, args.concurrency,
+                                                        Path(state_dir), direct)))
+                log.info("%s on %s: %d episodes in %.1fs", agent, split, results[-1]["episodes"], time.monotonic() - t0)
+    if args.json:
+        print(json.dumps({"trials": args.trials, "limit_per_task": args.limit_per_task, "results": results}, indent=2, sort_keys=True))
+    else:
+        scope = f"first {args.limit_per_task} tickets per task" if args.limit_per_task else "every ticket of the split"
+        print(f"Baseline: {args.trials} trial(s) per ticket, {scope}; mean of per-ticket mean scores, "
+              f"95% bootstrap CI over tickets, pass^k with an episode resolved at score >= {stats.RESOLVED_THRESHOLD}.\n")
+        print(markdown(results, args.trials))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
