@@ -129,6 +129,19 @@ class ServerProcess:
         self._log.close()
 
 
+class ExternalServer:
+    """``--ours-url``: a server this script did not start (never stopped, CPU not measured)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.hostname not in ("127.0.0.1", "localhost"):
+            raise SystemExit("--ours-url must point at 127.0.0.1: load only ever targets loopback")
+        self.name, self.port, self.url = "ours", parts.port or 80, f"http://{HOST}:{parts.port or 80}"
+
+    def cpu_seconds(self) -> float:
+        return 0.0
+
+
 def free_port() -> int:
     import socket
 
@@ -642,9 +655,13 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
         else:
             cmd = [py, "-m", "uvicorn", "--factory", "service.app:app_factory", "--host", HOST, "--port", str(port),
                    "--workers", str(args.workers), "--log-level", log_level.lower()]
-        ours = ServerProcess("ours", cmd, port, env, workdir)
-        servers.append(ours)
-        started = [ours]
+        if args.ours_url:  # drive a server someone else started (e.g. under a profiler)
+            ours = ExternalServer(args.ours_url)
+            started: list[Any] = []
+        else:
+            ours = ServerProcess("ours", cmd, port, env, workdir)
+            servers.append(ours)
+            started = [ours]
         peer = ceiling = None
         if not args.no_peer:
             p = free_port()
@@ -696,7 +713,8 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
                                  if is_pg else "sqlite file in a temp dir (WAL, synchronous=NORMAL)"),
                 "workers": args.workers,
                 "log_level": log_level,
-                "ours_command": " ".join(cmd[1:]).replace(py, "python"),
+                "ours_command": args.ours_url or "python " + " ".join(cmd[1:]),
+                "server_pids": {s.name: s.proc.pid for s in started},
                 "commit": git_commit(),
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
@@ -735,6 +753,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--transports", default="http,ws", help="for ours and the ceiling (default http,ws)")
     p.add_argument("--no-peer", action="store_true", help="skip the OpenEnv reference server")
     p.add_argument("--no-ceiling", action="store_true", help="skip the no-op ceiling")
+    p.add_argument("--ours-url", default=None, help="drive an already running server on 127.0.0.1 instead of "
+                   "starting one (for profiling; its CPU is not measured)")
     p.add_argument("--log-level", default="INFO", help="LOG_LEVEL of every server (default INFO, the service default)")
     p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report here")
     p.add_argument("--keep-logs", action="store_true", help="keep the server logs (path printed on stderr)")
