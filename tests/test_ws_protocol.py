@@ -97,6 +97,8 @@ async def test_error_codes_keep_the_connection_open(settings: Settings) -> None:
         error(ws, "VALIDATION_ERROR")
         ws.send_json([1, 2])
         error(ws, "VALIDATION_ERROR")
+        ws.send_json({"type": "step", "data": {"reply": "x" * 100_000}})
+        assert "limit" in error(ws, "VALIDATION_ERROR")["message"]
         ws.send_json({"type": "step", "data": {"decision": "reject"}})
         assert "reset" in error(ws, "EXECUTION_ERROR")["message"]
         ws.send_json({"type": "reset", "data": {"seed": -1}})

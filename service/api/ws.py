@@ -180,6 +180,12 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                 break
             if raw is None:
                 return
+            if len(raw) > settings.max_body_bytes:
+                await socket.send_text(
+                    _error(f"frame of {len(raw)} bytes is over the {settings.max_body_bytes}-byte limit; send less",
+                           "VALIDATION_ERROR", errors=[{"field": "frame", "message": "too large"}])
+                )
+                continue
             try:
                 frame = json.loads(raw)
             except (json.JSONDecodeError, RecursionError) as exc:
