@@ -886,6 +886,8 @@ async def evaluate(
     if args.max_episodes is not None and total is not None:
         total = min(total, args.max_episodes)
 
+    # The server stores the reported usage as a whole: a resumed run adds to what was reported before.
+    before = (run or {}).get("usage") or {}
     usage = TokenUsage()
     systems = {t: system_prompt(tasks[t], action_schema) for t in tasks}
 
@@ -916,7 +918,8 @@ async def evaluate(
         try:
             if usage.prompt_tokens or usage.completion_tokens:
                 try:
-                    await env.report_usage(run_id, usage.prompt_tokens, usage.completion_tokens)
+                    await env.report_usage(run_id, usage.prompt_tokens + int(before.get("prompt_tokens") or 0),
+                                           usage.completion_tokens + int(before.get("completion_tokens") or 0))
                 except ServiceError as exc:
                     log.warning("could not report token usage: %s", exc)
             run = await env.get_run(run_id)
