@@ -866,7 +866,8 @@ async def evaluate(
         log.info("resuming run %s: %d finished (left untouched), %d in progress, %d not started", run_id, finished, len(active), pending)
         source, total = RunSource(run_id, active), len(active) + pending
     else:
-        body: dict[str, Any] = {"agent": agent_name, "model": model, "split": args.split, "trials": args.trials}
+        # scripted agents have no model: the leaderboard shows their agent name only
+        body: dict[str, Any] = {"agent": agent_name, "model": model if agent_name == "llm" else "", "split": args.split, "trials": args.trials}
         if args.tasks:
             body["task_ids"] = task_ids
         if args.limit_per_task:
