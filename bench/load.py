@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 MAX_EPISODE_STEPS = 64  # far above any task's max_steps: a longer episode is an error
 STOP_GRACE_S = 10.0  # in-flight requests get this long to finish after a window closes
+KEEPALIVE_REUSE_S = 4.0  # below uvicorn's default --timeout-keep-alive of 5 s
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -174,8 +175,24 @@ class HttpConnection:
         self._head = f"Host: {host}:{port}\r\n"
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+        self.last_used = 0.0
 
     async def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        # uvicorn closes keep-alive connections idle for 5 s (its default): reconnect before that,
+        # and retry once when a reused connection turns out closed before any byte of the answer.
+        if self.writer is not None and time.monotonic() - self.last_used > KEEPALIVE_REUSE_S:
+            await self.close()
+        reused = self.writer is not None
+        try:
+            return await self._request(method, path, body)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            partial = getattr(exc, "partial", b"")
+            if not reused or partial:
+                raise
+            await self.close()
+            return await self._request(method, path, body)
+
+    async def _request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         assert self.reader is not None
@@ -211,6 +228,7 @@ class HttpConnection:
             raise HttpError(f"{method} {path}: response without length")
         if close:
             await self.close()
+        self.last_used = time.monotonic()
         return status, payload
 
     async def close(self) -> None:
