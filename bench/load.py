@@ -286,7 +286,7 @@ class Window:
     def error(self, message: str) -> None:
         # every error counts, warm-up included: the run must be clean, not just its window
         self.errors += 1
-        if len(self.error_samples) < 5 and message not in self.error_samples:
+        if len(self.error_samples) < 5 and not any(m[:100] == message[:100] for m in self.error_samples):
             self.error_samples.append(message)
 
 
