@@ -10,19 +10,23 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from litestar import Litestar, MediaType, Request, get, post
 from litestar.datastructures import State
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.di import NamedDependency
 from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.template.config import TemplateConfig
 
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.mcp import handle_jsonrpc
 from service.api.problems import exception_handlers
+from service.api.run_routes import RunController
+from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
 from service.db.engine import Database
 from service.db.migrate import upgrade_to_head
@@ -59,7 +63,8 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     database = Database(settings.database_url, schema=settings.database_schema)
-    episodes = EpisodeService(database, default_split=settings.default_split)
+    runs = RunService(database, ttl_s=settings.run_ttl_s)
+    episodes = EpisodeService(database, default_split=settings.default_split, runs=runs)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -72,9 +77,10 @@ def create_app(settings: Settings) -> Litestar:
             await database.dispose()
 
     return Litestar(
-        route_handlers=[OpenEnvController, BenchmarkController, mcp_http, ws_endpoint, openapi_json, index],
+        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, openapi_json, index],
         dependencies={
             "episodes": Provide(lambda: episodes, sync_to_thread=False),
+            "runs": Provide(lambda: runs, sync_to_thread=False),
             "settings": Provide(lambda: settings, sync_to_thread=False),
         },
         state=State(
@@ -86,6 +92,7 @@ def create_app(settings: Settings) -> Litestar:
             }
         ),
         lifespan=[lifespan],
+        template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -65,6 +65,7 @@ class Settings:
     baseline_split: str = "dev"
     baseline_seeds_per_task: int = 5
     app_version: str = "1.0.0"
+    run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -83,6 +84,7 @@ class Settings:
             baseline_agent=env.get("BASELINE_AGENT") or "heuristic",
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
+            run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
         )
 
     @property

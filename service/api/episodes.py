@@ -10,7 +10,7 @@ import logging
 import secrets
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,10 +22,16 @@ from service.api.problems import (
     EpisodeNotFound,
     InvalidInput,
     MissingEpisodeId,
+    ResultsHidden,
+    RunNotActive,
     StepRaceLost,
+    TestSplitNeedsRun,
 )
 from service.db import repository as repo
 from service.db.engine import Database
+
+if TYPE_CHECKING:
+    from service.api.runs import RunService
 
 log = logging.getLogger("service.episodes")
 
@@ -44,7 +50,10 @@ class ResetParams(BaseModel):
     task_id: str | None = Field(default=None, max_length=64, description="A task id from GET /tasks.")
     split: Literal["train", "dev", "test"] | None = Field(default=None, description="Ticket split.")
     difficulty: str | None = Field(default=None, max_length=16, description="Pick a task of this difficulty.")
-    run_id: str | None = Field(default=None, max_length=64, description="Group this episode under a run.")
+    run_id: str | None = Field(
+        default=None, max_length=64, description="Start the next episode of this run (needs run_token); the run picks the ticket."
+    )
+    run_token: str | None = Field(default=None, max_length=128, description="The token POST /runs returned.")
     resume: bool = Field(
         default=False,
         description="With episode_id of a stored episode: re-attach to it instead of starting a new one.",
@@ -129,9 +138,23 @@ def choose_task(task_id: str | None, difficulty: str | None, seed: int) -> str:
 class EpisodeService:
     """Reset, resume, step, read and grade persisted episodes."""
 
-    def __init__(self, db: Database, default_split: str = "train") -> None:
+    def __init__(self, db: Database, default_split: str = "train", runs: RunService | None = None) -> None:
         self.db = db
         self.default_split = default_split
+        self.runs = runs
+
+    async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
+        """For an episode of a run: check the token, return the run's status (None for plain episodes)."""
+        if record.run_id is None or self.runs is None:
+            return None
+        return (await self.runs.authorized(record.run_id, token)).status
+
+    @staticmethod
+    def _shown(result: EpisodeResult, split: str, run_status: str | None) -> EpisodeResult:
+        """Step rewards of the test split go out as 0.0 until the run completes."""
+        if result.reward is None or not core.results_hidden(split, run_status == "complete"):
+            return result
+        return EpisodeResult(result.episode_id, result.observation, 0.0, result.done, result.metadata)
 
     async def _load(self, episode_id: str | None) -> repo.EpisodeRecord:
         if not episode_id:
@@ -152,13 +175,21 @@ class EpisodeService:
             **more,
         }
 
-    async def reset(self, params: ResetParams) -> EpisodeResult:
+    async def reset(self, params: ResetParams, run_token: str | None = None) -> EpisodeResult:
+        token = run_token or params.run_token
         if params.resume:
             if not params.episode_id:
                 raise MissingEpisodeId()
-            return await self.resume(params.episode_id)
+            return await self.resume(params.episode_id, token)
+        if params.run_id is not None and self.runs is not None:
+            return await self.runs.next_episode(params.run_id, token)
         seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
         split = params.split or self.default_split
+        if split == core.HIDDEN_SPLIT:
+            raise TestSplitNeedsRun(
+                "the test split is played only as a server-assigned run: POST /runs {\"agent\": …, \"split\": \"test\"}, "
+                "then POST /runs/{run_id}/next with its token"
+            )
         task_id = choose_task(params.task_id, params.difficulty, seed)
         episode_id = params.episode_id or uuid.uuid4().hex
         try:
@@ -173,7 +204,7 @@ class EpisodeService:
                 split=split,
                 seed=seed,
                 ticket_id=state.ticket_id,
-                run_id=params.run_id,
+                run_id=None,
                 state=state.model_dump(mode="json"),
                 done=state.done,
             )
@@ -188,31 +219,40 @@ class EpisodeService:
             episode_id, wire_observation(episode_id, observation), None, state.done, self._meta(record, step_count=0)
         )
 
-    async def resume(self, episode_id: str) -> EpisodeResult:
+    async def resume(self, episode_id: str, run_token: str | None = None) -> EpisodeResult:
         record = await self._load(episode_id)
+        run_status = await self._run_status(record, run_token)
         state = core.EpisodeState.model_validate(record.state)
         last = await repo.last_transition(self.db, episode_id)
-        return EpisodeResult(
+        return self._shown(EpisodeResult(
             episode_id,
             wire_observation(episode_id, core.observe(state)),
             last.reward if last is not None else None,
             state.done,
             self._meta(record, step_count=record.step_count, resumed=True),
-        )
+        ), record.split, run_status)
 
-    async def step(self, episode_id: str | None, action_payload: Any, request_id: str | None = None) -> EpisodeResult:
+    async def step(
+        self, episode_id: str | None, action_payload: Any, request_id: str | None = None, run_token: str | None = None
+    ) -> EpisodeResult:
         record = await self._load(episode_id)
+        run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
         action_json = action.model_dump(mode="json")
         if request_id is not None:
             stored = await repo.get_transition_by_request(self.db, record.id, request_id)
             if stored is not None:
-                return self._replay(record, stored, action_json)
+                return self._shown(self._replay(record, stored, action_json), record.split, run_status)
         if record.status == "done":
             raise EpisodeFinishedProblem(
                 f"episode {record.id!r} is finished after {record.step_count} steps; "
                 "GET /grader?episode_id=… for its score, or POST /reset for a new episode",
                 episode_id=record.id,
+            )
+        if run_status not in (None, "active"):
+            raise RunNotActive(
+                f"run {record.run_id!r} is {run_status}; its episodes take no more steps — start a new run with POST /runs",
+                run_id=record.run_id, run_status=run_status,
             )
         state = core.EpisodeState.model_validate(record.state)
         try:
@@ -238,12 +278,13 @@ class EpisodeService:
                 observation=observation,
                 reward=result.reward,
                 grade=grade,
+                run_id=record.run_id,
             )
         except repo.StepConflict as exc:
             if request_id is not None:
                 winner = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if winner is not None:
-                    return self._replay(record, winner, action_json)
+                    return self._shown(self._replay(record, winner, action_json), record.split, run_status)
             fresh = await self._load(record.id)
             if fresh.status == "done":
                 raise EpisodeFinishedProblem(
@@ -256,13 +297,15 @@ class EpisodeService:
                 episode_id=record.id,
                 step_count=fresh.step_count,
             ) from exc
-        return EpisodeResult(
+        if stored.done and record.run_id is not None and self.runs is not None:
+            run_status = await self.runs.finish_if_complete(record.run_id)
+        return self._shown(EpisodeResult(
             record.id,
             observation,
             stored.reward,
             stored.done,
             self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=request_id, replayed=False),
-        )
+        ), record.split, run_status)
 
     def _replay(self, record: repo.EpisodeRecord, stored: repo.TransitionRecord, action_json: dict[str, Any]) -> EpisodeResult:
         if stored.action != action_json:
@@ -302,11 +345,20 @@ class EpisodeService:
                 episode_id=record.id,
                 step_count=record.step_count,
             )
+        run_complete = False
+        if record.run_id is not None and self.runs is not None:
+            run_complete = (await self.runs.load(record.run_id)).status == "complete"
+        if core.results_hidden(record.split, run_complete):
+            raise ResultsHidden(
+                f"episode {record.id!r} is on the test split: its score is hidden until its run completes "
+                "(GET /runs/{run_id} shows progress)",
+                episode_id=record.id,
+            )
         stored = await repo.get_grade(self.db, record.id, core.GRADER_VERSION)
         if stored is None:  # graded by an older grader version: grade again and keep both
             g = core.grade_episode(core.EpisodeState.model_validate(record.state))
             stored = await repo.save_grade(self.db, record.id, repo.GradeDraft(g.score, g.model_dump(mode="json"), g.grader_version))
-        breakdown = stored.breakdown
+        breakdown = core.redact_grade(stored.breakdown) if record.split == core.HIDDEN_SPLIT else stored.breakdown
         return {
             "episode_id": record.id,
             "task_id": record.task_id,
@@ -316,6 +368,7 @@ class EpisodeService:
             "clauses": breakdown.get("clauses", []),
             "raw": breakdown.get("raw"),
             "finished": breakdown.get("finished", True),
+            **({"redacted": breakdown["redacted"]} if "redacted" in breakdown else {}),
             "step_count": record.step_count,
             "graded_at": stored.created_at.isoformat(),
         }

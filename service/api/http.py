@@ -7,7 +7,7 @@ import asyncio
 from typing import Annotated, Any
 
 import anyio
-from litestar import Controller, get, post
+from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from service import env as core
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
-from service.api.problems import InvalidInput
+from service.api.problems import InvalidInput, bearer
 from service.api.schemas import (
     BaselineResponse,
     GraderResponse,
@@ -43,13 +43,14 @@ class OpenEnvController(Controller):
 
     @post("/reset", status_code=200, summary="Start a persisted episode")
     async def reset_post(
-        self, episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
+        self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
     ) -> ObservationResponse:
-        return ObservationResponse.of(await episodes.reset(data or ResetParams()))
+        return ObservationResponse.of(await episodes.reset(data or ResetParams(), bearer(request)))
 
     @get("/reset", summary="Start a persisted episode (query parameters)")
     async def reset_get(
         self,
+        request: Request[Any, Any, Any],
         episodes: NamedDependency[EpisodeService],
         seed: Annotated[int | None, QueryParameter(ge=0, le=2**31 - 1)] = None,
         episode_id: Annotated[str | None, QueryParameter(min_length=1, max_length=255)] = None,
@@ -57,15 +58,20 @@ class OpenEnvController(Controller):
         split: Annotated[str | None, QueryParameter(max_length=16)] = None,
         difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
         run_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        run_token: Annotated[str | None, QueryParameter(max_length=128)] = None,
     ) -> ObservationResponse:
         params = _validated_reset(
-            seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id
+            seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id,
+            run_token=run_token
         )
-        return ObservationResponse.of(await episodes.reset(params))
+        return ObservationResponse.of(await episodes.reset(params, bearer(request)))
 
     @post("/step", status_code=200, summary="Apply an action to an episode")
-    async def step(self, episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]) -> ObservationResponse:
-        return ObservationResponse.of(await episodes.step(data.episode_id, data.action, data.request_id))
+    async def step(
+        self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]
+    ) -> ObservationResponse:
+        token = bearer(request) or data.run_token
+        return ObservationResponse.of(await episodes.step(data.episode_id, data.action, data.request_id, token))
 
     @get("/state", summary="Episode id, step count, status and ticket state")
     async def state(self, episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None) -> StateResponse:

@@ -80,6 +80,7 @@ class McpSession:
 
     def __init__(self, episode_id: str | None = None) -> None:
         self.episode_id = episode_id
+        self.run_token: str | None = None  # from the reset that started a run episode
 
 
 async def handle_jsonrpc(raw: Any, episodes: EpisodeService, session: McpSession | None = None) -> dict[str, Any]:
@@ -136,12 +137,16 @@ async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, 
         result = await episodes.reset(params)
         if session is not None:
             session.episode_id = result.episode_id
+            session.run_token = params.run_token
         return result.wire()
     if name == "step":
         request_id = args.get("request_id")
         if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= 255):
             raise InvalidInput("request_id must be a string of 1-255 characters", errors=[{"field": "request_id"}])
-        result = await episodes.step(_episode_id(args, default_id), args.get("action"), request_id)
+        token = args.get("run_token") or (session.run_token if session is not None else None)
+        if token is not None and not isinstance(token, str):
+            raise InvalidInput("run_token must be a string", errors=[{"field": "run_token"}])
+        result = await episodes.step(_episode_id(args, default_id), args.get("action"), request_id, token)
         return result.wire()
     if name == "state":
         return await episodes.state(_episode_id(args, default_id))

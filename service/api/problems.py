@@ -91,6 +91,48 @@ class StepRaceLost(EpisodeConflict):
     title = "Concurrent step on the same episode"
 
 
+class RunTokenMissing(Problem):
+    status = 401
+    slug = "run-token-required"
+    title = "Run token required"
+
+
+class RunTokenInvalid(Problem):
+    status = 403
+    slug = "run-token-invalid"
+    title = "Run token does not match"
+
+
+class RunNotFound(Problem):
+    status = 404
+    slug = "run-not-found"
+    title = "Run not found"
+
+
+class RunNotActive(Problem):
+    status = 409
+    slug = "run-not-active"
+    title = "Run is not active"
+
+
+class ResultsHidden(Problem):
+    status = 409
+    slug = "results-hidden"
+    title = "Results are hidden until the run completes"
+
+
+class TestSplitNeedsRun(Problem):
+    status = 403
+    slug = "test-split-needs-run"
+    title = "The test split is played only as a run"
+
+
+def bearer(request: Request[Any, Any, Any]) -> str | None:
+    """The run token from ``Authorization: Bearer …`` (None when absent)."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None
+
+
 def problem_response(status: int, title: str, detail: str, slug: str, **extra: Any) -> Response[dict[str, Any]]:
     body = {"type": TYPE_BASE + slug, "title": title, "status": status, "detail": detail, **extra}
     return Response(content=body, status_code=status, media_type=PROBLEM_JSON)

@@ -16,19 +16,13 @@ from litestar.response import Stream, Template
 
 from service import env as core
 from service.api.episodes import EpisodeService
-from service.api.runs import CreateRun, RunService, Usage, redact_grade, results_hidden
+from service.api.problems import bearer
+from service.api.runs import CreateRun, RunService, Usage
 from service.api.schemas import ObservationResponse
 from service.db import repository as repo
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
 FormatQuery = Annotated[str | None, QueryParameter(pattern="^(json|html)$", description="json (default) or html")]
-
-
-def bearer(request: Request[Any, Any, Any]) -> str | None:
-    """The run token from ``Authorization: Bearer …`` (None when absent)."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 def wants_html(request: Request[Any, Any, Any], fmt: str | None) -> bool:
@@ -94,7 +88,7 @@ async def episode_view(episodes: EpisodeService, runs: RunService, episode_id: s
     """Everything the viewer shows; rewards and grades hidden or redacted on the test split."""
     state = await episodes.state(episode_id)
     run_status = (await runs.load(state["run_id"])).status if state.get("run_id") else None
-    hide = results_hidden(state["split"], run_status)
+    hide = core.results_hidden(state["split"], run_status == "complete")
     ticket = core.load_ticket(state["ticket_id"])
     first = core.reset(state["task_id"], state["seed"], state["split"])[1]
     steps = [
@@ -103,9 +97,7 @@ async def episode_view(episodes: EpisodeService, runs: RunService, episode_id: s
     ]
     grade = None
     if state["episode_status"] == "done" and not hide:
-        grade = await episodes.grade(episode_id)
-        if state["split"] == "test":
-            grade = redact_grade(grade)
+        grade = await episodes.grade(episode_id)  # redacted on the test split
     return {
         "episode_id": episode_id,
         "state": state,
@@ -137,4 +129,4 @@ def chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "bars": bars, "axis_y": len(rows) * (bar_h + gap) + 12}
 
 
-__all__ = ["RunController", "bearer"]
+__all__ = ["RunController"]

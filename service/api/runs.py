@@ -24,46 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service import env as core
 from service.api.episodes import EpisodeResult, wire_observation
-from service.api.problems import InvalidInput, Problem
+from service.api.problems import InvalidInput, ResultsHidden, RunNotActive, RunNotFound, RunTokenInvalid, RunTokenMissing
 from service.db import run_store
 from service.db.engine import Database
 from service.db.models import utcnow
 from service.stats import RESOLVED_THRESHOLD, rank_bands, summarize_manifest
 
 log = logging.getLogger("service.runs")
-
-HIDDEN_SPLIT = "test"
-
-
-class RunTokenMissing(Problem):
-    status = 401
-    slug = "run-token-required"
-    title = "Run token required"
-
-
-class RunTokenInvalid(Problem):
-    status = 403
-    slug = "run-token-invalid"
-    title = "Run token does not match"
-
-
-class RunNotFound(Problem):
-    status = 404
-    slug = "run-not-found"
-    title = "Run not found"
-
-
-class RunNotActive(Problem):
-    status = 409
-    slug = "run-not-active"
-    title = "Run is not active"
-
-
-class ResultsHidden(Problem):
-    status = 409
-    slug = "results-hidden"
-    title = "Results are hidden until the run completes"
-
 
 class CreateRun(BaseModel):
     """Body of ``POST /runs``."""
@@ -94,21 +61,6 @@ def _hash(token: str) -> str:
 
 def episode_id_for(run_id: str, index: int) -> str:
     return f"{run_id}-{index:05d}"
-
-
-def results_hidden(split: str, run_status: str | None) -> bool:
-    """Rewards and scores of a test-split episode stay hidden until its run completes."""
-    return split == HIDDEN_SPLIT and run_status != "complete"
-
-
-def redact_grade(grade: dict[str, Any]) -> dict[str, Any]:
-    """A test-split grade without what would reveal the gold label: details and clause ids."""
-    return {
-        **grade,
-        "components": [{"name": c["name"], "earned": c["earned"], "weight": c["weight"]} for c in grade.get("components", [])],
-        "clauses": [],
-        "redacted": "test split: component details and clause ids are not served",
-    }
 
 
 class RunService:
@@ -147,7 +99,7 @@ class RunService:
         if active and run.status != "active":
             raise RunNotActive(
                 f"run {run_id!r} is {run.status}; start a new run with POST /runs",
-                run_id=run_id, run_status=run.status,
+                run_id=run_id, run_status=run.status, code="run_exhausted" if run.status == "complete" else f"run_{run.status}",
             )
         return run
 
@@ -211,15 +163,17 @@ class RunService:
              "run_id": run.id, "index": index, "trial": entry["trial"], "step_count": 0},
         )
 
-    async def finish_if_complete(self, run_id: str) -> None:
-        """After the step that completed a run: compute and store its summary (off the event loop)."""
+    async def finish_if_complete(self, run_id: str) -> str:
+        """After a run episode finished: if that completed the run, compute and store its summary
+        (off the event loop). Returns the run's status."""
         run = await self.load(run_id)
         if run.status != "complete" or run.summary is not None:
-            return
+            return run.status
         episodes = await run_store.run_episodes(self.db, run.id, run.grader_version)
         summary = await anyio.to_thread.run_sync(lambda: summarize_run(run, episodes))
         await run_store.set_summary(self.db, run.id, summary)
         log.info("run complete run_id=%s mean=%s", run.id, summary["mean"])
+        return run.status
 
     async def set_usage(self, run_id: str, token: str | None, usage: Usage) -> dict[str, Any]:
         run = await self.authorized(run_id, token)
@@ -257,7 +211,7 @@ class RunService:
         if run.status == "complete" and run.summary is None:
             await self.finish_if_complete(run.id)
             run = await self.load(run_id)
-        hide = results_hidden(run.split, run.status)
+        hide = core.results_hidden(run.split, run.status == "complete")
         started = {e.episode_id: e for e in await run_store.run_episodes(self.db, run.id, run.grader_version)}
         rows = []
         for entry in run.manifest:
@@ -321,7 +275,7 @@ class RunService:
         run = await self.load(run_id)
         if run.status != "complete":
             self.authorize(run, token)
-        if results_hidden(run.split, run.status):
+        if core.results_hidden(run.split, run.status == "complete"):
             raise ResultsHidden(f"run {run_id!r} is on the test split and not complete; export it once every episode is done", run_id=run_id)
         for ep in await run_store.run_episodes(self.db, run.id, run.grader_version):
             if ep.status != "done":

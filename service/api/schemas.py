@@ -22,6 +22,9 @@ class StepRequest(BaseModel):
         default=None, min_length=1, max_length=255, description="Idempotency key: a retry returns the stored result."
     )
     timeout_s: float | None = Field(default=None, gt=0, description="Accepted for OpenEnv compatibility; steps are fast.")
+    run_token: str | None = Field(
+        default=None, max_length=128, description="For episodes of a run (or send `Authorization: Bearer <run_token>`)."
+    )
 
 
 class ObservationResponse(BaseModel):

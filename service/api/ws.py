@@ -135,11 +135,12 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
                 return _error("Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data"))
             result = await episodes.reset(params)
             session.episode_id = result.episode_id
+            session.run_token = params.run_token
             return json.dumps({"type": "observation", "data": result.wire()})
         if isinstance(msg, StepFrame):
             if session.episode_id is None:
                 return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR")
-            result = await episodes.step(session.episode_id, msg.data)
+            result = await episodes.step(session.episode_id, msg.data, run_token=session.run_token)
             return json.dumps({"type": "observation", "data": result.wire()})
         if isinstance(msg, StateFrame):
             if session.episode_id is None:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from service.db.engine import Database
 from service.db.models import episodes, grades, transitions, utcnow
+from service.db.run_store import count_finished_episode
 
 
 class EpisodeExists(Exception):
@@ -173,8 +174,13 @@ async def record_step(
     observation: dict[str, Any],
     reward: float,
     grade: GradeDraft | None = None,
+    run_id: str | None = None,
 ) -> TransitionRecord:
-    """Persist one applied step atomically, or raise :class:`StepConflict` and change nothing."""
+    """Persist one applied step atomically, or raise :class:`StepConflict` and change nothing.
+
+    When the step finishes an episode of a run, the run's finished-episode count moves in the
+    same transaction (and the run becomes complete with its last episode).
+    """
     now = utcnow()
     step_index = expected_step_count + 1
     record = TransitionRecord(
@@ -220,6 +226,8 @@ async def record_step(
                         created_at=now,
                     )
                 )
+            if done and run_id is not None:
+                await count_finished_episode(conn, run_id)
     except IntegrityError as exc:
         # Only reachable if a writer bypassed the step_count guard; treat it as a lost race.
         raise StepConflict(episode_id) from exc

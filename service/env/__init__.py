@@ -20,7 +20,7 @@ from service.env.core import (
     step,
 )
 from service.env.dataset import DATASET_VERSION, load_ticket, tickets_for
-from service.env.grading import GRADER_VERSION, grade_episode
+from service.env.grading import GRADER_VERSION, HIDDEN_SPLIT, grade_episode, redact_grade, results_hidden
 from service.env.models import (
     ACTION_FIELDS,
     Action,
@@ -37,6 +37,7 @@ __all__ = [
     "ACTION_FIELDS",
     "DATASET_VERSION",
     "GRADER_VERSION",
+    "HIDDEN_SPLIT",
     "TASKS",
     "Action",
     "EnvError",
@@ -55,9 +56,11 @@ __all__ = [
     "load_ticket",
     "observe",
     "public_state",
+    "redact_grade",
     "render_policy_markdown",
     "replay",
     "reset",
+    "results_hidden",
     "run_manifest",
     "step",
     "tickets_for",

@@ -37,6 +37,24 @@ _PROMISE = (
 _APPROVAL_WORDS = {"approve_refund": ("refund",), "approve_replacement": ("replacement", "replace", "new one")}
 
 
+HIDDEN_SPLIT = "test"
+
+
+def results_hidden(split: str, run_complete: bool) -> bool:
+    """Rewards and scores of a test-split episode stay hidden until its run completes."""
+    return split == HIDDEN_SPLIT and not run_complete
+
+
+def redact_grade(grade: dict) -> dict:
+    """A served test-split grade: component scores only. Details and clause ids name the gold label."""
+    return {
+        **grade,
+        "components": [{"name": c["name"], "earned": c["earned"], "weight": c["weight"]} for c in grade.get("components", [])],
+        "clauses": [],
+        "redacted": "test split: component details and clause ids are not served",
+    }
+
+
 def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
     """Gold 1.0, alternative 0.5, wrong 0.0, harmful -0.5 — against the verdict the agent faced.
 
