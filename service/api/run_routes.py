@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, MediaType, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream, Template
@@ -28,7 +28,8 @@ FormatQuery = Annotated[str | None, QueryParameter(pattern="^(json|html)$", desc
 def wants_html(request: Request[Any, Any, Any], fmt: str | None) -> bool:
     if fmt is not None:
         return fmt == "html"
-    return request.accept.best_match(["application/json", "text/html"], default="application/json") == "text/html"
+    # Browsers list text/html explicitly (and */* with a lower weight); API clients do not.
+    return "text/html" in request.headers.get("accept", "")
 
 
 class RunController(Controller):
@@ -50,7 +51,7 @@ class RunController(Controller):
     async def detail(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], format: FormatQuery = None) -> Any:  # noqa: A002
         run = await runs.detail(run_id)
         if wants_html(request, format):
-            return Template(template_name="run.html", context={"run": run, "tasks": core.TASKS})
+            return Template(template_name="run.html", context={"run": run, "tasks": core.TASKS}, media_type=MediaType.HTML)
         return run
 
     @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line", media_type="application/x-ndjson")
@@ -73,14 +74,14 @@ class RunController(Controller):
     async def leaderboard(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], split: SplitQuery = "dev", format: FormatQuery = None) -> Any:  # noqa: A002
         board = await runs.leaderboard(split)
         if wants_html(request, format):
-            return Template(template_name="leaderboard.html", context={"board": board, "chart": chart(board["rows"])})
+            return Template(template_name="leaderboard.html", context={"board": board, "chart": chart(board["rows"])}, media_type=MediaType.HTML)
         return board
 
     @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown")
     async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], runs: NamedDependency[RunService], episode_id: FromPath[str], format: FormatQuery = None) -> Any:  # noqa: A002
         view = await episode_view(episodes, runs, episode_id)
         if wants_html(request, format):
-            return Template(template_name="episode.html", context={"ep": view})
+            return Template(template_name="episode.html", context={"ep": view}, media_type=MediaType.HTML)
         return view
 
 

@@ -1,0 +1,96 @@
+"""The HTML pages in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright).
+
+Two full dev runs (heuristic and random) are played over HTTP against a live server; the
+leaderboard, run and episode pages are then loaded in a real browser. Screenshots go to a
+temporary folder (printed on failure). Set SKIP_BROWSER_TESTS=1 only where no Chromium exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service import env as core
+from service.env.agents import HeuristicAgent, RandomAgent
+from service.settings import Settings
+from tests.conftest import LiveServer
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(os.environ.get("SKIP_BROWSER_TESTS") == "1", reason="SKIP_BROWSER_TESTS=1")
+
+
+async def _play_run(base: str, agent_name: str, workers: int = 8) -> str:
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        resp = await client.post("/runs", json={"agent": agent_name, "model": "", "split": "dev"})
+        run = resp.json()
+        headers = {"Authorization": f"Bearer {run['run_token']}"}
+
+        async def worker(n: int) -> None:
+            while True:
+                resp = await client.post(f"/runs/{run['run_id']}/next", headers=headers)
+                if resp.status_code == 409:
+                    return
+                body = resp.json()
+                episode_id = body["metadata"]["episode_id"]
+                agent = HeuristicAgent() if agent_name == "heuristic" else RandomAgent(body["metadata"]["index"])
+                while not body["done"]:
+                    obs = core.Observation.model_validate({k: v for k, v in body["observation"].items() if k != "episode_id"})
+                    action = agent.act(obs).model_dump(exclude_defaults=True)
+                    body = (await client.post("/step", json={"episode_id": episode_id, "action": action}, headers=headers)).json()
+
+        await asyncio.gather(*(worker(n) for n in range(workers)))
+        return run["run_id"]
+
+
+def test_pages_in_headless_chromium(tmp_path: Path) -> None:
+    assert Path(CHROMIUM).exists(), "install Debian's chromium (apt-get install chromium) or set SKIP_BROWSER_TESTS=1"
+    from playwright.sync_api import sync_playwright
+
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'pages.db'}")
+    server = LiveServer(settings, tmp_path / "server.log")
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    try:
+        heuristic_run = asyncio.run(_play_run(server.url, "heuristic"))
+        random_run = asyncio.run(_play_run(server.url, "random"))
+        board = httpx.get(server.url + "/leaderboard", params={"split": "dev"}).json()
+        assert [r["run_id"] for r in board["rows"]] == [heuristic_run, random_run]
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+            )
+            page = browser.new_page()
+            page.goto(server.url + "/leaderboard?split=dev")  # a browser asks for text/html
+            rows = page.locator("#leaderboard tr.run-row")
+            assert rows.count() == 2
+            assert "heuristic" in rows.nth(0).inner_text() and "random" in rows.nth(1).inner_text()
+            assert rows.nth(0).locator("td").nth(0).inner_text() == "1"
+            assert rows.nth(1).locator("td").nth(0).inner_text() == "2"  # CIs far apart: separate bands
+            assert page.locator("#chart rect.bar").count() == 2 and page.locator("#chart line.ci").count() == 2
+            page.screenshot(path=str(shots / "leaderboard.png"), full_page=True)
+
+            rows.nth(0).locator("a").first.click()
+            page.wait_for_url(f"**/runs/{heuristic_run}**")
+            assert page.locator("#run-status").inner_text() == "complete"
+            assert page.locator("#per-task tbody tr").count() == len(core.TASKS)
+            assert page.locator("#episodes tbody tr").count() == 400
+            page.screenshot(path=str(shots / "run.png"))
+
+            page.locator("#episodes tbody tr a").first.click()
+            page.wait_for_url("**/episodes/**")
+            assert page.locator("#steps tr.step").count() >= 1
+            assert 0.0 <= float(page.locator("#score").inner_text()) <= 1.0
+            assert page.locator("#grade tbody tr").count() >= 1
+            assert "Order ORD-" in page.locator("#ticket").inner_text()
+            page.screenshot(path=str(shots / "episode.png"), full_page=True)
+            browser.close()
+        assert len(list(shots.glob("*.png"))) == 3
+    finally:
+        server.stop()
