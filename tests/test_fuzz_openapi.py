@@ -1,0 +1,230 @@
+"""Schemathesis against our own OpenAPI document, in process (ASGI, app lifespan and migrations run).
+
+Every operation of ``/openapi.json`` is fuzzed with positive (schema-valid) and negative
+(schema-violating) inputs, a bounded, derandomized number of examples each. A quarter of the
+generated ids are swapped for ids that exist (an active episode, a finished one, a run), so the
+200/409 paths are reached and their bodies checked, not only 404s.
+
+Checks on every response:
+- ``not_a_server_error``: no 5xx, ever;
+- ``response_schema_conformance``: a body whose status and content type the document declares
+  matches the declared schema (that covers every 200/201 JSON body);
+- ``problem_details`` (ours): every 4xx is an RFC 9457 problem (``application/problem+json``,
+  ``type``/``title``/``detail`` strings, ``status`` equal to the HTTP status).
+
+Not run here: ``status_code_conformance`` and ``content_type_conformance``. The document declares
+only 200 and a Litestar-default 400 (``application/json`` with ``status_code``/``detail``), while the
+service answers 401/403/404/409/413/422 and 400 as ``application/problem+json``, and ``?format=html``
+as ``text/html``. Those are bugs of the document, pinned by the strict xfails at the bottom.
+
+Not fuzzed: ``/ws`` (not an OpenAPI operation — see ``test_fuzz_ws.py``); ``/openapi.json``, ``/``
+and ``/docs`` are excluded from the document by the app itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings as hsettings, strategies as st
+from hypothesis.errors import Unsatisfiable
+from litestar import Litestar
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.python import asgi
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from service import env as core
+from service.app import create_app
+from service.settings import Settings
+
+MAX_EXAMPLES = 25  # per operation and generation mode
+WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
+DECISION = next(t.id for t in core.TASKS.values() if t.family == "decision")
+VALID_ACTIONS: list[dict[str, Any]] = [
+    {"lookup": "policy"},
+    {"lookup": "order"},
+    {"add_tag": "Refund"},
+    {"reply": "We are checking your order now."},
+    {"reassign_queue": "Returns"},
+    {"decision": "request_info", "reply": "Could you send a photo, please?"},
+    {"decision": "reject"},
+    {"close_ticket": True, "reply": "Closing this, thank you."},
+]
+
+
+def problem_details(ctx: Any, response: Any, case: Any) -> bool | None:
+    """Every 4xx is an RFC 9457 problem whose ``status`` matches and whose ``detail`` says what to do."""
+    if not 400 <= response.status_code < 500:
+        return None
+    content_type = response.headers.get("content-type", [""])[0]
+    assert content_type.startswith("application/problem+json"), f"{response.status_code} sent as {content_type!r}"
+    body = response.json()
+    assert isinstance(body, dict), body
+    assert body.get("status") == response.status_code, body
+    for key in ("type", "title", "detail"):
+        assert isinstance(body.get(key), str) and body[key], f"problem without {key}: {body}"
+    return True
+
+
+CHECKS = [not_a_server_error, response_schema_conformance, problem_details]
+
+
+class Known:
+    """Ids that exist in the database, swapped into generated cases."""
+
+    def __init__(self, client: Any) -> None:
+        def post(path: str, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+            resp = client.post(path, json=body, **kw)
+            assert resp.status_code in (200, 201), resp.text
+            return resp.json()
+
+        post("/reset", {"task_id": WORKFLOW, "seed": 3, "episode_id": "fz-active"})
+        post("/step", {"episode_id": "fz-active", "action": {"lookup": "policy"}, "request_id": "fz-r1"})
+        post("/reset", {"task_id": DECISION, "seed": 4, "episode_id": "fz-done"})
+        assert post("/step", {"episode_id": "fz-done", "action": {"decision": "reject"}})["done"] is True
+        run = post("/runs", {"agent": "fuzz", "split": "dev", "task_ids": [DECISION], "limit_per_task": 1})
+        self.run_id, self.run_token = run["run_id"], run["run_token"]
+        self.episodes = ["fz-active", "fz-done"]
+
+    def apply(self, case: Any, data: st.DataObject) -> None:
+        """With probability 1/4 per slot, point the case at something that exists."""
+        def swap() -> bool:
+            return data.draw(st.integers(0, 3), label="swap") == 0
+
+        params = case.path_parameters or {}
+        if "episode_id" in params and swap():
+            params["episode_id"] = data.draw(st.sampled_from(self.episodes))
+        if "run_id" in params and swap():
+            params["run_id"] = self.run_id
+            if swap():
+                case.headers = {**(case.headers or {}), "Authorization": f"Bearer {self.run_token}"}
+        if isinstance(case.query, dict) and "episode_id" in case.query and swap():
+            case.query["episode_id"] = data.draw(st.sampled_from(self.episodes))
+        if isinstance(case.body, dict):
+            if case.operation.path in ("/step", "/reset") and swap():
+                case.body["episode_id"] = data.draw(st.sampled_from(self.episodes))
+            if case.operation.path == "/step" and swap():
+                case.body["action"] = data.draw(st.sampled_from(VALID_ACTIONS))
+
+
+@pytest.fixture
+def fuzz_app(settings: Settings) -> Iterator[Litestar]:
+    app = create_app(replace(settings, baseline_seeds_per_task=1))
+    try:
+        yield app
+    finally:
+        # schemathesis keeps one lifespan per app running in its own thread; end ours (disposes the
+        # engine) before the PostgreSQL schema is dropped.
+        asgi.shutdown_lifespans()
+
+
+def _fuzz(app: Litestar, checks: list[Any], max_examples: int) -> tuple[list[str], dict[str, set[int]]]:
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    with asgi.get_client(app) as client:
+        known = Known(client)
+    failures: list[str] = []
+    seen: dict[str, set[int]] = {}
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+
+            @hsettings(
+                max_examples=max_examples,
+                derandomize=True,  # the same cases every run
+                phases=[Phase.explicit, Phase.generate],  # no shrinking: failures are reported as found
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(case=operation.as_strategy(mode), data=st.data())
+            def run(case: Any, data: st.DataObject) -> None:
+                known.apply(case, data)
+                response = case.call()
+                seen.setdefault(operation.label, set()).add(response.status_code)
+                try:
+                    case.validate_response(response, checks=checks)
+                except (AssertionError, Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported below
+                    if len(failures) < 20:
+                        failures.append(f"{operation.label} [{mode.value}] -> {response.status_code}: {exc}\n"
+                                        f"  {case.as_curl_command()}\n  body: {response.text[:300]}")
+
+            try:
+                run()
+            except Unsatisfiable:
+                pass  # no negative input exists for an operation without parameters
+    return failures, seen
+
+
+def test_openapi_fuzz_no_5xx_and_bodies_conform(fuzz_app: Litestar) -> None:
+    failures, seen = _fuzz(fuzz_app, CHECKS, MAX_EXAMPLES)
+    assert not failures, "\n".join(failures)
+    # the swaps worked: the success paths of the episode operations were exercised too
+    for label in ("POST /step", "GET /state", "GET /grader", "GET /episodes/{episode_id}", "POST /reset"):
+        assert 200 in seen[label], (label, seen[label])
+    assert {404, 409, 422} <= set().union(*seen.values())
+
+
+def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
+    """Oversized, deeply nested, non-JSON and wrong-content-type bodies: a 4xx problem, never a 5xx."""
+    too_big = b'{"action": {"reply": "' + b"x" * 70_000 + b'"}, "episode_id": "fz-active"}'
+    deep = b'{"action": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+    cases = [
+        ("/step", too_big, "application/json", 413),
+        ("/step", deep, "application/json", 400),
+        ("/reset", b"\xff\xfe", "application/json", 400),
+        ("/step", b'{"action": {"decision": "reject"}, "episode_id": "fz-active"}', "text/plain", None),
+        ("/reset", b"[1, 2]", "application/json", None),
+        ("/step", b'{"action": [], "episode_id": "fz-active"}', "application/json", 422),
+        ("/step", b'{"action": {"decision": "reject"}, "episode_id": "fz-active", "request_id": ""}', "application/json", 422),
+    ]
+    with asgi.get_client(fuzz_app) as client:
+        Known(client)
+        for path, body, content_type, expected in cases:
+            resp = client.post(path, data=body, headers={"content-type": content_type})
+            assert 400 <= resp.status_code < 500 or resp.status_code == 200, (path, body[:60], resp.status_code, resp.text[:300])
+            if expected is not None:
+                assert resp.status_code == expected, (path, body[:60], resp.status_code, resp.text[:300])
+            if resp.status_code >= 400:
+                assert resp.headers["content-type"].startswith("application/problem+json"), resp.headers
+                assert resp.json()["status"] == resp.status_code and resp.json()["detail"]
+
+
+# ---- the OpenAPI document does not describe what the API returns (bugs, pinned) ----
+
+DOCUMENT_BUGS = [
+    pytest.param("POST", "/step", {"episode_id": "nope", "action": {"decision": "reject"}}, {}, id="404-undeclared"),
+    pytest.param("POST", "/step", {"action": {"decision": "reject"}}, {}, id="422-undeclared"),
+    pytest.param("POST", "/step", {"episode_id": "fz-done", "action": {"decision": "reject"}}, {}, id="409-undeclared"),
+    pytest.param("POST", "/step", b"not json", {}, id="400-declared-as-application-json-with-status_code"),
+    pytest.param("GET", "/leaderboard", None, {"format": "html"}, id="html-undeclared"),
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="OpenAPI document declares only 200 + Litestar's default 400 (application/json, required "
+    "status_code); the API answers 404/409/422 and 400 as application/problem+json, and text/html for ?format=html",
+)
+@pytest.mark.parametrize(("method", "path", "body", "query"), DOCUMENT_BUGS)
+def test_openapi_document_declares_what_the_api_returns(
+    fuzz_app: Litestar, method: str, path: str, body: Any, query: dict[str, str]
+) -> None:
+    schema = schemathesis.openapi.from_asgi("/openapi.json", fuzz_app)
+    with asgi.get_client(fuzz_app) as client:
+        Known(client)
+    operation = schema[path][method]
+    kwargs: dict[str, Any] = {"query": query}
+    if body is not None:
+        kwargs.update(body=body, media_type="application/json" if isinstance(body, dict) else "application/octet-stream")
+    case = operation.Case(**kwargs)
+    response = case.call()
+    assert response.status_code < 500
+    case.validate_response(response, checks=[status_code_conformance, content_type_conformance, response_schema_conformance])
