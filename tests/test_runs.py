@@ -12,6 +12,7 @@ from sqlalchemy import update
 
 from service import env as core
 from service.app import create_app
+from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
 from service.env.agents import HeuristicAgent, play_episode
@@ -117,12 +118,13 @@ async def test_unfinished_and_expired_runs_are_not_ranked(client: Client) -> Non
     await play_run(client, unfinished, stop_after=3)
     idle = await create_run(client, split="dev")
     await play_run(client, idle, stop_after=1)
-    async with client.app.state.database.writer() as conn:  # an hour-old run: past any TTL
-        await conn.execute(update(runs_table).where(runs_table.c.id == idle["run_id"]).values(updated_at=utcnow() - timedelta(days=30)))
-    from service.db.models import episodes as ep_table
+    month_ago = utcnow() - timedelta(days=30)  # past any TTL
 
-    async with client.app.state.database.writer() as conn:
-        await conn.execute(update(ep_table).where(ep_table.c.run_id == idle["run_id"]).values(updated_at=utcnow() - timedelta(days=30)))
+    def age(conn) -> None:
+        conn.execute(update(runs_table).where(runs_table.c.id == idle["run_id"]).values(updated_at=month_ago))
+        conn.execute(update(ep_table).where(ep_table.c.run_id == idle["run_id"]).values(updated_at=month_ago))
+
+    await client.app.state.database.write(age)
     board = (await client.get("/leaderboard", params={"split": "dev"})).json()
     assert board["rows"] == [] and board["unranked"] == []
     assert (await client.get(f"/runs/{idle['run_id']}")).json()["status"] == "expired"

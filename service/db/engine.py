@@ -3,24 +3,30 @@
 SQLite: WAL, ``busy_timeout``, ``synchronous=NORMAL``, foreign keys on every connection;
 pysqlite's implicit BEGIN is disabled and we emit our own, ``BEGIN IMMEDIATE`` for writers
 (so two writers never deadlock upgrading a shared lock) and plain ``BEGIN`` for readers.
-Writers inside one process also queue on an asyncio lock, so they wait in order instead of
-spinning in SQLite's busy handler.
+Every write goes through :meth:`Database.write` as a sync transaction function: on SQLite it runs
+on one writer thread with group commit (:mod:`service.db.sqlite_threads`); on PostgreSQL it runs
+in its own async transaction via ``run_sync``. Reads go through :meth:`Database.read` the same way
+(a reader thread on SQLite). One function, the same SQL, on both backends.
 
 PostgreSQL: an optional schema is applied through ``search_path`` (used for isolated tests).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import event
+import anyio
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from service.db.sqlite_threads import SqliteThread
+
+T = TypeVar("T")
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -36,8 +42,8 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver; see _on_begin.
         dbapi_connection.isolation_level = None
@@ -48,7 +54,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
@@ -73,12 +79,14 @@ class Database:
                     raise ValueError(f"DATABASE_SCHEMA {schema!r} is not a plain identifier")
                 kwargs["connect_args"] = {"server_settings": {"search_path": schema}}
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        self._writer: SqliteThread | None = None
+        self._reader: SqliteThread | None = None
         if self.is_sqlite:
-            _configure_sqlite(self.engine)
-            self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
-        else:
-            self._write_engine = self.engine
-        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+            _configure_sqlite(self.engine.sync_engine)
+            sync_engine = create_engine(make_url(url).set(drivername="sqlite"), echo=echo)
+            _configure_sqlite(sync_engine)
+            self._writer = SqliteThread(sync_engine.execution_options(sqlite_begin="IMMEDIATE"), "sqlite-writer", savepoints=True)
+            self._reader = SqliteThread(sync_engine, "sqlite-reader", savepoints=False)
 
     def describe(self) -> str:
         """Where the data lives, for the startup log (no password)."""
@@ -93,13 +101,34 @@ class Database:
         async with self.engine.connect() as conn:
             yield conn
 
-    @asynccontextmanager
-    async def writer(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction: committed on normal exit, rolled back on an exception."""
-        lock = self._write_lock if self._write_lock is not None else nullcontext()
-        async with lock:
-            async with self._write_engine.begin() as conn:
-                yield conn
+    async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run the sync transaction function ``fn(conn, *args, **kwargs)`` and commit.
+
+        Returns once the transaction is committed (durable); an exception from ``fn`` rolls back
+        its own writes only. Keep ``fn`` to database calls and pure computation.
+        """
+        def job(conn: Any) -> T:
+            return fn(conn, *args, **kwargs)
+
+        if self._writer is not None:
+            return await self._writer.submit(job)
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(job)
+
+    async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run the sync read function ``fn(conn, *args, **kwargs)`` in a read transaction."""
+
+        def job(conn: Any) -> T:
+            return fn(conn, *args, **kwargs)
+
+        if self._reader is not None:
+            return await self._reader.submit(job)
+        async with self.engine.connect() as conn:
+            return await conn.run_sync(job)
 
     async def dispose(self) -> None:
+        for thread in (self._writer, self._reader):
+            if thread is not None:
+                await anyio.to_thread.run_sync(thread.close)
+                thread.engine.dispose()
         await self.engine.dispose()

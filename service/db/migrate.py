@@ -64,8 +64,7 @@ async def upgrade_to_head(database: Database) -> str | None:
         if path is not None:
             fd = await anyio.to_thread.run_sync(_lock_file, path.with_name(path.name + ".migrate.lock"))
         try:
-            async with database.writer() as conn:
-                revision = await conn.run_sync(_upgrade_on)
+            revision = await database.write(_upgrade_on)
         finally:
             if fd is not None:
                 _unlock_file(fd)

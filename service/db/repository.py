@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from service.db.engine import Database
@@ -84,6 +85,30 @@ def _grade(row: Any) -> GradeRecord:
     return GradeRecord(**{k: row._mapping[k] for k in GradeRecord.__dataclass_fields__})
 
 
+# The hot path's statements are built once; only parameters change per step (no per-call
+# statement construction or cache-key work).
+_BUMP_EPISODE = (
+    update(episodes)
+    .where(
+        episodes.c.id == bindparam("episode_id"),
+        episodes.c.step_count == bindparam("expected"),
+        episodes.c.status == "active",
+    )
+    .values(
+        step_count=episodes.c.step_count + 1,
+        version=episodes.c.version + 1,
+        state=bindparam("state", type_=episodes.c.state.type),
+        status=bindparam("status"),
+        updated_at=bindparam("now", type_=episodes.c.updated_at.type),
+    )
+    .returning(episodes.c.step_count)
+)
+_INSERT_TRANSITION = insert(transitions)
+_INSERT_EPISODE = insert(episodes)
+_SELECT_EPISODE = select(episodes).where(episodes.c.id == bindparam("episode_id"))
+_INSERT_GRADE = insert(grades)
+
+
 async def insert_episode(
     db: Database,
     *,
@@ -112,53 +137,37 @@ async def insert_episode(
         updated_at=now,
     )
     try:
-        async with db.writer() as conn:
-            await conn.execute(insert(episodes).values(**values))
+        await db.write(lambda conn: conn.execute(_INSERT_EPISODE, values))
     except IntegrityError as exc:
         raise EpisodeExists(episode_id) from exc
     return EpisodeRecord(**values)
 
 
 async def get_episode(db: Database, episode_id: str) -> EpisodeRecord | None:
-    async with db.reader() as conn:
-        row = (await conn.execute(select(episodes).where(episodes.c.id == episode_id))).first()
+    row = await db.read(lambda conn: conn.execute(_SELECT_EPISODE, {"episode_id": episode_id}).first())
     return _episode(row) if row is not None else None
 
 
 async def get_transition_by_request(db: Database, episode_id: str, request_id: str) -> TransitionRecord | None:
-    async with db.reader() as conn:
-        row = (
-            await conn.execute(
-                select(transitions).where(
-                    transitions.c.episode_id == episode_id, transitions.c.request_id == request_id
-                )
-            )
-        ).first()
+    query = select(transitions).where(transitions.c.episode_id == episode_id, transitions.c.request_id == request_id)
+    row = await db.read(lambda conn: conn.execute(query).first())
     return _transition(row) if row is not None else None
 
 
 async def list_transitions(db: Database, episode_id: str) -> list[TransitionRecord]:
-    async with db.reader() as conn:
-        rows = (
-            await conn.execute(
-                select(transitions)
-                .where(transitions.c.episode_id == episode_id)
-                .order_by(transitions.c.step_index)
-            )
-        ).all()
+    query = select(transitions).where(transitions.c.episode_id == episode_id).order_by(transitions.c.step_index)
+    rows = await db.read(lambda conn: conn.execute(query).all())
     return [_transition(r) for r in rows]
 
 
 async def last_transition(db: Database, episode_id: str) -> TransitionRecord | None:
-    async with db.reader() as conn:
-        row = (
-            await conn.execute(
-                select(transitions)
-                .where(transitions.c.episode_id == episode_id)
-                .order_by(transitions.c.step_index.desc())
-                .limit(1)
-            )
-        ).first()
+    query = (
+        select(transitions)
+        .where(transitions.c.episode_id == episode_id)
+        .order_by(transitions.c.step_index.desc())
+        .limit(1)
+    )
+    row = await db.read(lambda conn: conn.execute(query).first())
     return _transition(row) if row is not None else None
 
 
@@ -194,62 +203,62 @@ async def record_step(
         created_at=now,
     )
     try:
-        async with db.writer() as conn:
-            bumped = (
-                await conn.execute(
-                    update(episodes)
-                    .where(
-                        episodes.c.id == episode_id,
-                        episodes.c.step_count == expected_step_count,
-                        episodes.c.status == "active",
-                    )
-                    .values(
-                        step_count=episodes.c.step_count + 1,
-                        version=episodes.c.version + 1,
-                        state=new_state,
-                        status="done" if done else "active",
-                        updated_at=now,
-                    )
-                    .returning(episodes.c.step_count)
-                )
-            ).first()
-            if bumped is None:
-                raise StepConflict(episode_id)
-            await conn.execute(insert(transitions).values(**record.__dict__))
-            if grade is not None:
-                await conn.execute(
-                    insert(grades).values(
-                        episode_id=episode_id,
-                        score=grade.score,
-                        breakdown=grade.breakdown,
-                        grader_version=grade.grader_version,
-                        created_at=now,
-                    )
-                )
-            if done and run_id is not None:
-                await count_finished_episode(conn, run_id)
+        await db.write(_record_step, record, expected_step_count, new_state, grade, run_id)
     except IntegrityError as exc:
         # Only reachable if a writer bypassed the step_count guard; treat it as a lost race.
         raise StepConflict(episode_id) from exc
     return record
 
 
+def _record_step(
+    conn: Connection,
+    record: TransitionRecord,
+    expected_step_count: int,
+    new_state: dict[str, Any],
+    grade: GradeDraft | None,
+    run_id: str | None,
+) -> None:
+    """The step transaction: guarded bump, transition, grade, run count. Raises StepConflict."""
+    bumped = conn.execute(
+        _BUMP_EPISODE,
+        {
+            "episode_id": record.episode_id,
+            "expected": expected_step_count,
+            "state": new_state,
+            "status": "done" if record.done else "active",
+            "now": record.created_at,
+        },
+    ).first()
+    if bumped is None:
+        raise StepConflict(record.episode_id)
+    conn.execute(_INSERT_TRANSITION, record.__dict__)
+    if grade is not None:
+        conn.execute(
+            _INSERT_GRADE,
+            {
+                "episode_id": record.episode_id,
+                "score": grade.score,
+                "breakdown": grade.breakdown,
+                "grader_version": grade.grader_version,
+                "created_at": record.created_at,
+            },
+        )
+    if record.done and run_id is not None:
+        count_finished_episode(conn, run_id)
+
+
 async def get_grade(db: Database, episode_id: str, grader_version: str) -> GradeRecord | None:
-    async with db.reader() as conn:
-        row = (
-            await conn.execute(
-                select(grades).where(grades.c.episode_id == episode_id, grades.c.grader_version == grader_version)
-            )
-        ).first()
+    query = select(grades).where(grades.c.episode_id == episode_id, grades.c.grader_version == grader_version)
+    row = await db.read(lambda conn: conn.execute(query).first())
     return _grade(row) if row is not None else None
 
 
 async def save_grade(db: Database, episode_id: str, draft: GradeDraft) -> GradeRecord:
     """Store a grade once per (episode, grader version); a second call returns the stored one."""
+    now = utcnow()
     try:
-        async with db.writer() as conn:
-            now = utcnow()
-            await conn.execute(
+        await db.write(
+            lambda conn: conn.execute(
                 insert(grades).values(
                     episode_id=episode_id,
                     score=draft.score,
@@ -258,6 +267,7 @@ async def save_grade(db: Database, episode_id: str, draft: GradeDraft) -> GradeR
                     created_at=now,
                 )
             )
+        )
         return GradeRecord(episode_id, draft.score, draft.breakdown, draft.grader_version, now)
     except IntegrityError:
         stored = await get_grade(db, episode_id, draft.grader_version)
@@ -268,8 +278,7 @@ async def save_grade(db: Database, episode_id: str, draft: GradeDraft) -> GradeR
 
 async def count_rows(db: Database) -> dict[str, int]:
     """Row counts per table (health/diagnostics and tests)."""
-    async with db.reader() as conn:
-        out = {}
-        for table in (episodes, transitions, grades):
-            out[table.name] = (await conn.execute(select(func.count()).select_from(table))).scalar_one()
-    return out
+    def count(conn: Connection) -> dict[str, int]:
+        return {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in (episodes, transitions, grades)}
+
+    return await db.read(count)

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, exists, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from service.db.engine import Database
 from service.db.models import episodes, grades, runs, utcnow
@@ -65,14 +65,12 @@ async def insert_run(db: Database, **values: Any) -> RunRecord:
     now = utcnow()
     values = {"next_index": 0, "episodes_done": 0, "status": "active", "usage": None, "summary": None,
               "created_at": now, "updated_at": now, "finished_at": None, **values}
-    async with db.writer() as conn:
-        await conn.execute(insert(runs).values(**values))
+    await db.write(lambda conn: conn.execute(insert(runs).values(**values)))
     return RunRecord(**values)
 
 
 async def get_run(db: Database, run_id: str) -> RunRecord | None:
-    async with db.reader() as conn:
-        row = (await conn.execute(select(runs).where(runs.c.id == run_id))).first()
+    row = await db.read(lambda conn: conn.execute(select(runs).where(runs.c.id == run_id)).first())
     return _run(row) if row is not None else None
 
 
@@ -82,36 +80,35 @@ async def claim_next(db: Database, run_id: str, make_episode: Callable[[int], di
     ``make_episode(index)`` returns the episode row's values (a pure computation, no I/O).
     """
     now = utcnow()
-    async with db.writer() as conn:
-        claimed = (
-            await conn.execute(
-                update(runs)
-                .where(runs.c.id == run_id, runs.c.status == "active", runs.c.next_index < runs.c.episodes_total)
-                .values(next_index=runs.c.next_index + 1, updated_at=now)
-                .returning(runs.c.next_index)
-            )
+
+    def claim(conn: Connection) -> int | None:
+        claimed = conn.execute(
+            update(runs)
+            .where(runs.c.id == run_id, runs.c.status == "active", runs.c.next_index < runs.c.episodes_total)
+            .values(next_index=runs.c.next_index + 1, updated_at=now)
+            .returning(runs.c.next_index)
         ).first()
         if claimed is None:
             return None
         index = claimed[0] - 1
-        await conn.execute(insert(episodes).values(**make_episode(index), created_at=now, updated_at=now))
-    return index
+        conn.execute(insert(episodes).values(**make_episode(index), created_at=now, updated_at=now))
+        return index
+
+    return await db.write(claim)
 
 
-async def count_finished_episode(conn: AsyncConnection, run_id: str) -> bool:
+def count_finished_episode(conn: Connection, run_id: str) -> bool:
     """Inside the step transaction that finished a run episode: count it; True if the run is now complete."""
     now = utcnow()
-    row = (
-        await conn.execute(
-            update(runs)
-            .where(runs.c.id == run_id)
-            .values(episodes_done=runs.c.episodes_done + 1, updated_at=now)
-            .returning(runs.c.episodes_done, runs.c.episodes_total)
-        )
+    row = conn.execute(
+        update(runs)
+        .where(runs.c.id == run_id)
+        .values(episodes_done=runs.c.episodes_done + 1, updated_at=now)
+        .returning(runs.c.episodes_done, runs.c.episodes_total)
     ).first()
     if row is None or row[0] < row[1]:
         return False
-    completed = await conn.execute(
+    completed = conn.execute(
         update(runs).where(runs.c.id == run_id, runs.c.status == "active").values(status="complete", finished_at=now)
     )
     return completed.rowcount == 1
@@ -120,10 +117,11 @@ async def count_finished_episode(conn: AsyncConnection, run_id: str) -> bool:
 async def expire_idle(db: Database, cutoff: datetime) -> int:
     """Mark active runs with no activity since ``cutoff`` as expired; returns how many."""
     recent = exists().where(and_(episodes.c.run_id == runs.c.id, episodes.c.updated_at >= cutoff))
-    async with db.writer() as conn:
-        result = await conn.execute(
+    result = await db.write(
+        lambda conn: conn.execute(
             update(runs).where(runs.c.status == "active", runs.c.updated_at < cutoff, ~recent).values(status="expired")
         )
+    )
     return result.rowcount or 0
 
 
@@ -134,8 +132,7 @@ async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[R
         .select_from(episodes.outerjoin(grades, and_(grades.c.episode_id == episodes.c.id, grades.c.grader_version == grader_version)))
         .where(episodes.c.run_id == run_id)
     )
-    async with db.reader() as conn:
-        rows = (await conn.execute(query)).all()
+    rows = await db.read(lambda conn: conn.execute(query).all())
     return [
         RunEpisode(r.id, r.task_id, r.seed, r.status, r.step_count, bool(r.truncated), r.score)
         for r in rows
@@ -143,13 +140,12 @@ async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[R
 
 
 async def set_summary(db: Database, run_id: str, summary: dict[str, Any]) -> None:
-    async with db.writer() as conn:
-        await conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary))
+    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary)))
 
 
 async def set_usage(db: Database, run_id: str, usage: dict[str, Any]) -> None:
-    async with db.writer() as conn:
-        await conn.execute(update(runs).where(runs.c.id == run_id).values(usage=usage, updated_at=utcnow()))
+    now = utcnow()
+    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(usage=usage, updated_at=now)))
 
 
 async def list_runs(db: Database, split: str | None = None, status: str | None = None) -> list[RunRecord]:
@@ -158,6 +154,5 @@ async def list_runs(db: Database, split: str | None = None, status: str | None =
         query = query.where(runs.c.split == split)
     if status is not None:
         query = query.where(runs.c.status == status)
-    async with db.reader() as conn:
-        rows = (await conn.execute(query)).all()
+    rows = await db.read(lambda conn: conn.execute(query).all())
     return [_run(r) for r in rows]

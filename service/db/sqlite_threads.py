@@ -1,0 +1,122 @@
+"""SQLite connection threads: one writer with group commit, one reader.
+
+SQLite admits one writer at a time. Instead of every request taking an asyncio lock and then
+making a dozen async round trips to a driver thread while holding SQLite's write lock, requests
+hand a *sync* transaction function to this thread. The thread takes every job that is waiting,
+runs them inside one ``BEGIN IMMEDIATE`` transaction (each job in its own SAVEPOINT, so one job's
+error rolls back only that job), COMMITs once, and only then resolves each job's future. A step
+is acknowledged after the COMMIT that contains it: group commit changes throughput, not
+durability.
+
+Reads use the same mechanism on a second thread and connection (``savepoints=False``, a plain
+deferred transaction per batch): one thread hop per read instead of aiosqlite's one per cursor
+call, and WAL lets it read while the writer writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection
+
+log = logging.getLogger("service.db.writer")
+
+T = TypeVar("T")
+MAX_BATCH = 256
+
+
+@dataclass
+class _Job:
+    fn: Callable[[Connection], Any]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+
+
+def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+class SqliteThread:
+    """Runs sync transaction functions on a dedicated thread and connection, many per transaction."""
+
+    def __init__(self, engine: Engine, name: str, savepoints: bool) -> None:
+        self.engine = engine
+        self.name = name
+        self.savepoints = savepoints
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.batches = 0  # commits made (diagnostics and tests)
+        self.jobs = 0
+
+    def _ensure_started(self) -> None:
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                    self._thread.start()
+
+    async def submit(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(conn)`` inside a write transaction; returns after the COMMIT that includes it."""
+        self._ensure_started()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put(_Job(fn, loop, future))
+        return await future
+
+    def _run(self) -> None:
+        with self.engine.connect() as conn:
+            while True:
+                first = self._queue.get()
+                if first is None:
+                    return
+                batch = [first]
+                while len(batch) < MAX_BATCH:
+                    try:
+                        job = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if job is None:
+                        self._queue.put(None)  # stop after this batch
+                        break
+                    batch.append(job)
+                self._commit(conn, batch)
+
+    def _commit(self, conn: Connection, batch: list[_Job]) -> None:
+        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
+        try:
+            with conn.begin():  # the engine decides BEGIN IMMEDIATE or DEFERRED (engine._configure_sqlite)
+                for job in batch:
+                    try:
+                        if self.savepoints:
+                            with conn.begin_nested():
+                                outcomes.append((job, job.fn(conn), None))
+                        else:
+                            outcomes.append((job, job.fn(conn), None))
+                    except Exception as exc:  # noqa: BLE001 - the job's own error, reported to its caller
+                        outcomes.append((job, None, exc))
+        except Exception as exc:  # noqa: BLE001 - the COMMIT failed: nothing in the batch is durable
+            log.exception("sqlite group commit failed (%d jobs)", len(batch))
+            outcomes = [(job, None, exc) for job in batch]
+        self.batches += 1
+        self.jobs += len(batch)
+        for job, result, error in outcomes:
+            job.loop.call_soon_threadsafe(_resolve, job.future, result, error)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=10)
+            self._thread = None
