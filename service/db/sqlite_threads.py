@@ -39,6 +39,10 @@ class _Job:
     future: asyncio.Future[Any]
 
 
+class _JobFailed(Exception):
+    """A job raised inside a batch run without savepoints."""
+
+
 def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
     if future.cancelled():
         return
@@ -52,6 +56,7 @@ class SqliteThread:
     """Runs sync transaction functions on a dedicated thread and connection, many per transaction."""
 
     def __init__(self, engine: Engine, name: str, savepoints: bool) -> None:
+        """``savepoints``: isolate a failing job's writes (writers); readers need no isolation."""
         self.engine = engine
         self.name = name
         self.savepoints = savepoints
@@ -95,25 +100,45 @@ class SqliteThread:
                 self._commit(conn, batch)
 
     def _commit(self, conn: Connection, batch: list[_Job]) -> None:
-        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
         try:
-            with conn.begin():  # the engine decides BEGIN IMMEDIATE or DEFERRED (engine._configure_sqlite)
-                for job in batch:
-                    try:
-                        if self.savepoints:
-                            with conn.begin_nested():
-                                outcomes.append((job, job.fn(conn), None))
-                        else:
-                            outcomes.append((job, job.fn(conn), None))
-                    except Exception as exc:  # noqa: BLE001 - the job's own error, reported to its caller
-                        outcomes.append((job, None, exc))
+            outcomes = self._attempt(conn, batch, isolate=False)
+        except _JobFailed:
+            # Some job raised after writing (or may have): run the batch again with each job in
+            # its own SAVEPOINT, so a failed job rolls back alone. Jobs are pure functions of
+            # their inputs and the database, so running them again is safe.
+            try:
+                outcomes = self._attempt(conn, batch, isolate=True)
+            except Exception as exc:  # noqa: BLE001 - the COMMIT failed: nothing in the batch is durable
+                log.exception("sqlite batch failed (%d jobs)", len(batch))
+                outcomes = [(job, None, exc) for job in batch]
         except Exception as exc:  # noqa: BLE001 - the COMMIT failed: nothing in the batch is durable
-            log.exception("sqlite group commit failed (%d jobs)", len(batch))
+            log.exception("sqlite batch failed (%d jobs)", len(batch))
             outcomes = [(job, None, exc) for job in batch]
         self.batches += 1
         self.jobs += len(batch)
         for job, result, error in outcomes:
             job.loop.call_soon_threadsafe(_resolve, job.future, result, error)
+
+    def _attempt(self, conn: Connection, batch: list[_Job], isolate: bool) -> list[tuple[_Job, Any, BaseException | None]]:
+        """One transaction over the batch. Fast path (no savepoints): the first job error aborts
+        the whole transaction with :class:`_JobFailed`; with ``isolate`` each job has a SAVEPOINT."""
+        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
+        with conn.begin():  # the engine decides BEGIN IMMEDIATE or DEFERRED (engine._configure_sqlite)
+            for job in batch:
+                if not isolate:
+                    try:
+                        outcomes.append((job, job.fn(conn), None))
+                    except Exception as exc:
+                        if self.savepoints:
+                            raise _JobFailed from exc
+                        outcomes.append((job, None, exc))  # reads write nothing: no need to retry
+                    continue
+                try:
+                    with conn.begin_nested():
+                        outcomes.append((job, job.fn(conn), None))
+                except Exception as exc:  # noqa: BLE001 - the job's own error, reported to its caller
+                    outcomes.append((job, None, exc))
+        return outcomes
 
     def close(self) -> None:
         if self._thread is not None:

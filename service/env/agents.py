@@ -202,6 +202,7 @@ class HeuristicAgent:
             self.looked_policy = True
             return Action(lookup="policy")
         if decision == "request_info":
+            self.asked.add(topic or "details")
             return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
         return Action(decision=decision, add_tag=_outcome_tag(decision, reason), reply=_resolution_reply(decision, reason, order_id), close_ticket=True)
 
