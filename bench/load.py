@@ -34,6 +34,7 @@ import contextlib
 import json
 import os
 import platform
+import random
 import secrets
 import shutil
 import signal
@@ -325,9 +326,12 @@ def episode_id_of(result: dict[str, Any]) -> str:
 class Player:
     """One agent: plays episodes back to back over one transport until the window closes."""
 
-    def __init__(self, index: int, target: Target, window: Window, schedule: Schedule, scripts: dict[Any, list[bytes]]) -> None:
+    def __init__(self, index: int, target: Target, window: Window, schedule: Schedule, scripts: dict[Any, list[bytes]],
+                 think_ms: float = 0.0) -> None:
         self.index, self.target, self.window = index, target, window
         self.schedule, self.scripts = schedule, scripts
+        self.think_s = think_ms / 1000.0
+        self.rng = random.Random(index)
         self.http = HttpConnection(HOST, target.port)
         self.ws: Any = None
 
@@ -360,6 +364,11 @@ class Player:
             raise HttpError(f"ws {json.loads(frame)['type']} -> {json.dumps(reply)[:200]}")
         return reply["data"]
 
+    async def think(self) -> None:
+        """Simulated agent (LLM) time between steps: think_ms on average, uniform ±50%."""
+        if self.think_s > 0:
+            await asyncio.sleep(self.think_s * self.rng.uniform(0.5, 1.5))
+
     # -- one episode
 
     async def play_real(self, k: int) -> None:
@@ -379,6 +388,7 @@ class Player:
             if steps >= MAX_EPISODE_STEPS:
                 raise HttpError(f"episode {episode_id} not done after {steps} steps")
             action = agent.act(agent_observation(result["observation"], result["reward"], result["done"]))
+            await self.think()
             payload = action.model_dump(mode="json", exclude_defaults=True)
             if self.target.transport == "http":
                 body = json.dumps({"episode_id": episode_id, "action": payload}).encode()
@@ -401,11 +411,13 @@ class Player:
         if self.target.transport == "http":
             await self.http_json("POST", "/reset", json.dumps(reset_body).encode(), w.reset_ms)
             for action in script:
+                await self.think()
                 body = b'{"episode_id":"' + episode_id.encode() + b'","action":' + action + b"}"
                 await self.http_json("POST", "/step", body, w.step_ms)
         else:
             await self.ws_frame(json.dumps({"type": "reset", "data": reset_body}), w.reset_ms)
             for action in script:
+                await self.think()
                 await self.ws_frame('{"type":"step","data":' + action.decode() + "}", w.step_ms)
         await self.http_json("GET", f"/grader?episode_id={episode_id}", None, w.grader_ms)
         self.finished(len(script))
@@ -496,11 +508,11 @@ def percentiles(samples: list[float]) -> dict[str, float | None]:
 
 async def measure(
     target: Target, agents: int, warmup: float, duration: float, max_requests: int,
-    schedule: Schedule, scripts: dict[Any, list[bytes]],
+    schedule: Schedule, scripts: dict[Any, list[bytes]], think_ms: float = 0.0,
 ) -> dict[str, Any]:
     now = time.perf_counter()
     window = Window(start=now + warmup, deadline=now + warmup + duration, max_requests=max_requests)
-    players = [Player(i, target, window, schedule, scripts) for i in range(agents)]
+    players = [Player(i, target, window, schedule, scripts, think_ms) for i in range(agents)]
     tasks = [asyncio.create_task(p.run()) for p in players]
 
     await asyncio.sleep(max(0.0, window.start - time.perf_counter()))
@@ -711,7 +723,8 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
         load0 = os.getloadavg()
         for r in range(args.rounds):
             for target in targets:
-                res = await measure(target, args.agents, args.warmup, args.duration, args.max_requests, schedule, scripts)
+                res = await measure(target, args.agents, args.warmup, args.duration, args.max_requests, schedule, scripts,
+                                    args.think_ms)
                 per_round[target.name].append(res)
                 log(
                     f"round {r + 1}/{args.rounds} {target.name}: {res['steps_per_s']} steps/s, "
@@ -721,6 +734,7 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
         return {
             "config": {
                 "agents": args.agents,
+                "think_ms": args.think_ms,
                 "duration_s": args.duration,
                 "warmup_s": args.warmup,
                 "rounds": args.rounds,
@@ -761,6 +775,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--agents", type=int, default=64, help="concurrent scripted agents (default 64)")
+    p.add_argument("--think-ms", type=float, default=0.0, help="mean agent think time between steps, ms (default 0: "
+                   "closed loop, measures saturation; e.g. 500 models agents waiting on an LLM)")
     p.add_argument("--duration", type=float, default=10.0, help="counted seconds per measurement (default 10)")
     p.add_argument("--warmup", type=float, default=2.0, help="uncounted seconds before each measurement (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the report gives medians (default 3)")

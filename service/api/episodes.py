@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import secrets
 import uuid
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -135,6 +136,30 @@ def choose_task(task_id: str | None, difficulty: str | None, seed: int) -> str:
     return tasks[seed % len(tasks)].id
 
 
+class EpisodeCache:
+    """The episodes this process touched last, with their parsed state: a step needs no read.
+
+    Never the source of truth: every step write is still guarded by ``step_count`` in SQL, so an
+    entry made stale by another process is detected at write time (see ``EpisodeService.step``).
+    """
+
+    def __init__(self, capacity: int = 2048) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[str, tuple[repo.EpisodeRecord, core.EpisodeState]] = OrderedDict()
+
+    def get(self, episode_id: str) -> tuple[repo.EpisodeRecord, core.EpisodeState] | None:
+        entry = self._entries.get(episode_id)
+        if entry is not None:
+            self._entries.move_to_end(episode_id)
+        return entry
+
+    def put(self, record: repo.EpisodeRecord, state: core.EpisodeState) -> None:
+        self._entries[record.id] = (record, state)
+        self._entries.move_to_end(record.id)
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+
 class EpisodeService:
     """Reset, resume, step, read and grade persisted episodes."""
 
@@ -142,6 +167,7 @@ class EpisodeService:
         self.db = db
         self.default_split = default_split
         self.runs = runs
+        self.cache = EpisodeCache()
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
         """For an episode of a run: check the token, return the run's status (None for plain episodes)."""
@@ -214,6 +240,7 @@ class EpisodeService:
                 "(WebSocket reset with {\"episode_id\": ..., \"resume\": true}, or POST /step with that id)",
                 episode_id=episode_id,
             ) from exc
+        self.cache.put(record, state)
         log.info("episode reset episode_id=%s task_id=%s seed=%s split=%s", episode_id, task_id, seed, split)
         return EpisodeResult(
             episode_id, wire_observation(episode_id, observation), None, state.done, self._meta(record, step_count=0)
@@ -235,15 +262,33 @@ class EpisodeService:
     async def step(
         self, episode_id: str | None, action_payload: Any, request_id: str | None = None, run_token: str | None = None
     ) -> EpisodeResult:
-        record = await self._load(episode_id)
+        cached = self.cache.get(episode_id) if episode_id else None
+        record, state = cached if cached is not None else (await self._load(episode_id), None)
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
+        return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+
+    async def _apply(
+        self,
+        record: repo.EpisodeRecord,
+        state: core.EpisodeState | None,
+        action: core.Action,
+        request_id: str | None,
+        run_status: str | None,
+        from_cache: bool,
+    ) -> EpisodeResult:
+        """Apply one step optimistically; the SQL guard on step_count decides who wins.
+
+        A retried request_id is found through the transitions' UNIQUE(episode, request_id) and
+        step_count guards: the original already moved the episode on, so the retry conflicts
+        and is answered with the stored result, applying nothing twice.
+        """
         action_json = action.model_dump(mode="json")
-        if request_id is not None:
-            stored = await repo.get_transition_by_request(self.db, record.id, request_id)
-            if stored is not None:
-                return self._shown(self._replay(record, stored, action_json), record.split, run_status)
         if record.status == "done":
+            if request_id is not None:
+                stored = await repo.get_transition_by_request(self.db, record.id, request_id)
+                if stored is not None:
+                    return self._shown(self._replay(record, stored, action_json), record.split, run_status)
             raise EpisodeFinishedProblem(
                 f"episode {record.id!r} is finished after {record.step_count} steps; "
                 "GET /grader?episode_id=… for its score, or POST /reset for a new episode",
@@ -254,7 +299,7 @@ class EpisodeService:
                 f"run {record.run_id!r} is {run_status}; its episodes take no more steps — start a new run with POST /runs",
                 run_id=record.run_id, run_status=run_status,
             )
-        state = core.EpisodeState.model_validate(record.state)
+        state = state if state is not None else core.EpisodeState.model_validate(record.state)
         try:
             result = core.step(state, action)
         except core.EpisodeFinished as exc:
@@ -266,12 +311,13 @@ class EpisodeService:
         if result.done:
             g = core.grade_episode(result.state)
             grade = repo.GradeDraft(g.score, g.model_dump(mode="json"), g.grader_version)
+        new_state = result.state.model_dump(mode="json")
         try:
             stored = await repo.record_step(
                 self.db,
                 episode_id=record.id,
                 expected_step_count=record.step_count,
-                new_state=result.state.model_dump(mode="json"),
+                new_state=new_state,
                 done=result.done,
                 request_id=request_id,
                 action=action_json,
@@ -286,6 +332,12 @@ class EpisodeService:
                 if winner is not None:
                     return self._shown(self._replay(record, winner, action_json), record.split, run_status)
             fresh = await self._load(record.id)
+            current = self.cache.get(record.id)
+            if from_cache and (current is None or current[0].version != fresh.version):
+                # Our copy was stale: another process stepped this episode. Not a race of this
+                # request: apply it to the fresh state (once; a second conflict is a real race).
+                self.cache.put(fresh, core.EpisodeState.model_validate(fresh.state))
+                return await self._apply(fresh, None, action, request_id, run_status, from_cache=False)
             if fresh.status == "done":
                 raise EpisodeFinishedProblem(
                     f"episode {record.id!r} finished in a concurrent step; GET /grader?episode_id=… for its score",
@@ -297,6 +349,17 @@ class EpisodeService:
                 episode_id=record.id,
                 step_count=fresh.step_count,
             ) from exc
+        self.cache.put(
+            replace(
+                record,
+                step_count=stored.step_index,
+                status="done" if stored.done else "active",
+                state=new_state,
+                version=record.version + 1,
+                updated_at=stored.created_at,
+            ),
+            result.state,
+        )
         if stored.done and record.run_id is not None and self.runs is not None:
             run_status = await self.runs.finish_if_complete(record.run_id)
         return self._shown(EpisodeResult(
