@@ -38,11 +38,15 @@ RUN pip install --no-deps -e . \
 
 USER 1000
 
-# SQLite file under /data (Spaces' persistent storage mounts there). Set DATABASE_URL to a
-# postgresql+asyncpg:// URL to use PostgreSQL instead (then /data is unused).
+# SQLite file under /data (Spaces' persistent storage mounts there). /data may be a network
+# file system, where WAL's shared-memory index does not work: use a rollback journal and fsync
+# every commit (DELETE + FULL). Set DATABASE_URL to a postgresql+asyncpg:// URL to use
+# PostgreSQL instead (then /data is unused).
 ENV HOME=/home/user \
     PORT=7860 \
-    DATABASE_URL=sqlite+aiosqlite:////data/ecomm_support.db
+    DATABASE_URL=sqlite+aiosqlite:////data/ecomm_support.db \
+    SQLITE_JOURNAL_MODE=DELETE \
+    SQLITE_SYNCHRONOUS=FULL
 EXPOSE 7860 8000
 
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \

@@ -28,7 +28,6 @@ from service.api.problems import exception_handlers
 from service.api.run_routes import RunController
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
-from service.db.engine import Database
 from service.db.migrate import upgrade_to_head
 from service.settings import Settings
 
@@ -62,7 +61,7 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
 
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
-    database = Database(settings.database_url, schema=settings.database_schema)
+    database = settings.database()
     runs = RunService(database, ttl_s=settings.run_ttl_s)
     episodes = EpisodeService(database, default_split=settings.default_split, runs=runs)
 

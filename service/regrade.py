@@ -12,6 +12,7 @@ the summaries of complete runs. Exit code 0 when nothing changed, 1 when somethi
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import asyncio
 import json
 import sys
@@ -76,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", help="default: DATABASE_URL or the embedded SQLite file")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
-    db = Database(args.database_url or settings.database_url, schema=settings.database_schema)
+    if args.database_url:
+        settings = replace(settings, database_url=args.database_url)
+    db = settings.database()
 
     async def go() -> dict[str, Any]:
         try:

@@ -10,6 +10,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from service.db.engine import Database
+
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/ecomm_support.db"
 
 
@@ -66,6 +68,8 @@ class Settings:
     baseline_seeds_per_task: int = 5
     app_version: str = "1.0.0"
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
+    sqlite_journal_mode: str = "WAL"  # DELETE on network file systems (WAL needs shared memory)
+    sqlite_synchronous: str = "NORMAL"  # FULL with DELETE: a commit is on disk before it is acknowledged
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -85,6 +89,17 @@ class Settings:
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
+            sqlite_journal_mode=(env.get("SQLITE_JOURNAL_MODE") or "WAL").upper(),
+            sqlite_synchronous=(env.get("SQLITE_SYNCHRONOUS") or "NORMAL").upper(),
+        )
+
+    def database(self) -> Database:
+        """The database these settings describe (engine, pragmas, schema)."""
+        return Database(
+            self.database_url,
+            schema=self.database_schema,
+            sqlite_journal_mode=self.sqlite_journal_mode,
+            sqlite_synchronous=self.sqlite_synchronous,
         )
 
     @property

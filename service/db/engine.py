@@ -42,15 +42,24 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def _configure_sqlite(engine: Engine) -> None:
+SQLITE_JOURNAL_MODES = ("WAL", "DELETE", "TRUNCATE", "PERSIST")
+SQLITE_SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
+
+
+def _configure_sqlite(engine: Engine, journal_mode: str = "WAL", synchronous: str = "NORMAL") -> None:
+    """WAL + synchronous=NORMAL by default. On a network file system (WAL needs shared memory
+    there is none of) use journal_mode=DELETE with synchronous=FULL."""
+    if journal_mode not in SQLITE_JOURNAL_MODES or synchronous not in SQLITE_SYNCHRONOUS:
+        raise ValueError(f"unsupported SQLite journal_mode={journal_mode!r} / synchronous={synchronous!r}")
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver; see _on_begin.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA journal_mode={journal_mode}")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -63,7 +72,14 @@ def _configure_sqlite(engine: Engine) -> None:
 class Database:
     """The engine plus the two ways in: :meth:`reader` and :meth:`writer` transactions."""
 
-    def __init__(self, url: str, schema: str | None = None, echo: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        schema: str | None = None,
+        echo: bool = False,
+        sqlite_journal_mode: str = "WAL",
+        sqlite_synchronous: str = "NORMAL",
+    ) -> None:
         self.url = url
         self.is_sqlite = make_url(url).drivername.startswith("sqlite")
         self.schema = schema
@@ -82,9 +98,9 @@ class Database:
         self._writer: SqliteThread | None = None
         self._reader: SqliteThread | None = None
         if self.is_sqlite:
-            _configure_sqlite(self.engine.sync_engine)
+            _configure_sqlite(self.engine.sync_engine, sqlite_journal_mode, sqlite_synchronous)
             sync_engine = create_engine(make_url(url).set(drivername="sqlite"), echo=echo)
-            _configure_sqlite(sync_engine)
+            _configure_sqlite(sync_engine, sqlite_journal_mode, sqlite_synchronous)
             self._writer = SqliteThread(sync_engine.execution_options(sqlite_begin="IMMEDIATE"), "sqlite-writer", savepoints=True)
             self._reader = SqliteThread(sync_engine, "sqlite-reader", savepoints=False)
 
