@@ -221,3 +221,13 @@ async def test_state_and_runs_survive_a_restart(settings: Settings) -> None:
         await play_run(c2, run)
         detail = (await c2.get(f"/runs/{run['run_id']}")).json()
         assert detail["status"] == "complete" and detail["episodes_done"] == 6
+
+
+async def test_grader_by_run_id(client: Client) -> None:
+    run = await create_run(client, split="dev", limit_per_task=1)
+    body = (await client.get("/grader", params={"run_id": run["run_id"]})).json()
+    assert body["status"] == "active" and body["summary"] is None and body["episodes_total"] == 6
+    await play_run(client, run)
+    body = (await client.get("/grader", params={"run_id": run["run_id"]})).json()
+    assert body["status"] == "complete" and 0.0 <= body["summary"]["mean"] <= 1.0 and body["episodes_done"] == 6
+    assert_problem(await client.get("/grader", params={"run_id": "run_nope"}), 404, "POST /runs")

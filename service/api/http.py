@@ -16,12 +16,14 @@ from pydantic import ValidationError
 from service import env as core
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
 from service.api.problems import InvalidInput, bearer
+from service.api.runs import RunService
 from service.api.schemas import (
     BaselineResponse,
     GraderResponse,
     HealthResponse,
     MetadataResponse,
     ObservationResponse,
+    RunGradeResponse,
     SchemaResponse,
     StateResponse,
     StepRequest,
@@ -120,8 +122,17 @@ class BenchmarkController(Controller):
             action_schema=core.Action.model_json_schema(),
         )
 
-    @get("/grader", summary="Score in [0, 1] with breakdown for a finished episode")
-    async def grader(self, episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None) -> GraderResponse:
+    @get("/grader", summary="Score in [0, 1] with breakdown for a finished episode, or a run's summary")
+    async def grader(
+        self,
+        episodes: NamedDependency[EpisodeService],
+        runs: NamedDependency[RunService],
+        episode_id: EpisodeIdQuery = None,
+        run_id: Annotated[str | None, QueryParameter(max_length=64, description="From POST /runs.")] = None,
+    ) -> GraderResponse | RunGradeResponse:
+        if run_id is not None and episode_id is None:
+            run = await runs.detail(run_id)
+            return RunGradeResponse(**{k: run[k] for k in RunGradeResponse.model_fields})
         return GraderResponse(**await episodes.grade(episode_id))
 
     @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")

@@ -94,6 +94,17 @@ class GraderResponse(BaseModel):
     clauses: list[str]
 
 
+class RunGradeResponse(BaseModel):
+    """``GET /grader?run_id=…``: the run's summary (hidden on the test split until it completes)."""
+
+    run_id: str
+    status: str
+    episodes_done: int
+    episodes_total: int
+    results_hidden: bool
+    summary: dict[str, Any] | None
+
+
 class BaselineTaskScore(BaseModel):
     mean: float
     episodes: int
