@@ -64,7 +64,7 @@ def independent_items(manifest: list[dict], split: str) -> list[list[float]]:
     return list(items.values())
 
 
-async def test_a_finished_heuristic_run_is_ranked_with_the_right_numbers(client: Client) -> None:
+async def test_a_finished_heuristic_run_is_ranked_with_the_right_numbers(client: Client, settings: Settings) -> None:
     run = await create_run(client, split="dev")
     assert run["episodes_total"] == 400 and len(run["manifest"]) == 400
     await play_run(client, run)
@@ -89,7 +89,11 @@ async def test_a_finished_heuristic_run_is_ranked_with_the_right_numbers(client:
     assert row["dataset_version"] == core.DATASET_VERSION and row["grader_version"] == core.GRADER_VERSION
 
     # re-grading an unchanged run reports no differences
-    report = await regrade(client.app.state.database, run["run_id"])
+    db = settings.database()  # this test's event loop (the app's engine lives on the client's loop)
+    try:
+        report = await regrade(db, run["run_id"])
+    finally:
+        await db.dispose()
     assert report == {"episodes": 400, "changed": 0, "grader_version": core.GRADER_VERSION, "changes": []}
 
     # trajectories: one line per finished episode, ready for training
@@ -113,7 +117,7 @@ async def test_pass_hat_k_over_trials_matches_an_independent_computation(client:
     assert row["trials"] == 3 and row["episodes"] == 36
 
 
-async def test_unfinished_and_expired_runs_are_not_ranked(client: Client) -> None:
+async def test_unfinished_and_expired_runs_are_not_ranked(client: Client, settings: Settings) -> None:
     unfinished = await create_run(client, split="dev", task_ids=list(core.TASKS), limit_per_task=None)
     await play_run(client, unfinished, stop_after=3)
     idle = await create_run(client, split="dev")
@@ -124,7 +128,11 @@ async def test_unfinished_and_expired_runs_are_not_ranked(client: Client) -> Non
         conn.execute(update(runs_table).where(runs_table.c.id == idle["run_id"]).values(updated_at=month_ago))
         conn.execute(update(ep_table).where(ep_table.c.run_id == idle["run_id"]).values(updated_at=month_ago))
 
-    await client.app.state.database.write(age)
+    db = settings.database()
+    try:
+        await db.write(age)
+    finally:
+        await db.dispose()
     board = (await client.get("/leaderboard", params={"split": "dev"})).json()
     assert board["rows"] == [] and board["unranked"] == []
     assert (await client.get(f"/runs/{idle['run_id']}")).json()["status"] == "expired"

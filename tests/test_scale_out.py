@@ -224,8 +224,8 @@ async def test_racing_agents_across_two_servers(two_servers: tuple[LiveServer, L
         # nothing else steps a pair's episode: each round has a winner, unless the episode had already ended
         assert applied or all(o.status == 409 and o.body["type"].endswith("episode-finished") for o in both), both
         if both[0].request_id.endswith("-dup"):  # a duplicated delivery: applied once; the other copy gets the
-            # stored result — or, today, sometimes a spurious 409 (see the strict xfail below)
-            assert len(applied) == 1 and all(o.status == 200 or o.body["type"].endswith("step-conflict") for o in both), both
+            # stored result (test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored_result)
+            assert len(applied) == 1 and all(o.status == 200 for o in both), both
     stored_transitions = 0
     for ep in db.values():
         assert_not_corrupt(ep)
@@ -241,12 +241,6 @@ async def test_racing_agents_across_two_servers(two_servers: tuple[LiveServer, L
           f"{conflicts} conflicts (409), {replays} duplicate deliveries answered with the stored result, {len(db)} episodes")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="episode cache (6bb2c99): a request that used a stale cached copy, conflicts, and then finds the cache "
-    "already refreshed by a concurrent request of the same process takes the conflict for a lost race and answers "
-    "409 step-conflict — even for a copy of the very request_id that the concurrent request is applying",
-)
 async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored_result(
     two_servers: tuple[LiveServer, LiveServer], shared_settings: Settings
 ) -> None:

@@ -6,6 +6,7 @@ it loads the stored state, calls ``service.env``, and stores what the core retur
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import uuid
@@ -168,6 +169,9 @@ class EpisodeService:
         self.default_split = default_split
         self.runs = runs
         self.cache = EpisodeCache()
+        # (episode_id, request_id) of steps being applied by this process: a duplicate delivery
+        # waits for the first copy and gets its result instead of racing it.
+        self._inflight: dict[tuple[str, str], asyncio.Future[EpisodeResult | None]] = {}
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
         """For an episode of a run: check the token, return the run's status (None for plain episodes)."""
@@ -266,7 +270,26 @@ class EpisodeService:
         record, state = cached if cached is not None else (await self._load(episode_id), None)
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
-        return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+        if request_id is None:
+            return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+        key = (record.id, request_id)
+        first = self._inflight.get(key)
+        if first is not None:
+            done = await asyncio.shield(first)
+            if done is not None:  # the first copy was applied: answer with its stored transition
+                stored = await repo.get_transition_by_request(self.db, record.id, request_id)
+                if stored is not None:
+                    return self._shown(self._replay(record, stored, action.model_dump(mode="json")), record.split, run_status)
+            return await self.step(episode_id, action_payload, request_id, run_token)
+        future: asyncio.Future[EpisodeResult | None] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        result: EpisodeResult | None = None
+        try:
+            result = await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+            return result
+        finally:
+            del self._inflight[key]
+            future.set_result(result)  # None when the first copy failed: a duplicate then tries itself
 
     async def _apply(
         self,
