@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from service import env as core
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
-from service.api.problems import InvalidInput, bearer
+from service.api.problems import InvalidInput, bearer, problem_responses
 from service.api.runs import RunService
 from service.api.schemas import (
     BaselineResponse,
@@ -43,13 +43,13 @@ EpisodeIdQuery = Annotated[str | None, QueryParameter(max_length=255, descriptio
 class OpenEnvController(Controller):
     tags = ["openenv"]
 
-    @post("/reset", status_code=200, summary="Start a persisted episode")
+    @post("/reset", status_code=200, summary="Start a persisted episode", responses=problem_responses(401, 403, 404, 409))
     async def reset_post(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
     ) -> ObservationResponse:
         return ObservationResponse.of(await episodes.reset(data or ResetParams(), bearer(request)))
 
-    @get("/reset", summary="Start a persisted episode (query parameters)")
+    @get("/reset", summary="Start a persisted episode (query parameters)", responses=problem_responses(401, 403, 404, 409))
     async def reset_get(
         self,
         request: Request[Any, Any, Any],
@@ -68,14 +68,14 @@ class OpenEnvController(Controller):
         )
         return ObservationResponse.of(await episodes.reset(params, bearer(request)))
 
-    @post("/step", status_code=200, summary="Apply an action to an episode")
+    @post("/step", status_code=200, summary="Apply an action to an episode", responses=problem_responses(401, 403, 404, 409))
     async def step(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]
     ) -> ObservationResponse:
         token = bearer(request) or data.run_token
         return ObservationResponse.of(await episodes.step(data.episode_id, data.action, data.request_id, token))
 
-    @get("/state", summary="Episode id, step count, status and ticket state")
+    @get("/state", summary="Episode id, step count, status and ticket state", responses=problem_responses(404))
     async def state(self, episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None) -> StateResponse:
         if episode_id is None:
             # The stateless OpenEnv subset asks without an id: answer in its shape, with a hint.
@@ -122,7 +122,7 @@ class BenchmarkController(Controller):
             action_schema=core.Action.model_json_schema(),
         )
 
-    @get("/grader", summary="Score in [0, 1] with breakdown for a finished episode, or a run's summary")
+    @get("/grader", summary="Score in [0, 1] with breakdown for a finished episode, or a run's summary", responses=problem_responses(404, 409))
     async def grader(
         self,
         episodes: NamedDependency[EpisodeService],

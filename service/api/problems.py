@@ -11,12 +11,43 @@ from typing import Any
 
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
+from pydantic import BaseModel, ConfigDict
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 log = logging.getLogger("service.api")
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "https://ecomm-support-env.local/problems/"
+
+
+class ProblemDetails(BaseModel):
+    """RFC 9457 problem details, as every error of this API is answered."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    detail: str
+
+
+def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the problem statuses a route can answer (400, 413 and 422 always)."""
+    described = {
+        400: "The body is not JSON, or is nested absurdly deep",
+        401: "A run episode without its run token",
+        403: "The wrong run token, or the test split outside a run",
+        404: "No such episode, run or route",
+        409: "The episode or run is in a state that does not allow this (finished, raced, hidden results, exhausted run)",
+        413: "The body is larger than MAX_BODY_BYTES",
+        422: "Invalid fields (listed in `errors`)",
+    }
+    codes = sorted({400, 413, 422, *statuses})
+    return {
+        code: ResponseSpec(data_container=ProblemDetails, media_type=PROBLEM_JSON, description=described[code], generate_examples=False)
+        for code in codes
+    }
 
 
 class Problem(Exception):

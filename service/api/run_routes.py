@@ -1,7 +1,7 @@
 """Runs, leaderboard and HTML pages. Thin: parse, call :class:`RunService`, return a model or a page.
 
 ``/leaderboard``, ``/runs/{id}`` and ``/episodes/{id}`` answer JSON by default and an HTML page
-to clients that prefer ``text/html`` (browsers), or with ``?format=html``.
+to clients that ask for ``text/html`` (browsers), or with ``?format=html``.
 """
 
 from __future__ import annotations
@@ -16,45 +16,48 @@ from litestar.response import Stream, Template
 
 from service import env as core
 from service.api.episodes import EpisodeService
-from service.api.problems import bearer
+from service.api.problems import bearer, problem_responses
 from service.api.runs import CreateRun, RunService, Usage
 from service.api.schemas import ObservationResponse
 from service.db import repository as repo
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
-FormatQuery = Annotated[str | None, QueryParameter(pattern="^(json|html)$", description="json (default) or html")]
 
 
-def wants_html(request: Request[Any, Any, Any], fmt: str | None) -> bool:
+def wants_html(request: Request[Any, Any, Any]) -> bool:
+    """HTML for browsers (they list text/html in Accept) or ``?format=html``; JSON otherwise.
+
+    The HTML pages are a view of the same data, not part of the JSON API's schema.
+    """
+    fmt = request.query_params.get("format")
     if fmt is not None:
         return fmt == "html"
-    # Browsers list text/html explicitly (and */* with a lower weight); API clients do not.
     return "text/html" in request.headers.get("accept", "")
 
 
 class RunController(Controller):
     tags = ["runs"]
 
-    @post("/runs", status_code=201, summary="Create a run: the server fixes its manifest and returns a run token")
+    @post("/runs", status_code=201, summary="Create a run: the server fixes its manifest and returns a run token", responses=problem_responses())
     async def create(self, runs: NamedDependency[RunService], data: JSONBody[CreateRun]) -> dict[str, Any]:
         return await runs.create(data)
 
-    @post("/runs/{run_id:str}/next", status_code=200, summary="Start the run's next episode (Bearer run token)")
+    @post("/runs/{run_id:str}/next", status_code=200, summary="Start the run's next episode (Bearer run token)", responses=problem_responses(401, 403, 404, 409))
     async def next_episode(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> ObservationResponse:
         return ObservationResponse.of(await runs.next_episode(run_id, bearer(request)))
 
-    @post("/runs/{run_id:str}/usage", status_code=200, summary="Self-reported token usage (shown as such)")
+    @post("/runs/{run_id:str}/usage", status_code=200, summary="Self-reported token usage (shown as such)", responses=problem_responses(401, 403, 404))
     async def usage(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], data: JSONBody[Usage]) -> dict[str, Any]:
         return await runs.set_usage(run_id, bearer(request), data)
 
-    @get("/runs/{run_id:str}", summary="A run: status, manifest progress, per-episode scores, summary")
-    async def detail(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], format: FormatQuery = None) -> Any:  # noqa: A002
+    @get("/runs/{run_id:str}", summary="A run: status, manifest progress, per-episode scores, summary", responses=problem_responses(404))
+    async def detail(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Any:
         run = await runs.detail(run_id)
-        if wants_html(request, format):
+        if wants_html(request):
             return Template(template_name="run.html", context={"run": run, "tasks": core.TASKS}, media_type=MediaType.HTML)
         return run
 
-    @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line", media_type="application/x-ndjson")
+    @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line", media_type="application/x-ndjson", responses=problem_responses(401, 403, 404, 409))
     async def trajectories(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Stream:
         async def load(episode_id: str) -> list[repo.TransitionRecord]:
             return await repo.list_transitions(runs.db, episode_id)
@@ -70,17 +73,17 @@ class RunController(Controller):
 
         return Stream(body(), media_type="application/x-ndjson")
 
-    @get("/leaderboard", summary="Ranked finished runs of a split, with 95% CIs and pass^k")
-    async def leaderboard(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], split: SplitQuery = "dev", format: FormatQuery = None) -> Any:  # noqa: A002
+    @get("/leaderboard", summary="Ranked finished runs of a split, with 95% CIs and pass^k", responses=problem_responses())
+    async def leaderboard(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], split: SplitQuery = "dev") -> Any:
         board = await runs.leaderboard(split)
-        if wants_html(request, format):
+        if wants_html(request):
             return Template(template_name="leaderboard.html", context={"board": board, "chart": chart(board["rows"])}, media_type=MediaType.HTML)
         return board
 
-    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown")
-    async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], runs: NamedDependency[RunService], episode_id: FromPath[str], format: FormatQuery = None) -> Any:  # noqa: A002
+    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown", responses=problem_responses(404))
+    async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], runs: NamedDependency[RunService], episode_id: FromPath[str]) -> Any:
         view = await episode_view(episodes, runs, episode_id)
-        if wants_html(request, format):
+        if wants_html(request):
             return Template(template_name="episode.html", context={"ep": view}, media_type=MediaType.HTML)
         return view
 
