@@ -123,23 +123,20 @@ class Database:
         Returns once the transaction is committed (durable); an exception from ``fn`` rolls back
         its own writes only. Keep ``fn`` to database calls and pure computation.
         """
-        def job(conn: Any) -> T:
-            return fn(conn, *args, **kwargs)
-
-        if self._writer is not None:
-            return await self._writer.submit(job)
-        async with self.engine.begin() as conn:
-            return await conn.run_sync(job)
+        return await self._run(self._writer, self.engine.begin, fn, args, kwargs)
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run the sync read function ``fn(conn, *args, **kwargs)`` in a read transaction."""
+        return await self._run(self._reader, self.engine.connect, fn, args, kwargs)
 
+    @staticmethod
+    async def _run(thread: SqliteThread | None, open_conn: Callable[[], Any], fn: Callable[..., T], args: Any, kwargs: Any) -> T:
         def job(conn: Any) -> T:
             return fn(conn, *args, **kwargs)
 
-        if self._reader is not None:
-            return await self._reader.submit(job)
-        async with self.engine.connect() as conn:
+        if thread is not None:  # SQLite: on the connection thread
+            return await thread.submit(job)
+        async with open_conn() as conn:  # PostgreSQL: an async connection, the same sync function
             return await conn.run_sync(job)
 
     async def dispose(self) -> None:

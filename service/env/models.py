@@ -7,7 +7,7 @@ pydantic v2 models; ``Action`` rejects unknown fields and values with precise me
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -28,21 +28,11 @@ Tag = Literal[
 LookupTarget = Literal["policy", "order", "customer"]
 Status = Literal["open", "awaiting_customer", "closed"]
 
-DECISIONS: tuple[Decision, ...] = ("approve_refund", "approve_replacement", "reject", "request_info")
-QUEUES: tuple[Queue, ...] = ("General", "Returns", "Billing", "Escalations", "Fraud")
-TAGS: tuple[Tag, ...] = (
-    "Refund",
-    "Replacement",
-    "Policy_Denied",
-    "Needs_Info",
-    "Fraud_Risk",
-    "Escalated",
-    "Billing",
-    "Shipping",
-    "Damaged",
-    "Wrong_Item",
-)
-LOOKUP_TARGETS: tuple[LookupTarget, ...] = ("policy", "order", "customer")
+# The value lists, derived from the Literal types above (one definition each).
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+QUEUES: tuple[Queue, ...] = get_args(Queue)
+TAGS: tuple[Tag, ...] = get_args(Tag)
+LOOKUP_TARGETS: tuple[LookupTarget, ...] = get_args(LookupTarget)
 MAX_REPLY_CHARS = 2000
 ACTION_FIELDS = ("decision", "reply", "reassign_queue", "add_tag", "close_ticket", "lookup")
 
