@@ -59,10 +59,7 @@ class RunController(Controller):
 
     @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line", media_type="application/x-ndjson", responses=problem_responses(401, 403, 404, 409))
     async def trajectories(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Stream:
-        async def load(episode_id: str) -> list[repo.TransitionRecord]:
-            return await repo.list_transitions(runs.db, episode_id)
-
-        lines = runs.trajectories(run_id, bearer(request), load)
+        lines = runs.trajectories(run_id, bearer(request))
         first = await anext(lines, None)  # surface 4xx problems before the stream starts
 
         async def body() -> AsyncIterator[str]:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service import env as core
 from service.api.episodes import EpisodeResult, wire_observation
 from service.api.problems import InvalidInput, ResultsHidden, RunNotActive, RunNotFound, RunTokenInvalid, RunTokenMissing
+from service.db import repository as repo
 from service.db import run_store
 from service.db.engine import Database
 from service.db.models import utcnow
@@ -61,6 +62,11 @@ def _hash(token: str) -> str:
 
 def episode_id_for(run_id: str, index: int) -> str:
     return f"{run_id}-{index:05d}"
+
+
+def index_of(episode_id: str) -> int:
+    """The manifest index of a run episode (inverse of :func:`episode_id_for`)."""
+    return int(episode_id.rsplit("-", 1)[1])
 
 
 class RunService:
@@ -270,7 +276,7 @@ class RunService:
             "run_url": f"/runs/{run.id}",
         }
 
-    async def trajectories(self, run_id: str, token: str | None, load_transitions: Any) -> AsyncIterator[str]:
+    async def trajectories(self, run_id: str, token: str | None) -> AsyncIterator[str]:
         """One JSON line per finished episode: observations, actions, rewards, score."""
         run = await self.load(run_id)
         if run.status != "complete":
@@ -280,9 +286,9 @@ class RunService:
         for ep in await run_store.run_episodes(self.db, run.id, run.grader_version):
             if ep.status != "done":
                 continue
-            entry = run.manifest[int(ep.episode_id.rsplit("-", 1)[1])]
+            entry = run.manifest[index_of(ep.episode_id)]
             _, first = core.reset(ep.task_id, ep.seed, run.split)
-            steps = await load_transitions(ep.episode_id)
+            steps = await repo.list_transitions(self.db, ep.episode_id)
             yield json.dumps({
                 "episode_id": ep.episode_id,
                 "run_id": run.id,
@@ -300,5 +306,5 @@ class RunService:
 
 def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]) -> dict[str, Any]:
     """Statistics of a complete run from its graded episodes (pure; runs in a worker thread)."""
-    scores = {int(e.episode_id.rsplit("-", 1)[1]): e.score for e in episodes}
+    scores = {index_of(e.episode_id): e.score for e in episodes}
     return summarize_manifest(run.manifest, run.trials, scores, errors=sum(1 for e in episodes if e.truncated))
