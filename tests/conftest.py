@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,12 +43,12 @@ async def _pg_schema(action: str, schema: str) -> None:
         await engine.dispose()
 
 
-@pytest.fixture(params=BACKENDS)
-async def settings(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Settings]:
-    """Settings pointing at an empty database of the parametrized backend."""
+@asynccontextmanager
+async def empty_database(backend: str, tmp_path: Path, filename: str = "test.db") -> AsyncIterator[Settings]:
+    """Settings pointing at an empty database: a SQLite file, or a fresh PostgreSQL schema (dropped after)."""
     base = Settings(max_concurrent_envs=256, ws_idle_timeout_s=30.0, baseline_seeds_per_task=1)
-    if request.param == "sqlite":
-        yield replace(base, database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / 'test.db'}")
+    if backend == "sqlite":
+        yield replace(base, database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / filename}")
         return
     schema = "t_" + uuid.uuid4().hex[:16]
     await _pg_schema("create", schema)
@@ -55,6 +56,13 @@ async def settings(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
         yield replace(base, database_url=PG_URL, database_schema=schema)
     finally:
         await _pg_schema("drop", schema)
+
+
+@pytest.fixture(params=BACKENDS)
+async def settings(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Settings]:
+    """Settings pointing at an empty database of the parametrized backend."""
+    async with empty_database(request.param, tmp_path) as s:
+        yield s
 
 
 @pytest.fixture

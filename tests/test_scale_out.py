@@ -17,9 +17,8 @@ from __future__ import annotations
 import random
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import httpx
 import pytest
 from test_durability import STEADY, assert_not_corrupt, load_database
 
-from conftest import PG_URL, LiveServer, _pg_schema
+from conftest import PG_URL, LiveServer, empty_database
 from service import env as core
 from service.settings import Settings
 
@@ -47,16 +46,8 @@ ENDINGS = [{"decision": "reject", "reply": "Sorry, this is outside the policy."}
     ]
 )
 async def shared_settings(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Settings]:
-    base = Settings(max_concurrent_envs=256, ws_idle_timeout_s=30.0, baseline_seeds_per_task=1)
-    if request.param == "sqlite":
-        yield replace(base, database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / 'shared.db'}")
-        return
-    schema = "t_" + uuid.uuid4().hex[:16]
-    await _pg_schema("create", schema)
-    try:
-        yield replace(base, database_url=PG_URL, database_schema=schema)
-    finally:
-        await _pg_schema("drop", schema)
+    async with empty_database(request.param, tmp_path, "shared.db") as s:
+        yield s
 
 
 @pytest.fixture
