@@ -422,6 +422,28 @@ class EpisodeService:
             "run_id": record.run_id,
         }
 
+    async def view(self, episode_id: str) -> dict[str, Any]:
+        """Everything the episode viewer shows; rewards and grades hidden or redacted on the test split."""
+        state = await self.state(episode_id)
+        run_status = (await self.runs.load(state["run_id"])).status if state.get("run_id") and self.runs else None
+        hide = core.results_hidden(state["split"], run_status == "complete")
+        first = core.reset(state["task_id"], state["seed"], state["split"])[1]
+        steps = [
+            {"index": t.step_index, "action": t.action, "observation": t.observation, "reward": None if hide else t.reward, "done": t.done}
+            for t in await repo.list_transitions(self.db, episode_id)
+        ]
+        done = state["episode_status"] == "done"
+        return {
+            "episode_id": episode_id,
+            "state": state,
+            "ticket_id": state["ticket_id"],
+            "ticket_text": first.ticket,
+            "instructions": first.instructions,
+            "steps": steps,
+            "grade": await self.grade(episode_id) if done and not hide else None,  # redacted on the test split
+            "results_hidden": hide,
+        }
+
     async def grade(self, episode_id: str | None) -> dict[str, Any]:
         record = await self._load(episode_id)
         if record.status != "done":

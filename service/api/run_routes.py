@@ -19,7 +19,6 @@ from service.api.episodes import EpisodeService
 from service.api.problems import bearer, problem_responses
 from service.api.runs import CreateRun, RunService, Usage
 from service.api.schemas import ObservationResponse
-from service.db import repository as repo
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
 
@@ -78,37 +77,11 @@ class RunController(Controller):
         return board
 
     @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown", responses=problem_responses(404))
-    async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], runs: NamedDependency[RunService], episode_id: FromPath[str]) -> Any:
-        view = await episode_view(episodes, runs, episode_id)
+    async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: FromPath[str]) -> Any:
+        view = await episodes.view(episode_id)
         if wants_html(request):
             return Template(template_name="episode.html", context={"ep": view}, media_type=MediaType.HTML)
         return view
-
-
-async def episode_view(episodes: EpisodeService, runs: RunService, episode_id: str) -> dict[str, Any]:
-    """Everything the viewer shows; rewards and grades hidden or redacted on the test split."""
-    state = await episodes.state(episode_id)
-    run_status = (await runs.load(state["run_id"])).status if state.get("run_id") else None
-    hide = core.results_hidden(state["split"], run_status == "complete")
-    ticket = core.load_ticket(state["ticket_id"])
-    first = core.reset(state["task_id"], state["seed"], state["split"])[1]
-    steps = [
-        {"index": t.step_index, "action": t.action, "observation": t.observation, "reward": None if hide else t.reward, "done": t.done}
-        for t in await repo.list_transitions(episodes.db, episode_id)
-    ]
-    grade = None
-    if state["episode_status"] == "done" and not hide:
-        grade = await episodes.grade(episode_id)  # redacted on the test split
-    return {
-        "episode_id": episode_id,
-        "state": state,
-        "ticket_text": first.ticket,
-        "instructions": first.instructions,
-        "ticket_id": ticket.ticket_id,
-        "steps": steps,
-        "grade": grade,
-        "results_hidden": hide,
-    }
 
 
 def chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
