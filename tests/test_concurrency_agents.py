@@ -9,7 +9,6 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from openenv.core import GenericEnvClient
 
-from service.db.engine import Database
 from service.settings import Settings
 from test_concurrency_support import assert_matches_replay, reset_args, script
 
@@ -37,7 +36,7 @@ async def _http_agent(client: AsyncTestClient[Litestar], agent: int) -> tuple[st
 
 async def test_64_http_agents(client: AsyncTestClient[Litestar], settings: Settings) -> None:
     results = await asyncio.gather(*(_http_agent(client, i) for i in range(AGENTS)))
-    db = Database(settings.database_url, schema=settings.database_schema)
+    db = settings.database()
     try:
         for eid, applied, rewards in results:
             await assert_matches_replay(db, eid, applied, rewards)
@@ -63,7 +62,7 @@ async def _ws_agent(url: str, agent: int) -> tuple[str, list[dict[str, Any]], li
 
 async def test_64_ws_agents_on_a_live_server(live_server, settings: Settings) -> None:
     results = await asyncio.gather(*(_ws_agent(live_server.url, i) for i in range(AGENTS)))
-    db = Database(settings.database_url, schema=settings.database_schema)
+    db = settings.database()
     try:
         for eid, applied, rewards in results:
             await assert_matches_replay(db, eid, applied, rewards)
@@ -115,7 +114,7 @@ async def test_racing_steps_never_interleave(client: AsyncTestClient[Litestar], 
     indices = [w["metadata"]["step_index"] for w in winners]
     assert sorted(indices) == list(range(1, len(winners) + 1))  # exactly one winner per step index
     winners.sort(key=lambda w: w["metadata"]["step_index"])
-    db = Database(settings.database_url, schema=settings.database_schema)
+    db = settings.database()
     try:
         await assert_matches_replay(db, eid, [w["action"] for w in winners], [w["reward"] for w in winners])
     finally:

@@ -21,7 +21,7 @@ def _diff(connection) -> list:
 
 
 async def test_upgrade_reaches_head_and_matches_models(settings: Settings) -> None:
-    db = Database(settings.database_url, schema=settings.database_schema)
+    db = settings.database()
     try:
         assert await upgrade_to_head(db) == head_revision()
         async with db.reader() as conn:

@@ -11,7 +11,6 @@ from test_concurrency_support import assert_matches_replay, reset_args
 from service import env as core
 from service.app import create_app
 from service.db import repository as repo
-from service.db.engine import Database
 from service.settings import Settings
 from conftest import LiveServer
 
@@ -45,7 +44,7 @@ async def test_restart_keeps_everything_and_continues(settings: Settings) -> Non
             rewards.append(resp.json()["reward"])
             if resp.json()["done"]:
                 break
-    db = Database(settings.database_url, schema=settings.database_schema)
+    db = settings.database()
     try:
         await assert_matches_replay(db, "open", applied, rewards)
         assert await repo.count_rows(db) == {"episodes": 2, "transitions": 1 + len(applied), "grades": 1 + int(resp.json()["done"])}
@@ -76,7 +75,7 @@ async def test_acknowledged_steps_survive_a_killed_server(settings: Settings, tm
         acked.append(({"lookup": "policy"}, resp.json()["reward"]))
     finally:
         server.stop()
-    db = Database(settings.database_url, schema=settings.database_schema)
+    db = settings.database()
     try:
         await assert_matches_replay(db, args["episode_id"], [a for a, _ in acked], [r for _, r in acked])
     finally:
