@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from service.db.engine import Database
 from service.db.models import episodes, grades, transitions, utcnow
+from service.db.prepared import Prepared
 from service.db.run_store import count_finished_episode
 
 
@@ -85,9 +86,15 @@ def _grade(row: Any) -> GradeRecord:
     return GradeRecord(**{k: row._mapping[k] for k in GradeRecord.__dataclass_fields__})
 
 
-# The hot path's statements are built once; only parameters change per step (no per-call
-# statement construction or cache-key work).
-_BUMP_EPISODE = (
+def _insert(table: Any) -> Prepared:
+    """INSERT of every column but an autoincrement key, one bind parameter per column name."""
+    columns = [c for c in table.c if c is not table.autoincrement_column]
+    return Prepared(insert(table).values({c.name: bindparam(c.name, type_=c.type) for c in columns}).inline())
+
+
+# The hot path's statements: built once, compiled once per dialect, run on the DB-API cursor
+# (see service.db.prepared); only parameters change per step.
+_BUMP_EPISODE = Prepared(
     update(episodes)
     .where(
         episodes.c.id == bindparam("episode_id"),
@@ -101,12 +108,11 @@ _BUMP_EPISODE = (
         status=bindparam("status"),
         updated_at=bindparam("now", type_=episodes.c.updated_at.type),
     )
-    .returning(episodes.c.step_count)
 )
-_INSERT_TRANSITION = insert(transitions)
-_INSERT_EPISODE = insert(episodes)
+_INSERT_EPISODE = _insert(episodes)
+_INSERT_TRANSITION = _insert(transitions)
+_INSERT_GRADE = _insert(grades)
 _SELECT_EPISODE = select(episodes).where(episodes.c.id == bindparam("episode_id"))
-_INSERT_GRADE = insert(grades)
 
 
 async def insert_episode(
@@ -137,7 +143,7 @@ async def insert_episode(
         updated_at=now,
     )
     try:
-        await db.write(lambda conn: conn.execute(_INSERT_EPISODE, values))
+        await db.write(_INSERT_EPISODE.execute, values)
     except IntegrityError as exc:
         raise EpisodeExists(episode_id) from exc
     return EpisodeRecord(**values)
@@ -219,8 +225,8 @@ def _record_step(
     run_id: str | None,
 ) -> None:
     """The step transaction: guarded bump, transition, grade, run count. Raises StepConflict."""
-    bumped = conn.execute(
-        _BUMP_EPISODE,
+    bumped = _BUMP_EPISODE.execute(
+        conn,
         {
             "episode_id": record.episode_id,
             "expected": expected_step_count,
@@ -228,13 +234,13 @@ def _record_step(
             "status": "done" if record.done else "active",
             "now": record.created_at,
         },
-    ).first()
-    if bumped is None:
+    )
+    if bumped != 1:
         raise StepConflict(record.episode_id)
-    conn.execute(_INSERT_TRANSITION, record.__dict__)
+    _INSERT_TRANSITION.execute(conn, record.__dict__)
     if grade is not None:
-        conn.execute(
-            _INSERT_GRADE,
+        _INSERT_GRADE.execute(
+            conn,
             {
                 "episode_id": record.episode_id,
                 "score": grade.score,
