@@ -137,25 +137,34 @@ def choose_task(task_id: str | None, difficulty: str | None, seed: int) -> str:
     return tasks[seed % len(tasks)].id
 
 
+@dataclass(frozen=True)
+class CachedEpisode:
+    record: repo.EpisodeRecord
+    state: core.EpisodeState
+    grade: repo.GradeRecord | None = None  # stored by the step that finished the episode here
+
+
 class EpisodeCache:
     """The episodes this process touched last, with their parsed state: a step needs no read.
 
-    Never the source of truth: every step write is still guarded by ``step_count`` in SQL, so an
-    entry made stale by another process is detected at write time (see ``EpisodeService.step``).
+    Never the source of truth for an active episode: every step write is still guarded by
+    ``step_count`` in SQL, so an entry made stale by another process is detected at write time
+    (see ``EpisodeService.step``). A finished episode never changes, so its entry (and the grade
+    this process stored for it) answers ``/grader`` without a read.
     """
 
     def __init__(self, capacity: int = 2048) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[str, tuple[repo.EpisodeRecord, core.EpisodeState]] = OrderedDict()
+        self._entries: OrderedDict[str, CachedEpisode] = OrderedDict()
 
-    def get(self, episode_id: str) -> tuple[repo.EpisodeRecord, core.EpisodeState] | None:
+    def get(self, episode_id: str) -> CachedEpisode | None:
         entry = self._entries.get(episode_id)
         if entry is not None:
             self._entries.move_to_end(episode_id)
         return entry
 
-    def put(self, record: repo.EpisodeRecord, state: core.EpisodeState) -> None:
-        self._entries[record.id] = (record, state)
+    def put(self, record: repo.EpisodeRecord, state: core.EpisodeState, grade: repo.GradeRecord | None = None) -> None:
+        self._entries[record.id] = CachedEpisode(record, state, grade)
         self._entries.move_to_end(record.id)
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
@@ -172,6 +181,11 @@ class EpisodeService:
         # (episode_id, request_id) of steps being applied by this process: a duplicate delivery
         # waits for the first copy and gets its result instead of racing it.
         self._inflight: dict[tuple[str, str], asyncio.Future[EpisodeResult | None]] = {}
+
+    async def _run_complete(self, record: repo.EpisodeRecord) -> bool:
+        if record.run_id is None or self.runs is None:
+            return False
+        return (await self.runs.load(record.run_id)).status == "complete"
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
         """For an episode of a run: check the token, return the run's status (None for plain episodes)."""
@@ -245,7 +259,7 @@ class EpisodeService:
                 episode_id=episode_id,
             ) from exc
         self.cache.put(record, state)
-        log.info("episode reset episode_id=%s task_id=%s seed=%s split=%s", episode_id, task_id, seed, split)
+        log.debug("episode reset episode_id=%s task_id=%s seed=%s split=%s", episode_id, task_id, seed, split)
         return EpisodeResult(
             episode_id, wire_observation(episode_id, observation), None, state.done, self._meta(record, step_count=0)
         )
@@ -267,7 +281,7 @@ class EpisodeService:
         self, episode_id: str | None, action_payload: Any, request_id: str | None = None, run_token: str | None = None
     ) -> EpisodeResult:
         cached = self.cache.get(episode_id) if episode_id else None
-        record, state = cached if cached is not None else (await self._load(episode_id), None)
+        record, state = (cached.record, cached.state) if cached is not None else (await self._load(episode_id), None)
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
         if request_id is None:
@@ -332,8 +346,7 @@ class EpisodeService:
         observation = wire_observation(record.id, result.observation)
         grade = None
         if result.done:
-            g = core.grade_episode(result.state)
-            grade = repo.GradeDraft(g.score, g.model_dump(mode="json"), g.grader_version)
+            grade = _draft(core.grade_episode(result.state))
         new_state = result.state.model_dump(mode="json")
         try:
             stored = await repo.record_step(
@@ -356,7 +369,7 @@ class EpisodeService:
                     return self._shown(self._replay(record, winner, action_json), record.split, run_status)
             fresh = await self._load(record.id)
             current = self.cache.get(record.id)
-            if from_cache and (current is None or current[0].version != fresh.version):
+            if from_cache and (current is None or current.record.version != fresh.version):
                 # Our copy was stale: another process stepped this episode. Not a race of this
                 # request: apply it to the fresh state (once; a second conflict is a real race).
                 self.cache.put(fresh, core.EpisodeState.model_validate(fresh.state))
@@ -382,6 +395,7 @@ class EpisodeService:
                 updated_at=stored.created_at,
             ),
             result.state,
+            repo.GradeRecord(record.id, grade.score, grade.breakdown, grade.grader_version, stored.created_at) if grade else None,
         )
         if stored.done and record.run_id is not None and self.runs is not None:
             run_status = await self.runs.finish_if_complete(record.run_id)
@@ -445,7 +459,11 @@ class EpisodeService:
         }
 
     async def grade(self, episode_id: str | None) -> dict[str, Any]:
-        record = await self._load(episode_id)
+        cached = self.cache.get(episode_id) if episode_id else None
+        if cached is not None and cached.record.status == "done" and cached.grade is not None:
+            record, stored = cached.record, cached.grade  # final: a finished episode never changes
+        else:
+            record, stored = await self._load(episode_id), None
         if record.status != "done":
             raise EpisodeNotFinished(
                 f"episode {record.id!r} is not finished (step {record.step_count}); keep sending POST /step "
@@ -453,19 +471,20 @@ class EpisodeService:
                 episode_id=record.id,
                 step_count=record.step_count,
             )
-        run_complete = False
-        if record.run_id is not None and self.runs is not None:
-            run_complete = (await self.runs.load(record.run_id)).status == "complete"
-        if core.results_hidden(record.split, run_complete):
+        # The run is read only when it matters: on a split whose results a complete run reveals.
+        if core.results_hidden(record.split, run_complete=False) and core.results_hidden(
+            record.split, run_complete=await self._run_complete(record)
+        ):
             raise ResultsHidden(
                 f"episode {record.id!r} is on the test split: its score is hidden until its run completes "
                 "(GET /runs/{run_id} shows progress)",
                 episode_id=record.id,
             )
-        stored = await repo.get_grade(self.db, record.id, core.GRADER_VERSION)
+        if stored is None:
+            stored = await repo.get_grade(self.db, record.id, core.GRADER_VERSION)
         if stored is None:  # graded by an older grader version: grade again and keep both
-            g = core.grade_episode(core.EpisodeState.model_validate(record.state))
-            stored = await repo.save_grade(self.db, record.id, repo.GradeDraft(g.score, g.model_dump(mode="json"), g.grader_version))
+            draft = _draft(core.grade_episode(core.EpisodeState.model_validate(record.state)))
+            stored = await repo.save_grade(self.db, record.id, draft)
         breakdown = core.redact_grade(stored.breakdown) if record.split == core.HIDDEN_SPLIT else stored.breakdown
         return {
             "episode_id": record.id,
@@ -480,3 +499,7 @@ class EpisodeService:
             "step_count": record.step_count,
             "graded_at": stored.created_at.isoformat(),
         }
+
+
+def _draft(grade: core.Grade) -> repo.GradeDraft:
+    return repo.GradeDraft(grade.score, grade.model_dump(mode="json"), grade.grader_version)

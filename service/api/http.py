@@ -16,7 +16,6 @@ from pydantic import ValidationError
 from service import env as core
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
 from service.api.problems import InvalidInput, bearer, problem_responses
-from service.api.runs import RunService
 from service.api.schemas import (
     BaselineResponse,
     GraderResponse,
@@ -126,12 +125,12 @@ class BenchmarkController(Controller):
     async def grader(
         self,
         episodes: NamedDependency[EpisodeService],
-        runs: NamedDependency[RunService],
         episode_id: EpisodeIdQuery = None,
         run_id: Annotated[str | None, QueryParameter(max_length=64, description="From POST /runs.")] = None,
     ) -> GraderResponse | RunGradeResponse:
-        if run_id is not None and episode_id is None:
-            run = await runs.detail(run_id)
+        # One dependency: Litestar resolves two or more in a task group, on every request.
+        if run_id is not None and episode_id is None and episodes.runs is not None:
+            run = await episodes.runs.detail(run_id)
             return RunGradeResponse(**{k: run[k] for k in RunGradeResponse.model_fields})
         return GraderResponse(**await episodes.grade(episode_id))
 

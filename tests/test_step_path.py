@@ -1,0 +1,122 @@
+"""The step path's shortcuts: prepared statements on the DB-API cursor, and grades served from the
+episode cache. Each must give exactly what the plain paths give, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from service import env as core
+from service.api.episodes import EpisodeService, ResetParams
+from service.api.runs import RunService
+from service.db import repository as repo
+from service.db.migrate import upgrade_to_head
+from service.db.models import episodes, grades, transitions
+from service.db.prepared import Prepared
+from service.env.agents import HeuristicAgent
+from service.settings import Settings
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+def _episode_values(episode_id: str) -> dict:
+    return dict(
+        id=episode_id, task_id="decision-easy", split="train", seed=7, ticket_id="train-100007", run_id=None,
+        status="active", step_count=0, state={"nested": {"list": [1, 2.5, None, True], "text": "é ✓"}}, version=1,
+        created_at=NOW, updated_at=NOW,
+    )
+
+
+async def test_prepared_statements_store_what_core_statements_store(settings: Settings) -> None:
+    db = settings.database()
+    await upgrade_to_head(db)
+    try:
+        # the same row written by the Core path and by the prepared path reads back identically
+        await db.write(lambda c: c.execute(insert(episodes).values(**_episode_values("core"))))
+        await db.write(repo._INSERT_EPISODE.execute, _episode_values("prepared"))
+        rows = await db.read(lambda c: {r.id: dict(r._mapping) for r in c.execute(select(episodes))})
+        assert {k: v for k, v in rows["core"].items() if k != "id"} == {k: v for k, v in rows["prepared"].items() if k != "id"}
+        assert rows["prepared"]["created_at"] == NOW and rows["prepared"]["state"]["nested"]["text"] == "é ✓"
+
+        # the guarded bump: literals of the statement are bound, the rowcount says who won
+        bump = dict(episode_id="prepared", state={"s": 1}, status="active", now=NOW + timedelta(seconds=1))
+        assert await db.write(repo._BUMP_EPISODE.execute, {**bump, "expected": 0}) == 1
+        assert await db.write(repo._BUMP_EPISODE.execute, {**bump, "expected": 0}) == 0  # stale expectation
+        row = await db.read(lambda c: c.execute(select(episodes).where(episodes.c.id == "prepared")).one())
+        assert (row.step_count, row.version, row.state, row.updated_at) == (1, 2, {"s": 1}, NOW + timedelta(seconds=1))
+
+        # driver errors surface as SQLAlchemy's, so callers handle them as on the Core path
+        with pytest.raises(IntegrityError):
+            await db.write(repo._INSERT_EPISODE.execute, _episode_values("prepared"))
+        with pytest.raises(KeyError):
+            await db.write(repo._INSERT_EPISODE.execute, {"id": "missing-columns"})
+        assert await repo.count_rows(db) == {"episodes": 2, "transitions": 0, "grades": 0}
+    finally:
+        await db.dispose()
+
+
+def test_prepared_needs_a_positional_paramstyle() -> None:
+    from sqlalchemy.dialects import postgresql
+
+    statement = Prepared(update(episodes).values(status=bindparam("status")))
+    with pytest.raises(TypeError, match="positional"):
+        statement._compile(postgresql.psycopg2.dialect())  # pyformat
+
+
+async def _play(service: EpisodeService, seed: int, stop_before_last: bool = False) -> tuple[str, list[dict]]:
+    """Play a decision task with the heuristic agent; returns the episode id and the actions left."""
+    task = next(t.id for t in core.TASKS.values() if t.family == "decision")
+    state, obs = core.reset(task, seed, "train")
+    agent, actions = HeuristicAgent(), []
+    while not state.done:
+        action = agent.act(obs)
+        actions.append(action.model_dump(mode="json", exclude_none=True))
+        result = core.step(state, action)
+        state, obs = result.state, result.observation
+    started = await service.reset(ResetParams(task_id=task, seed=seed))
+    last = len(actions) - 1 if stop_before_last else len(actions)
+    for action in actions[:last]:
+        await service.step(started.episode_id, action)
+    return started.episode_id, actions[last:]
+
+
+async def test_grader_from_cache_equals_grader_from_the_database(settings: Settings) -> None:
+    db = settings.database()
+    await upgrade_to_head(db)
+    try:
+        runs = RunService(db, ttl_s=3600)
+        here = EpisodeService(db, runs=runs)
+        episode_id, _ = await _play(here, seed=11)
+        cached = here.cache.get(episode_id)
+        assert cached is not None and cached.grade is not None  # the finishing step left its grade
+        from_cache = await here.grade(episode_id)
+        from_db = await EpisodeService(db, runs=runs).grade(episode_id)  # a fresh process: no cache
+        assert from_cache == from_db
+        assert from_db["score"] == core.grade_episode(cached.state).score
+        assert await repo.count_rows(db) == {"episodes": 1, "transitions": len(await repo.list_transitions(db, episode_id)), "grades": 1}
+    finally:
+        await db.dispose()
+
+
+async def test_grader_after_another_process_finished_the_episode(settings: Settings) -> None:
+    """This process cached the episode while active; another finished it: the grade comes from the database."""
+    db = settings.database()
+    await upgrade_to_head(db)
+    try:
+        runs = RunService(db, ttl_s=3600)
+        first, second = EpisodeService(db, runs=runs), EpisodeService(db, runs=runs)
+        episode_id, rest = await _play(first, seed=12, stop_before_last=True)
+        assert rest
+        finished = await second.step(episode_id, rest[0])
+        assert finished.done
+        stale = first.cache.get(episode_id)
+        assert stale is not None and stale.record.status == "active"
+        assert await first.grade(episode_id) == await second.grade(episode_id)
+        assert (await first.grade(episode_id))["step_count"] == finished.metadata["step_count"]
+        rows = await db.read(lambda c: c.execute(select(grades.c.episode_id)).all())
+        assert len(rows) == 1 and len(await db.read(lambda c: c.execute(select(transitions)).all())) == finished.metadata["step_count"]
+    finally:
+        await db.dispose()
