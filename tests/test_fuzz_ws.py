@@ -148,7 +148,7 @@ async def test_huge_deep_and_odd_frames(settings: Settings) -> None:
         ("text", json.dumps({"type": "reset", "data": {"episode_id": "never-made", "resume": True}}), "EXECUTION_ERROR"),
         ("text", json.dumps({"type": "reset", "data": {"seed": 1e308}}), "VALIDATION_ERROR"),
         ("text", json.dumps({"type": "reset", "data": {"split": "test"}}), "EXECUTION_ERROR"),
-        ("text", '{"type": "reset", "data": {"seed": NaN}}', "VALIDATION_ERROR"),
+        ("text", '{"type": "reset", "data": {"seed": NaN}}', "INVALID_JSON"),  # NaN is not JSON
         ("text", '{"type": "reset", "type": "bogus"}', "UNKNOWN_TYPE"),
     ]
     with TestClient(create_app(settings)) as client, client.websocket_connect("/ws") as ws:

@@ -9,10 +9,10 @@ CAPACITY_REACHED, FACTORY_ERROR, SESSION_ERROR (also sent when an idle session i
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, Literal
 
+import msgspec
 from litestar import WebSocket, websocket
 from litestar.datastructures import State
 from litestar.di import NamedDependency
@@ -92,21 +92,28 @@ class WsSessions:
     async def open_session(self) -> McpSession:
         """Make sure the session can work: its episodes live in the database, so reach it once."""
         try:
-            async with self.episodes.db.reader() as conn:
-                await conn.execute(text("SELECT 1"))
+            await self.episodes.db.read(lambda conn: conn.execute(text("SELECT 1")))
         except Exception as exc:  # noqa: BLE001 - any failure here means no session can be served
             raise FactoryFailed(f"cannot open a session: the episode store is unavailable ({type(exc).__name__})") from exc
         return McpSession()
 
 
+_encode = msgspec.json.Encoder().encode
+
+
+def _frame(kind: str, data: Any) -> str:
+    return _encode({"type": kind, "data": data}).decode()
+
+
 def _error(message: str, code: str, **extra: Any) -> str:
-    return json.dumps({"type": "error", "data": {"message": message, "code": code, **extra}})
+    return _frame("error", {"message": message, "code": code, **extra})
 
 
 async def _receive_text(socket: WebSocket[Any, Any, Any], timeout: float) -> str | None:
     """The next text frame, or None when the client went away. Raises TimeoutError when idle."""
     while True:
-        event = await asyncio.wait_for(socket.receive(), timeout)
+        async with asyncio.timeout(timeout):
+            event = await socket.receive()
         if event["type"] == "websocket.disconnect":
             return None
         if event.get("text") is not None:
@@ -136,20 +143,20 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
             result = await episodes.reset(params)
             session.episode_id = result.episode_id
             session.run_token = params.run_token
-            return json.dumps({"type": "observation", "data": result.wire()})
+            return _frame("observation", result.wire())
         if isinstance(msg, StepFrame):
             if session.episode_id is None:
                 return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR")
             result = await episodes.step(session.episode_id, msg.data, run_token=session.run_token)
-            return json.dumps({"type": "observation", "data": result.wire()})
+            return _frame("observation", result.wire())
         if isinstance(msg, StateFrame):
             if session.episode_id is None:
                 data: dict[str, Any] = {"episode_id": None, "step_count": 0}
             else:
                 data = await episodes.state(session.episode_id)
-            return json.dumps({"type": "state", "data": data})
+            return _frame("state", data)
         assert isinstance(msg, McpFrame)
-        return json.dumps({"type": "mcp", "data": await handle_jsonrpc(msg.data, episodes, session)})
+        return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session))
     except Problem as exc:
         if exc.status == 422:
             return _error(exc.detail, "VALIDATION_ERROR", errors=exc.extra.get("errors", []))
@@ -188,8 +195,8 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                 )
                 continue
             try:
-                frame = json.loads(raw)
-            except (json.JSONDecodeError, RecursionError) as exc:
+                frame = msgspec.json.decode(raw)
+            except (msgspec.DecodeError, RecursionError) as exc:
                 await socket.send_text(_error(f"Invalid JSON: {exc}", "INVALID_JSON"))
                 continue
             if not isinstance(frame, dict):
