@@ -7,8 +7,8 @@ and a no-op ceiling, side by side in one run, on 127.0.0.1 only. Prints one JSON
 What is measured (each a "target"; every target runs once per round, rounds interleave so that
 background noise hits all of them alike, and the report gives the median over rounds):
 
-- ``ours/http``, ``ours/ws`` — ``python -m service.app`` (one uvicorn worker; ``--workers N`` runs
-  ``uvicorn --factory service.app:app_factory --workers N``) on a fresh SQLite file or PostgreSQL
+- ``ours/http``, ``ours/ws`` — ``python -m service.app`` (one uvicorn worker; ``--workers N`` sets
+  ``WORKERS=N``: N worker processes, each building the app) on a fresh SQLite file or PostgreSQL
   schema. An episode is ``POST /reset`` → ``POST /step`` until ``done`` → ``GET /grader``; over WS it
   is a ``reset`` frame → ``step`` frames on the agent's long-lived socket → ``GET /grader``.
 - ``peer/ws`` — openenv 0.10's own ``create_app`` over our core, in memory (``bench.reference_server``),
@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -677,14 +679,11 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
         # ---- start the servers (all stay up for the whole run; idle ones cost nothing)
         port = free_port()
         env = server_env(
-            DATABASE_URL=database_url, HOST=HOST, PORT=str(port), LOG_LEVEL=log_level,
+            DATABASE_URL=database_url, HOST=HOST, PORT=str(port), LOG_LEVEL=log_level, WORKERS=str(args.workers),
             MAX_CONCURRENT_ENVS=str(max(256, 2 * args.agents)), **({"DATABASE_SCHEMA": schema} if schema else {}),
         )
-        if args.workers == 1:
-            cmd = [py, "-m", "service.app"]
-        else:
-            cmd = [py, "-m", "uvicorn", "--factory", "service.app:app_factory", "--host", HOST, "--port", str(port),
-                   "--workers", str(args.workers), "--log-level", log_level.lower()]
+        cmd = [py, "-m", "service.app"]
+        served = Settings.from_env(env)  # what every server is served with (service.app.serve)
         if args.ours_url:  # drive a server someone else started (e.g. under a profiler)
             ours = ExternalServer(args.ours_url)
             started: list[Any] = []
@@ -742,10 +741,13 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
                 "transports": transports,
                 "database": "postgresql" if is_pg else "sqlite",
                 "database_url": (urlsplit(database_url)._replace(netloc=urlsplit(database_url).hostname or "").geturl()
-                                 if is_pg else "sqlite file in a temp dir (WAL, synchronous=NORMAL)"),
+                                 if is_pg else f"sqlite file in a temp dir (journal_mode={served.sqlite_journal_mode}, "
+                                               f"synchronous={served.sqlite_synchronous})"),
+                "access_log": served.access_log,
+                "ws_per_message_deflate": served.ws_per_message_deflate,
                 "workers": args.workers,
                 "log_level": log_level,
-                "ours_command": args.ours_url or "python " + " ".join(cmd[1:]),
+                "ours_command": args.ours_url or f"WORKERS={args.workers} python " + " ".join(cmd[1:]),
                 "server_pids": {s.name: s.proc.pid for s in started},
                 "commit": git_commit(),
                 "python": platform.python_version(),

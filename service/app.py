@@ -6,6 +6,7 @@ import an app object, ``uvicorn --factory service.app:app_factory`` builds one f
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -59,6 +60,23 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
     return await handle_jsonrpc(payload, episodes)
 
 
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+def tune_gc() -> None:
+    """Keep the cyclic garbage collector off the latency tail.
+
+    With the default thresholds the collector ran a full pass every few hundred steps, walking
+    every long-lived object (routes, schemas, cached tickets and episodes) while requests waited:
+    the p99 step latency under load was 3-4x the p95. Everything alive at start-up is frozen
+    (never scanned again) and young objects are collected less often. The step path allocates
+    few reference cycles (freed by reference counting), so memory stays flat.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     database = settings.database()
@@ -106,7 +124,9 @@ def create_app(settings: Settings) -> Litestar:
 
 def app_factory() -> Litestar:
     """``uvicorn --factory service.app:app_factory``: settings from the environment."""
-    return create_app(Settings.from_env())
+    app = create_app(Settings.from_env())
+    tune_gc()
+    return app
 
 
 def __getattr__(name: str) -> Any:
@@ -117,12 +137,34 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def main() -> None:
+def serve(app: Any, settings: Settings) -> None:
+    """Serve ``app`` with uvicorn as ``settings`` say (uvloop and httptools when installed).
+
+    ``app`` is an ASGI app (one process), or with ``settings.workers > 1`` the import string of
+    an app factory that each worker calls. The benchmark serves its peer and ceiling through
+    this same call, so every server it compares runs with the same options.
+    """
     import uvicorn
 
-    settings = Settings.from_env()
+    tune_gc()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=settings.access_log,
+        ws_per_message_deflate=settings.ws_per_message_deflate,
+        **({"workers": settings.workers, "factory": True} if settings.workers > 1 else {}),
+    )
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    if settings.workers > 1:  # every worker builds its own app (and engine) from the environment
+        serve("service.app:app_factory", settings)
+    else:
+        serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

@@ -57,11 +57,14 @@ class Settings:
     database_schema: str | None = None
     host: str = "0.0.0.0"
     port: int = 7860
+    workers: int = 1  # uvicorn worker processes of `python -m service.app` (all state is in the database)
     max_concurrent_envs: int = 256
     ws_idle_timeout_s: float = 300.0
     max_body_bytes: int = 64 * 1024
     default_split: str = "train"
     log_level: str = "INFO"
+    access_log: bool = False  # one line per HTTP request; the database already records every step
+    ws_per_message_deflate: bool = False  # compressing ~2 kB frames costs more CPU than it saves on a LAN
     migrate_on_start: bool = True
     baseline_agent: str = "heuristic"
     baseline_split: str = "dev"
@@ -79,11 +82,14 @@ class Settings:
             database_schema=env.get("DATABASE_SCHEMA") or None,
             host=env.get("HOST") or "0.0.0.0",
             port=_int(env, "PORT", 7860, minimum=1),
+            workers=_int(env, "WORKERS", 1, minimum=1),
             max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 256, minimum=1),
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
             default_split=env.get("DEFAULT_SPLIT") or "train",
             log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
+            access_log=_bool(env, "ACCESS_LOG", False),
+            ws_per_message_deflate=_bool(env, "WS_PER_MESSAGE_DEFLATE", False),
             migrate_on_start=_bool(env, "MIGRATE_ON_START", True),
             baseline_agent=env.get("BASELINE_AGENT") or "heuristic",
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
