@@ -1,9 +1,14 @@
-"""Request and response bodies of the HTTP API (pydantic; OpenAPI is generated from them)."""
+"""Request and response bodies of the HTTP API; OpenAPI is generated from them.
+
+``ObservationResponse``, the answer to every reset and step, is a msgspec struct: Litestar encodes
+it natively, without a pydantic validation and dump on the hot path. The rest are pydantic models.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.api.episodes import EpisodeResult, ResetParams
@@ -27,7 +32,7 @@ class StepRequest(BaseModel):
     )
 
 
-class ObservationResponse(BaseModel):
+class ObservationResponse(msgspec.Struct):
     """OpenEnv result shape: the observation with ``reward``/``done`` lifted to the top level."""
 
     observation: dict[str, Any]
@@ -37,7 +42,7 @@ class ObservationResponse(BaseModel):
 
     @classmethod
     def of(cls, result: EpisodeResult) -> ObservationResponse:
-        return cls(observation=result.observation, reward=result.reward, done=result.done, metadata=result.metadata)
+        return cls(result.observation, result.reward, result.done, result.metadata)
 
 
 class StateResponse(BaseModel):
