@@ -23,6 +23,7 @@ def _play(task_id: str, seed: int, actions: list[Action], split: str = "dev"):
         if state.done:
             break
         result = step(state, action)
+        assert result.grade == grade_episode(result.state)  # the grade step returns is the state's grade
         state = result.state
         observations.append(result.observation)
         rewards.append(result.reward)

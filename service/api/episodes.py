@@ -346,7 +346,7 @@ class EpisodeService:
         observation = wire_observation(record.id, result.observation)
         grade = None
         if result.done:
-            grade = _draft(core.grade_episode(result.state))
+            grade = _draft(result.grade)
         new_state = result.state.model_dump(mode="json")
         try:
             stored = await repo.record_step(

@@ -108,9 +108,12 @@ def step(state: EpisodeState, action: Action) -> StepResult:
         "done": done or truncated,
         "truncated": truncated,
     })
-    reward = round(grade_episode(new_state).raw - _raw_so_far(state), 6)
+    grade = grade_episode(new_state)  # rewards are not graded: this is the grade of the final state too
+    reward = round(grade.raw - _raw_so_far(state), 6)
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
-    return StepResult(state=new_state, observation=observe(new_state, reward), reward=reward, done=new_state.done)
+    return StepResult(
+        state=new_state, observation=observe(new_state, reward), reward=reward, done=new_state.done, grade=grade
+    )
 
 
 def replay(task_id: str, seed: int, split: str, actions: list[Action]) -> EpisodeState:

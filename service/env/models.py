@@ -163,15 +163,6 @@ class EpisodeState(BaseModel):
     truncated: bool = False
 
 
-class StepResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    state: EpisodeState
-    observation: Observation
-    reward: float
-    done: bool
-
-
 class GradeComponent(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -195,3 +186,13 @@ class Grade(BaseModel):
     clauses: tuple[str, ...]
     grader_version: str
     finished: bool
+
+
+class StepResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    state: EpisodeState
+    observation: Observation
+    reward: float
+    done: bool
+    grade: Grade  # of the new state: its raw score made the reward (the final grade when done)
