@@ -43,13 +43,14 @@ class _JobFailed(Exception):
     """A job raised inside a batch run without savepoints."""
 
 
-def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+def _resolve(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, result, error in outcomes:
+        if future.cancelled():
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
 
 
 class SqliteThread:
@@ -116,8 +117,12 @@ class SqliteThread:
             outcomes = [(job, None, exc) for job in batch]
         self.batches += 1
         self.jobs += len(batch)
+        # One wake-up per event loop for the whole batch, not one per job.
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
         for job, result, error in outcomes:
-            job.loop.call_soon_threadsafe(_resolve, job.future, result, error)
+            by_loop.setdefault(job.loop, []).append((job.future, result, error))
+        for loop, resolved in by_loop.items():
+            loop.call_soon_threadsafe(_resolve, resolved)
 
     def _attempt(self, conn: Connection, batch: list[_Job], isolate: bool) -> list[tuple[_Job, Any, BaseException | None]]:
         """One transaction over the batch. Fast path (no savepoints): the first job error aborts
