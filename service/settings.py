@@ -72,7 +72,7 @@ class Settings:
     app_version: str = "1.0.0"
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
     sqlite_journal_mode: str = "WAL"  # DELETE on network file systems (WAL needs shared memory)
-    sqlite_synchronous: str = "NORMAL"  # FULL with DELETE: a commit is on disk before it is acknowledged
+    sqlite_synchronous: str = "FULL"  # a commit is on disk (fsync) before any step in it is acknowledged
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -96,7 +96,7 @@ class Settings:
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
             sqlite_journal_mode=(env.get("SQLITE_JOURNAL_MODE") or "WAL").upper(),
-            sqlite_synchronous=(env.get("SQLITE_SYNCHRONOUS") or "NORMAL").upper(),
+            sqlite_synchronous=(env.get("SQLITE_SYNCHRONOUS") or "FULL").upper(),
         )
 
     def database(self) -> Database:

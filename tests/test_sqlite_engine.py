@@ -31,7 +31,7 @@ async def test_pragmas_are_applied_on_every_connection(tmp_path: Path) -> None:
     db = await _db(tmp_path)
     try:
         pragmas = await db.read(lambda c: [c.execute(text(f"PRAGMA {p}")).scalar() for p in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")])
-        assert pragmas == ["wal", 1, 1, 10_000]  # synchronous=NORMAL is 1
+        assert pragmas == ["wal", 2, 1, 10_000]  # synchronous=FULL is 2: fsync at every commit
     finally:
         await db.dispose()
 
