@@ -43,7 +43,7 @@ async def test_sqlite_connections_are_configured(tmp_path) -> None:
                 name: (await conn.execute(text(f"PRAGMA {name}"))).scalar_one()
                 for name in ("journal_mode", "busy_timeout", "synchronous", "foreign_keys")
             }
-        assert pragmas == {"journal_mode": "wal", "busy_timeout": 10_000, "synchronous": 1, "foreign_keys": 1}
+        assert pragmas == {"journal_mode": "wal", "busy_timeout": 10_000, "synchronous": 2, "foreign_keys": 1}
         assert (tmp_path / "x").is_dir()  # the data folder is created
     finally:
         await db.dispose()
