@@ -1,12 +1,13 @@
 """Request and response bodies of the HTTP API; OpenAPI is generated from them.
 
-``ObservationResponse``, the answer to every reset and step, is a msgspec struct: Litestar encodes
-it natively, without a pydantic validation and dump on the hot path. The rest are pydantic models.
+``ObservationResponse`` (every reset and step) and ``GraderResponse`` (every finished episode) are
+msgspec structs: Litestar encodes them natively, without a pydantic validation and dump on the
+hot path. The rest are pydantic models.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field
@@ -80,23 +81,20 @@ class TasksResponse(BaseModel):
     action_schema: dict[str, Any]
 
 
-class GradeComponentView(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    earned: float
-    weight: float
-
-
-class GraderResponse(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class GraderResponse(msgspec.Struct, omit_defaults=True):
+    """``GET /grader?episode_id=…``: the stored grade of a finished episode (once per episode: a struct)."""
 
     episode_id: str
     task_id: str
-    score: float = Field(ge=0.0, le=1.0)
+    score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
     grader_version: str
     components: list[dict[str, Any]]
     clauses: list[str]
+    raw: float | None
+    finished: bool
+    step_count: int
+    graded_at: str
+    redacted: str | None = None  # test split: why details and clause ids are not served
 
 
 class RunGradeResponse(BaseModel):
