@@ -61,3 +61,24 @@ def test_bench_load_tiny_run(tmp_path: Path) -> None:
     pids = report["config"]["server_pids"]
     assert set(pids) == {"ours", "peer", "ceiling"}
     assert not [name for name, pid in pids.items() if _alive(pid)], "bench/load.py left a server running"
+
+
+def test_bench_step_path_tiny_run(tmp_path: Path) -> None:
+    """The in-process step-path benchmark: same episodes through the core and the service, both timed."""
+    out = tmp_path / "step_path.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.step_path", "--episodes", "24", "--agents", "4", "--rounds", "2", "--json-out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout)
+    assert json.loads(out.read_text()) == report
+    assert report["config"]["sqlite"] == {"journal_mode": "WAL", "synchronous": "FULL"}
+    for target in ("core", "service"):
+        cpu = report["cpu_ms_per_step"][target]
+        assert len(cpu["rounds"]) == 2 and all(x > 0 for x in cpu["rounds"]) and cpu["median"] > 0
+    # persisting costs something: a service step cannot be cheaper than the core step it wraps
+    assert report["service_over_core"] > 1
+    assert report["service_overhead_ms_per_step"] == pytest.approx(
+        report["cpu_ms_per_step"]["service"]["median"] - report["cpu_ms_per_step"]["core"]["median"], abs=1e-3
+    )
