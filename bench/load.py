@@ -113,6 +113,17 @@ class ServerProcess:
         """CPU of the server, uvicorn workers included."""
         return sum(self.session_members().values())
 
+    def rss_mb(self) -> float:
+        """Resident memory of the server, uvicorn workers included (MB)."""
+        total_kb = 0
+        for pid in self.session_members():
+            try:
+                with open(f"/proc/{pid}/status", "rb") as f:
+                    total_kb += next((int(line.split()[1]) for line in f if line.startswith(b"VmRSS:")), 0)
+            except OSError:
+                continue
+        return round(total_kb / 1024, 1)
+
     def stop(self) -> None:
         """SIGTERM to the process group we created (its id is our child's PID), then SIGKILL."""
         if self._stopped:
@@ -144,6 +155,9 @@ class ExternalServer:
 
     def cpu_seconds(self) -> float:
         return 0.0
+
+    def rss_mb(self) -> float | None:
+        return None
 
 
 def free_port() -> int:
@@ -551,6 +565,8 @@ async def measure(
             "server": round(srv / wall, 3),
             "other": round(max(0.0, busy - gen - srv) / wall, 3),
         },
+        # the server stays up across rounds: a leak shows as growth from round to round
+        "server_rss_mb": target.server.rss_mb(),
     }
 
 
@@ -585,8 +601,9 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": sum(r["errors"] for r in rounds),
         "error_samples": [s for r in rounds for s in r["error_samples"]][:5],
         "cpu_cores": {k: med(("cpu_cores", k)) for k in ("generator", "server", "other")},
+        "server_rss_mb": max((r["server_rss_mb"] for r in rounds if r["server_rss_mb"] is not None), default=None),
         "rounds": [
-            {k: r[k] for k in ("steps_per_s", "episodes_per_s", "errors", "window_s", "cpu_cores")}
+            {k: r[k] for k in ("steps_per_s", "episodes_per_s", "errors", "window_s", "cpu_cores", "server_rss_mb")}
             | {"step_p99_ms": r["step_latency_ms"]["p99"]}
             for r in rounds
         ],
@@ -757,6 +774,7 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
                 "notes": [
                     "median over rounds; step latency client-side (request written -> response parsed)",
                     "cpu_cores: CPU used during the window (1.0 = one core); 'other' = everything else on the machine",
+                    "server_rss_mb: resident memory of the server at the end of a window (max over rounds)",
                     "peer = openenv create_app over our core, in memory, stepped in openenv's per-session threads",
                     "ceiling = Litestar no-op routes, canned observation replies, replayed episodes",
                 ],

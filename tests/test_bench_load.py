@@ -49,6 +49,7 @@ def test_bench_load_tiny_run(tmp_path: Path) -> None:
             assert isinstance(r["step_latency_ms"][key], float) and r["step_latency_ms"][key] > 0, (name, key)
         assert r["step_latency_ms"]["p50"] <= r["step_latency_ms"]["p99"]
         assert set(r["cpu_cores"]) == {"generator", "server", "other"}
+        assert r["server_rss_mb"] > 10 and r["rounds"][0]["server_rss_mb"] == r["server_rss_mb"]
         assert len(r["rounds"]) == 1
     # scripted agents finish real episodes: a few steps each, as the tasks allow
     assert 1 <= report["results"]["ours/http"]["mean_steps_per_episode"] <= 20
