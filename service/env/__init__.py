@@ -3,8 +3,8 @@
 Public surface (read this, nothing else is needed to drive an episode)::
 
     state, obs = reset(task_id, seed, split)        # a new episode
-    result = step(state, action)                     # StepResult(state, observation, reward, done)
-    grade = grade_episode(result.state)              # Grade(score in [0, 1], components, clauses)
+    result = step(state, action)                     # StepResult(state, observation, reward, done, grade)
+    grade = grade_episode(result.state)              # Grade(score in [0, 1], components, clauses) == result.grade
 
 Tasks live in :data:`TASKS`; the store policy document is :func:`render_policy_markdown`.
 """
