@@ -36,6 +36,9 @@ def json_serializer(value: Any) -> str:
     """JSON columns are written by msgspec (several times faster than ``json.dumps``, same JSON)."""
     return _json_encode(value).decode()
 
+
+_JSON_CODEC: dict[str, Any] = {"json_serializer": json_serializer, "json_deserializer": msgspec.json.decode}
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -93,7 +96,7 @@ class Database:
         self.url = url
         self.is_sqlite = make_url(url).drivername.startswith("sqlite")
         self.schema = schema
-        kwargs: dict[str, Any] = {"echo": echo, "json_serializer": json_serializer, "json_deserializer": msgspec.json.decode}
+        kwargs: dict[str, Any] = {"echo": echo, **_JSON_CODEC}
         if self.is_sqlite:
             path = sqlite_path(url)
             if path is not None:
@@ -109,10 +112,7 @@ class Database:
         self._reader: SqliteThread | None = None
         if self.is_sqlite:
             _configure_sqlite(self.engine.sync_engine, sqlite_journal_mode, sqlite_synchronous)
-            sync_engine = create_engine(
-                make_url(url).set(drivername="sqlite"), echo=echo, json_serializer=json_serializer,
-                json_deserializer=msgspec.json.decode,
-            )
+            sync_engine = create_engine(make_url(url).set(drivername="sqlite"), echo=echo, **_JSON_CODEC)
             _configure_sqlite(sync_engine, sqlite_journal_mode, sqlite_synchronous)
             self._writer = SqliteThread(sync_engine.execution_options(sqlite_begin="IMMEDIATE"), "sqlite-writer", savepoints=True)
             self._reader = SqliteThread(sync_engine, "sqlite-reader", savepoints=False)
