@@ -15,6 +15,7 @@ the two drivers of this service. Driver errors are re-raised as SQLAlchemy's exc
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,8 @@ class Prepared:
 
     def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
-        self._compiled: dict[str, _Compiled] = {}
+        # per dialect object: its bind processors carry that engine's settings (JSON serializer)
+        self._compiled: weakref.WeakKeyDictionary[Dialect, _Compiled] = weakref.WeakKeyDictionary()
 
     def _compile(self, dialect: Dialect) -> _Compiled:
         compiled = self.statement.compile(dialect=dialect)
@@ -57,9 +59,9 @@ class Prepared:
     def execute(self, conn: Connection, params: Mapping[str, Any]) -> int:
         """Run with ``params`` (by bind name) on ``conn``'s DB-API connection; returns the rowcount."""
         dialect = conn.dialect
-        compiled = self._compiled.get(dialect.name)
+        compiled = self._compiled.get(dialect)
         if compiled is None:
-            compiled = self._compiled[dialect.name] = self._compile(dialect)
+            compiled = self._compiled[dialect] = self._compile(dialect)
         values = []
         for name, constant, process in compiled.slots:
             value = params[name] if constant is _UNSET else constant
