@@ -40,7 +40,7 @@ from service import env as core
 from service.api.episodes import EpisodeService, ResetParams
 from service.api.runs import RunService
 from service.db.migrate import upgrade_to_head
-from service.env.agents import HeuristicAgent
+from service.env.agents import play_episode
 from service.settings import Settings
 
 Script = tuple[str, int, list[dict[str, Any]]]
@@ -52,14 +52,8 @@ def record(episodes: int, seed0: int) -> list[Script]:
     scripts = []
     for i in range(episodes):
         task_id, seed = tasks[i % len(tasks)], seed0 + i
-        state, observation = core.reset(task_id, seed, "train")
-        agent, actions = HeuristicAgent(), []
-        while not state.done:
-            action = agent.act(observation)
-            actions.append(action.model_dump(mode="json", exclude_none=True))
-            result = core.step(state, action)
-            state, observation = result.state, result.observation
-        scripts.append((task_id, seed, actions))
+        _, actions = play_episode("heuristic", task_id, seed, "train")
+        scripts.append((task_id, seed, [a.model_dump(mode="json", exclude_none=True) for a in actions]))
     return scripts
 
 

@@ -85,7 +85,11 @@ def free_port() -> int:
 class LiveServer:
     """A uvicorn subprocess serving ``create_app`` on 127.0.0.1; stopped by its PID."""
 
-    def __init__(self, settings: Settings, log_path: Path, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, log_path: Path, extra_env: dict[str, str] | None = None, command: list[str] | None = None
+    ) -> None:
+        """``command`` defaults to ``uvicorn --factory service.app:app_factory``; HOST and PORT are
+        also in its environment, for ``python -m service.app``."""
         self.settings = settings
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -98,12 +102,14 @@ class LiveServer:
             WS_IDLE_TIMEOUT_S=str(settings.ws_idle_timeout_s),
             BASELINE_SEEDS_PER_TASK=str(settings.baseline_seeds_per_task),
             LOG_LEVEL="WARNING",
+            HOST="127.0.0.1",
+            PORT=str(self.port),
             **(extra_env or {}),
         )
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "service.app:app_factory",
-             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+            command or [sys.executable, "-m", "uvicorn", "--factory", "service.app:app_factory",
+                        "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         self._wait_ready()

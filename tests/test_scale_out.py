@@ -14,9 +14,7 @@ PostgreSQL is the deployment this is for (runs when TEST_DATABASE_URL is set); t
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
 import sys
 import threading
 import time
@@ -288,42 +286,22 @@ def _cmdline(pid: int) -> bytes:
 
 def test_workers_setting_serves_from_that_many_processes(shared_settings: Settings, tmp_path: Path) -> None:
     """``WORKERS=2 python -m service.app``: two worker processes behind one port, one database."""
-    from conftest import free_port
-
-    port = free_port()
-    env = {**os.environ, "DATABASE_URL": shared_settings.database_url, "DATABASE_SCHEMA": shared_settings.database_schema or "",
-           "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": "2", "LOG_LEVEL": "WARNING"}
-    log = open(tmp_path / "workers.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=Path(__file__).resolve().parents[1], env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    server = LiveServer(shared_settings, tmp_path / "workers.log", extra_env={"WORKERS": "2"},
+                        command=[sys.executable, "-m", "service.app"])
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        workers: list[int] = []
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (tmp_path / "workers.log").read_text()
-            # uvicorn's workers are spawned processes (its resource tracker is a child too, but not one)
-            workers = [k for k in _children(proc.pid) if b"spawn_main" in _cmdline(k)]
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200 and len(workers) == 2:
-                    break
-            except httpx.HTTPError:
-                pass
+        deadline = time.monotonic() + 30
+        # uvicorn's workers are spawned processes (its resource tracker is a child too, but not one)
+        while len(workers := [k for k in _children(server.proc.pid) if b"spawn_main" in _cmdline(k)]) < 2:
+            assert time.monotonic() < deadline, workers
             time.sleep(0.2)
         assert len(workers) == 2, workers
         # an episode played with a new connection per request (any worker may answer) stays consistent
-        episode = httpx.post(url + "/reset", json={"task_id": WORKFLOW, "seed": 5}).json()["observation"]["episode_id"]
+        episode = httpx.post(server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}).json()["observation"]["episode_id"]
         for action in [*STEADY[:3], ENDINGS[1]]:
-            r = httpx.post(url + "/step", json={"episode_id": episode, "action": action})
+            r = httpx.post(server.url + "/step", json={"episode_id": episode, "action": action})
             assert r.status_code == 200, r.text
-        grade = httpx.get(url + "/grader", params={"episode_id": episode}).json()
+        grade = httpx.get(server.url + "/grader", params={"episode_id": episode}).json()
         assert grade["step_count"] == 4 and 0.0 <= grade["score"] <= 1.0
     finally:
-        proc.terminate()  # the supervisor we started; it stops its workers
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        log.close()
-    assert not _children(proc.pid)
+        server.stop()  # the supervisor we started; it stops its workers
+    assert not _children(server.proc.pid)

@@ -16,7 +16,7 @@ from service.db import repository as repo
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, grades, transitions
 from service.db.prepared import Prepared
-from service.env.agents import HeuristicAgent
+from service.env.agents import play_episode
 from service.settings import Settings
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -69,13 +69,7 @@ def test_prepared_needs_a_positional_paramstyle() -> None:
 async def _play(service: EpisodeService, seed: int, stop_before_last: bool = False) -> tuple[str, list[dict]]:
     """Play a decision task with the heuristic agent; returns the episode id and the actions left."""
     task = next(t.id for t in core.TASKS.values() if t.family == "decision")
-    state, obs = core.reset(task, seed, "train")
-    agent, actions = HeuristicAgent(), []
-    while not state.done:
-        action = agent.act(obs)
-        actions.append(action.model_dump(mode="json", exclude_none=True))
-        result = core.step(state, action)
-        state, obs = result.state, result.observation
+    actions = [a.model_dump(mode="json", exclude_none=True) for a in play_episode("heuristic", task, seed, "train")[1]]
     started = await service.reset(ResetParams(task_id=task, seed=seed))
     last = len(actions) - 1 if stop_before_last else len(actions)
     for action in actions[:last]:
