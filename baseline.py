@@ -18,8 +18,6 @@ import asyncio
 import json
 import logging
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,58 +33,23 @@ import inference
 from service import stats
 from service.env import TASKS, run_manifest
 
-ROOT = Path(__file__).resolve().parent
 log = logging.getLogger("baseline")
 
 
 # ------------------------------------------------------------------------------ local service
 
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/health", timeout=2.0).json().get("status") == "healthy"
-    except (httpx.HTTPError, ValueError):
-        return False
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def service_url(env_url: str | None) -> Iterator[str]:
     """``env_url`` when it answers /health; otherwise a service started here on a temporary
-    SQLite database, stopped (by its PID) on exit."""
-    if env_url and _healthy(env_url.rstrip("/")):
+    SQLite database (``inference.local_service``), stopped on exit."""
+    if env_url and inference.service_answers(env_url):
         yield env_url.rstrip("/")
         return
     if env_url:
         log.warning("ENV_URL %s does not answer /health; starting a local service instead", env_url)
-    with tempfile.TemporaryDirectory(prefix="baseline-") as tmp:
-        port = _free_port()
-        env = dict(os.environ, DATABASE_URL=f"sqlite+aiosqlite:///{tmp}/baseline.db", HOST="127.0.0.1", PORT=str(port), LOG_LEVEL="WARNING")
-        log_file = open(Path(tmp) / "service.log", "wb")  # noqa: SIM115 - closed below
-        proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while not _healthy(url):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log_file.flush()
-                    raise RuntimeError("the local service did not start:\n" + (Path(tmp) / "service.log").read_text()[-2000:])
-                time.sleep(0.2)
-            log.info("local service on %s (temporary SQLite)", url)
-            yield url
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
-            log_file.close()
+    with inference.local_service() as url:
+        log.info("local service on %s (temporary SQLite)", url)
+        yield url
 
 
 # ---------------------------------------------------------------------------------- statistics

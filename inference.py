@@ -10,14 +10,22 @@ stdout carries exactly three kinds of line and nothing else (the hackathon-era l
     [STEP] step=<n> action=<compact json|null> reward=<0.00> done=<true|false> error=<msg|null>
     [END] success=<true|false> steps=<n> score=<0.000> rewards=<r1,r2,...>
 
-Every agent turn prints one ``[STEP]`` — also a turn whose answer could not be parsed or whose
-action the service rejected (reward 0.00, the reason in ``error``), so ``steps`` and the reward
-list always match the ``[STEP]`` lines of the episode. ``[END]`` is printed even when the episode
-fails. ``success`` means the episode's score (``GET /grader``; the clipped reward sum when the
-server does not reveal it) is at least ``SUCCESS_THRESHOLD`` = 0.5.
+Each episode's lines are printed together as one block when the episode ends, so concurrent
+episodes never interleave: stdout is a sequence of whole ``[START]`` … ``[END]`` blocks. Every
+agent turn is one ``[STEP]`` — also a turn whose answer could not be parsed or whose action the
+service rejected (reward 0.00, the reason in ``error``), so ``steps`` and the reward list always
+match the block's ``[STEP]`` lines. ``[STEP]`` rewards are what the server sent. ``[END]`` is
+printed even when the episode fails. ``success`` means the episode is *resolved* — every required
+check of its task passed — as the server reports it (the final observation's ``resolved``, else
+``GET /grader``'s); a server that reports no verdict is judged by the old rule, its score ≥
+``SUCCESS_THRESHOLD``. ``score`` is clamped into [0.001, 0.999]: the hackathon checker rejects a
+task score of exactly 0 or 1 (the exact score is ``GET /grader``'s).
 
-Progress, the per-task summary and the run's leaderboard link go to stderr. See
-``docs/inference-notes.md`` for the variables, flags and the time-budget arithmetic.
+With ``ENV_URL`` unset and nothing answering the default URL, a local service is started on a
+temporary SQLite database (as ``baseline.py`` does); an ``ENV_URL`` that does not answer is a
+usage error (exit 2), never silently replaced. Progress, the per-task summary and the run's
+leaderboard link go to stderr. See ``docs/inference-notes.md`` for the variables, flags and the
+time-budget arithmetic.
 """
 
 from __future__ import annotations
@@ -30,13 +38,17 @@ import math
 import os
 import random
 import re
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 import zlib
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -48,7 +60,11 @@ DEFAULT_API_BASE_URL = "https://router.huggingface.co/v1"
 DEFAULT_MODEL_NAME = "Qwen/Qwen2.5-72B-Instruct"
 DEFAULT_ENV_URL = "http://localhost:7860"
 DEFAULT_BENCHMARK = "ecomm-support-env"
+# The old meaning of success, kept for servers that report no "resolved" verdict.
 SUCCESS_THRESHOLD = 0.5
+# The hackathon checker rejects a task score of exactly 0.0 or 1.0: [END] prints inside (0, 1).
+SCORE_SHOWN_MIN, SCORE_SHOWN_MAX = 0.001, 0.999
+ROOT = Path(__file__).resolve().parent
 # Consecutive turns without an accepted action (unparseable answer, action rejected with 422)
 # before the runner plays FALLBACK_ACTION for the model. A lookup decides nothing, earns nothing
 # and costs nothing, so the fallback never answers the ticket on the model's behalf; it only
@@ -73,6 +89,7 @@ class Config:
     api_key: str | None
     env_url: str
     benchmark: str
+    env_url_given: bool
     run_token: str | None
     llm_timeout_s: float
     llm_max_attempts: int
@@ -88,6 +105,7 @@ class Config:
             api_key=env.get("HF_TOKEN") or env.get("API_KEY") or None,
             env_url=(env.get("ENV_URL") or DEFAULT_ENV_URL).rstrip("/"),
             benchmark=env.get("BENCHMARK") or DEFAULT_BENCHMARK,
+            env_url_given=bool(env.get("ENV_URL")),
             run_token=env.get("RUN_TOKEN") or None,
             llm_timeout_s=float(env.get("LLM_TIMEOUT_S") or 15.0),
             llm_max_attempts=max(1, int(env.get("LLM_MAX_ATTEMPTS") or 4)),
@@ -124,11 +142,12 @@ def step_line(n: int, action: dict[str, Any] | None, reward: float, done: bool, 
 
 
 def end_line(success: bool, steps: int, score: float, rewards: list[float]) -> str:
-    return f"[END] success={_bool(success)} steps={steps} score={score:.3f} rewards={','.join(f'{r:.2f}' for r in rewards)}"
+    shown = min(max(score, SCORE_SHOWN_MIN), SCORE_SHOWN_MAX)
+    return f"[END] success={_bool(success)} steps={steps} score={shown:.3f} rewards={','.join(f'{r:.2f}' for r in rewards)}"
 
 
 def emit(line: str) -> None:
-    """One complete line per write: concurrent episodes interleave by line, never inside one."""
+    """One complete line per write (play_episode writes an episode's lines back to back)."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
 
@@ -247,11 +266,14 @@ class EnvClient:
         body = {"action": action, "episode_id": episode_id, "request_id": uuid.uuid4().hex}
         return await self._call("POST", "/step", json=body)
 
-    async def score(self, episode_id: str) -> float | None:
+    async def grade(self, episode_id: str) -> dict[str, Any] | None:
+        """``GET /grader``'s answer (``score``, and ``resolved`` on servers that report it), or None
+        when it is withheld (test split until the run completes) or the episode is not gradable."""
         try:
-            return float((await self._call("GET", "/grader", params={"episode_id": episode_id}))["score"])
-        except (ServiceError, KeyError, TypeError, ValueError):
-            return None  # hidden (test split until the run completes) or not gradable
+            body = await self._call("GET", "/grader", params={"episode_id": episode_id})
+        except ServiceError:
+            return None
+        return body if isinstance(body, dict) else None
 
     async def create_run(self, **body: Any) -> dict[str, Any]:
         return await self._call("POST", "/runs", json=body, auth=False, attempts=1)
@@ -286,7 +308,9 @@ class Turn:
 class EpisodeAgent(Protocol):
     async def act(self, obs: dict[str, Any]) -> Turn: ...
 
-    def observe_result(self, action: dict[str, Any], reward: float | None, error: str | None) -> None: ...
+    def observe_result(self, action: dict[str, Any], rejected: bool, note: str | None) -> None:
+        """The service accepted ``action`` (with the environment's in-band ``note``, if any) or
+        rejected it (``note`` says why). Rewards are never passed to an agent."""
 
 
 class FatalAgentError(RuntimeError):
@@ -386,15 +410,16 @@ def _clip(text: Any, limit: int) -> str:
 @dataclass
 class _PastTurn:
     action: dict[str, Any]
-    reward: float | None
-    error: str | None
+    rejected: bool
+    note: str | None
 
 
 @dataclass
 class LLMEpisodeAgent:
     """Stateless prompts: every turn renders the whole (trimmed) situation afresh — the ticket,
-    the latest conversation, every lookup result so far and the agent's own past actions — so the
-    prompt stays bounded however long the episode runs."""
+    the latest conversation, every lookup result so far and the agent's own past actions with the
+    service's notes — so the prompt stays bounded however long the episode runs. Rewards are never
+    shown: the model is evaluated, not coached by the grader."""
 
     llm: LLMClient
     system: str
@@ -426,7 +451,10 @@ class LLMEpisodeAgent:
             shown_past = self.past[-self.PAST_TURNS :]
             lines = []
             for t in shown_past:
-                outcome = f"rejected: {one_line(t.error, 200)}" if t.reward is None else f"reward {t.reward:.2f}" + (f"; note: {one_line(t.error, 200)}" if t.error else "")
+                if t.rejected:
+                    outcome = f"rejected: {one_line(t.note, 200)}"
+                else:
+                    outcome = "accepted" + (f"; note: {one_line(t.note, 200)}" if t.note else "")
                 lines.append(f"- {compact_json(t.action)} → {outcome}")
             parts.append("YOUR PREVIOUS ACTIONS\n" + "\n".join(lines))
         if obs.get("last_action_error"):
@@ -454,8 +482,8 @@ class LLMEpisodeAgent:
             except UnparseableReply as second:
                 return Turn(None, f"unparseable model reply after one re-ask: {second}")
 
-    def observe_result(self, action: dict[str, Any], reward: float | None, error: str | None) -> None:
-        self.past.append(_PastTurn(action, reward, error))
+    def observe_result(self, action: dict[str, Any], rejected: bool, note: str | None) -> None:
+        self.past.append(_PastTurn(action, rejected, note))
 
 
 class ReferenceEpisodeAgent:
@@ -474,7 +502,7 @@ class ReferenceEpisodeAgent:
         action = self.agent.act(typed)
         return Turn(action.model_dump(mode="json", exclude_defaults=True))
 
-    def observe_result(self, action: dict[str, Any], reward: float | None, error: str | None) -> None:
+    def observe_result(self, action: dict[str, Any], rejected: bool, note: str | None) -> None:
         pass
 
 
@@ -548,13 +576,15 @@ async def play_episode(
     env: EnvClient, agent: EpisodeAgent, start: Started, benchmark: str, model: str, deadline: Deadline,
     sink: Callable[[str], None] = emit,
 ) -> Outcome:
-    """Play one episode to its end, printing START/STEP/END. Never raises (except cancellation,
-    after printing END): failures end the episode with success=false."""
-    sink(start_line(start.task_id, benchmark, model))
+    """Play one episode to its end; its START/STEP/END lines go to ``sink`` together, as one block,
+    when it ends — concurrent episodes never interleave. Never raises (except cancellation, after
+    printing the block): failures end the episode with success=false."""
+    lines = [start_line(start.task_id, benchmark, model)]
     rewards: list[float] = []
-    score, finished, failure = 0.0, start.done, None
+    score, success, finished, failure = 0.0, False, start.done, None
+    obs = start.observation
     try:
-        obs, done, invalid_streak = start.observation, start.done, 0
+        done, invalid_streak = start.done, 0
         while not done:
             if deadline.passed():
                 raise DeadlineReached("time budget exhausted; the episode was left unfinished (resumable)")
@@ -564,7 +594,7 @@ async def play_episode(
                 invalid_streak += 1
                 if invalid_streak < MAX_INVALID_TURNS:
                     rewards.append(0.0)
-                    sink(step_line(len(rewards), None, 0.0, False, note))
+                    lines.append(step_line(len(rewards), None, 0.0, False, note))
                     continue
                 action = dict(FALLBACK_ACTION)
                 note = f"{note}; fallback action after {invalid_streak} turns without a valid action"
@@ -578,20 +608,18 @@ async def play_episode(
                 if invalid_streak > 2 * MAX_INVALID_TURNS:
                     raise RuntimeError(f"gave up after {invalid_streak} rejected actions: {exc.detail}") from exc
                 rewards.append(0.0)
-                sink(step_line(len(rewards), action, 0.0, False, f"action rejected: {exc.detail}"))
-                agent.observe_result(action, None, exc.detail)
+                lines.append(step_line(len(rewards), action, 0.0, False, f"action rejected: {exc.detail}"))
+                agent.observe_result(action, True, exc.detail)
                 continue
             invalid_streak = 0
-            reward = float(result.get("reward") or 0.0)
+            reward = float(result.get("reward") or 0.0)  # as sent: 0.0 while a test-split run hides rewards
             done = bool(result.get("done"))
             obs = result["observation"]
-            error = obs.get("last_action_error") or note
             rewards.append(reward)
-            sink(step_line(len(rewards), action, reward, done, error))
-            agent.observe_result(action, reward, obs.get("last_action_error"))
+            lines.append(step_line(len(rewards), action, reward, done, obs.get("last_action_error") or note))
+            agent.observe_result(action, False, obs.get("last_action_error"))
         finished = True
-        graded = await env.score(start.episode_id)
-        score = graded if graded is not None else min(max(sum(rewards), 0.0), 1.0)
+        score, success = await _verdict(env, start.episode_id, obs, rewards)
     except (FatalAgentError, asyncio.CancelledError):
         failure = "aborted"
         raise
@@ -599,9 +627,31 @@ async def play_episode(
         failure = f"{type(exc).__name__}: {exc}"
         log.warning("episode %s (%s) failed: %s", start.episode_id, start.task_id, one_line(failure, 300))
     finally:
-        success = finished and failure is None and score >= SUCCESS_THRESHOLD
-        sink(end_line(success, len(rewards), score, rewards))
+        success = success and finished and failure is None
+        lines.append(end_line(success, len(rewards), score, rewards))
+        for line in lines:  # no await in between: the block reaches stdout whole
+            sink(line)
     return Outcome(start.task_id, start.seed, start.trial, start.episode_id, score, success, finished and failure is None, failure)
+
+
+async def _verdict(env: EnvClient, episode_id: str, final_obs: dict[str, Any], rewards: list[float]) -> tuple[float, bool]:
+    """(score, resolved) of a finished episode, from the best source the server offers: the final
+    observation (``final: true`` with ``score`` and ``resolved``), else ``GET /grader``; a server
+    that reports no ``resolved`` verdict is judged by the old rule (score ≥ SUCCESS_THRESHOLD), and
+    an episode whose score is withheld is never claimed a success (its score: the clipped reward sum)."""
+    score: Any = None
+    resolved: Any = None
+    if final_obs.get("final") is True:
+        score, resolved = final_obs.get("score"), final_obs.get("resolved")
+    if score is None or resolved is None:
+        graded = await env.grade(episode_id) or {}
+        score = graded.get("score") if score is None else score
+        resolved = graded.get("resolved") if resolved is None else resolved
+    if not isinstance(score, (int, float)) or isinstance(score, bool):
+        return min(max(sum(rewards), 0.0), 1.0), bool(resolved is True)
+    if isinstance(resolved, bool):
+        return float(score), resolved
+    return float(score), float(score) >= SUCCESS_THRESHOLD
 
 
 class EpisodeSource(Protocol):
@@ -784,6 +834,53 @@ def run_report(run: dict[str, Any], env_url: str) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------ local service
+
+def service_answers(url: str) -> bool:
+    """True when ``url`` is an OpenEnv service: ``GET /health`` says healthy."""
+    try:
+        return httpx.get(url.rstrip("/") + "/health", timeout=3.0).json().get("status") == "healthy"
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def local_service() -> Iterator[str]:
+    """This repository's service on 127.0.0.1 with a temporary SQLite database, stopped (by its PID)
+    on exit; its log goes to a file, never to stdout."""
+    with tempfile.TemporaryDirectory(prefix="ecomm-local-") as tmp:
+        port = _free_port()
+        env = dict(os.environ, DATABASE_URL=f"sqlite+aiosqlite:///{tmp}/local.db", HOST="127.0.0.1", PORT=str(port),
+                   LOG_LEVEL="WARNING", WORKERS="1")
+        log_path = Path(tmp) / "service.log"
+        with open(log_path, "wb") as log_file:
+            proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=ROOT, env=env, stdout=log_file,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            url = f"http://127.0.0.1:{port}"
+            try:
+                deadline = time.monotonic() + 60
+                while not service_answers(url):
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        log_file.flush()
+                        raise RuntimeError("the local service did not start:\n" + log_path.read_text()[-2000:])
+                    time.sleep(0.2)
+                yield url
+            finally:
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait(timeout=5)
+
+
 # --------------------------------------------------------------------------------------- main
 
 def build_parser() -> argparse.ArgumentParser:
@@ -961,6 +1058,27 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the llm agent needs an API key: set HF_TOKEN (or API_KEY) — or choose --agent heuristic|random",
               file=sys.stderr)
         return EXIT_USAGE
+    if service_answers(cfg.env_url):
+        return _run(args, cfg)
+    if cfg.env_url_given or args.resume:
+        what = f"ENV_URL={cfg.env_url}" if cfg.env_url_given else f"{cfg.env_url} (the default; ENV_URL is unset)"
+        print(f"error: no OpenEnv service answers GET /health at {what}. Start it (make run), point ENV_URL at it"
+              + ("" if args.resume else ", or unset ENV_URL to start a local service on a temporary database")
+              + (f"; run {args.resume} can only be resumed on the service that holds it" if args.resume else ""),
+              file=sys.stderr)
+        return EXIT_USAGE
+    log.warning("no service answers at %s and ENV_URL is unset: starting a local service on a temporary SQLite "
+                "database (its runs and leaderboard are gone when this exits; set ENV_URL to use a real one)", cfg.env_url)
+    try:
+        with local_service() as url:
+            log.info("local service on %s", url)
+            return _run(args, replace(cfg, env_url=url))
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILURES
+
+
+def _run(args: argparse.Namespace, cfg: Config) -> int:
     try:
         evaluation = asyncio.run(evaluate(args, cfg))
     except FatalAgentError as exc:

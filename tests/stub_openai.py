@@ -67,6 +67,7 @@ class StubLLM:
         self.calls = 0
         self.served: Counter[str] = Counter()  # kind -> how many times
         self.by_marker: dict[str, list[str]] = {}  # marker -> kinds served, in order
+        self.prompts: list[str] = []  # every user message received, in order
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -129,6 +130,7 @@ class StubLLM:
         kind, _ = self._kind_for(prompt)
         with self._lock:
             self.served[kind] += 1
+            self.prompts.extend(m.get("content") or "" for m in messages if m.get("role") == "user")
         if self.delay_s:
             time.sleep(self.delay_s)
         if kind == "429":

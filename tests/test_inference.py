@@ -31,7 +31,7 @@ STEP_RE = re.compile(
     r"done=(?P<done>true|false) error=(?P<error>\S.*)$"
 )
 END_RE = re.compile(
-    r"^\[END\] success=(?P<success>true|false) steps=(?P<steps>\d+) score=(?P<score>[01]\.\d{3}) "
+    r"^\[END\] success=(?P<success>true|false) steps=(?P<steps>\d+) score=(?P<score>0\.(?!000)\d{3}) "
     r"rewards=(?P<rewards>(?:-?\d+\.\d{2}(?:,-?\d+\.\d{2})*)?)$"
 )
 
@@ -77,7 +77,7 @@ def check_end(ep: Episode) -> None:
     assert [int(s["n"]) for s in ep.steps] == list(range(1, len(ep.steps) + 1))
     # done=true can only be the last step
     assert all(s["done"] == "false" for s in ep.steps[:-1])
-    assert (float(end["score"]) >= inference.SUCCESS_THRESHOLD) == (end["success"] == "true") or end["success"] == "false"
+    assert 0.0 < float(end["score"]) < 1.0
 
 
 def sequential_episodes(stdout: str) -> list[Episode]:
@@ -172,7 +172,11 @@ def test_log_lines_are_single_lines_in_the_exact_format() -> None:
     assert "\n" not in step and STEP_RE.match(step)
     assert step == '[STEP] step=3 action={"reply":"a\\nb","close_ticket":true} reward=-0.50 done=true error=bad thing happened'
     assert inference.step_line(1, None, 0.0, False, None) == "[STEP] step=1 action=null reward=0.00 done=false error=null"
-    assert inference.end_line(False, 0, 0.0, []) == "[END] success=false steps=0 score=0.000 rewards="
+    # The hackathon checker rejects a task score of exactly 0 or 1: the printed score is clamped
+    # into [0.001, 0.999] (the exact score is GET /grader's). Step rewards are printed as sent.
+    assert inference.end_line(False, 0, 0.0, []) == "[END] success=false steps=0 score=0.001 rewards="
+    assert inference.end_line(True, 1, 1.0, [1.0]) == "[END] success=true steps=1 score=0.999 rewards=1.00"
+    assert inference.end_line(False, 1, 0.0, [-0.5]) == "[END] success=false steps=1 score=0.001 rewards=-0.50"
     end = inference.end_line(True, 2, 0.85, [0.1, 0.75])
     assert end == "[END] success=true steps=2 score=0.850 rewards=0.10,0.75" and END_RE.match(end)
     assert START_RE.match(inference.start_line("decision-easy", "ecomm-support-env", "Qwen/Qwen2.5-72B-Instruct"))
@@ -283,8 +287,8 @@ def test_requested_concurrency_is_reached(live_server: Any, tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     ends, max_open = interleaved_counts(proc.stdout, 6)
     assert ends == 12
-    assert stub.max_in_flight == 6
-    assert max_open == 6
+    assert stub.max_in_flight == 6  # six episodes really were in flight at once
+    assert max_open == 1  # ... and still each one's lines came out as one block
 
 
 def test_heuristic_agent_needs_no_credentials_and_respects_max_episodes(live_server: Any, tmp_path: Path) -> None:
@@ -364,3 +368,131 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
             assert e["score"] == done_before[e["index"]]["score"]
             state = httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()
             assert state["step_count"] == steps_before[e["index"]]
+
+
+# ------------------------------------------------------ the hackathon checker's reading of stdout
+
+def hackathon_blocks(stdout: str) -> list[Episode]:
+    """stdout read the way the hackathon's checker reads it: one ``[START]`` … ``[END]`` block at a
+    time, nothing between blocks, every block's ``steps`` equal to its ``[STEP]`` lines and its
+    ``rewards`` equal to theirs, the score strictly inside (0, 1)."""
+    return sequential_episodes(stdout)
+
+
+def test_default_concurrency_prints_each_episode_as_one_block(live_server: Any, tmp_path: Path) -> None:
+    """At the default --concurrency 16 episodes really overlap, yet stdout is a sequence of whole
+    blocks: a checker that reads one START…END block per episode sees every episode intact."""
+    assert inference.DEFAULT_CONCURRENCY == 16
+    tasks = ["decision-easy", "workflow-triage"]
+    with StubLLM(delay_s=0.25) as stub:
+        proc = run_inference(["--direct", "--tasks", ",".join(tasks), "--limit-per-task", "16"],
+                             live_server.url, extra_env=llm_env(stub, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert stub.max_in_flight == 16  # sixteen episodes were waiting on the model at once
+    episodes = hackathon_blocks(proc.stdout)
+    assert len(episodes) == 32
+    assert sorted(e.task for e in episodes) == sorted(tasks * 16)
+    for e in episodes:  # the stub's agent: an order lookup, then the decision / the closing step
+        assert [json.loads(s["action"]) for s in e.steps][0] == {"lookup": "order"}
+        assert e.steps[-1]["done"] == "true"
+    assert "[START]" not in proc.stderr and "episodes" in proc.stderr  # progress stays on stderr
+
+
+# ------------------------------------------------------------- no service behind ENV_URL
+
+def test_unreachable_env_url_exits_2_and_says_so(tmp_path: Path) -> None:
+    proc = run_inference(["--agent", "heuristic", "--direct", "--limit-per-task", "1"], "http://127.0.0.1:9",
+                         extra_env={"INFERENCE_STATE_DIR": str(tmp_path)}, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert "http://127.0.0.1:9" in proc.stderr and "ENV_URL" in proc.stderr
+    assert "unset ENV_URL" in proc.stderr  # and what to do about it
+
+
+def test_without_env_url_a_local_service_is_started(tmp_path: Path) -> None:
+    if inference.service_answers(inference.DEFAULT_ENV_URL):
+        pytest.skip(f"something already serves {inference.DEFAULT_ENV_URL}: the default URL is taken, not a local start")
+    env = _env("", {"INFERENCE_STATE_DIR": str(tmp_path)})
+    env.pop("ENV_URL")
+    proc = subprocess.run([sys.executable, "inference.py", "--agent", "heuristic", "--direct", "--tasks", "decision-easy",
+                           "--limit-per-task", "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "starting a local service" in proc.stderr
+    assert len(hackathon_blocks(proc.stdout)) == 2
+
+
+# ------------------------------------------------------------------ integrity: what the model sees
+
+def test_the_model_never_sees_rewards(live_server: Any, tmp_path: Path) -> None:
+    with StubLLM() as stub:
+        proc = run_inference(["--direct", "--tasks", "workflow-resolution,decision-medium", "--limit-per-task", "2",
+                              "--concurrency", "1"], live_server.url, extra_env=llm_env(stub, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    episodes = hackathon_blocks(proc.stdout)
+    assert any(float(s["reward"]) != 0.0 for e in episodes for s in e.steps)  # there were rewards to leak
+    assert len(stub.prompts) >= 8 and any("YOUR PREVIOUS ACTIONS" in p for p in stub.prompts)
+    for prompt in stub.prompts:
+        assert not re.search(r"reward", prompt, re.IGNORECASE), prompt
+
+
+# -------------------------------------------------------- success means the episode was resolved
+
+class _ScriptedEnv:
+    """Answers play_episode's service calls from a script: one step result per call, then /grader."""
+
+    def __init__(self, results: list[dict[str, Any]], grader: dict[str, Any] | None) -> None:
+        self.results, self.grader, self.grader_calls = list(results), grader, 0
+
+    async def step(self, episode_id: str, action: dict[str, Any]) -> dict[str, Any]:
+        return self.results.pop(0)
+
+    async def grade(self, episode_id: str) -> dict[str, Any] | None:
+        self.grader_calls += 1
+        return self.grader
+
+
+class _LookupAgent:
+    async def act(self, obs: dict[str, Any]) -> inference.Turn:
+        return inference.Turn({"lookup": "order"})
+
+    def observe_result(self, action: dict[str, Any], rejected: bool, note: str | None) -> None:
+        pass
+
+
+def _play(results: list[dict[str, Any]], grader: dict[str, Any] | None) -> tuple[inference.Outcome, list[str], _ScriptedEnv]:
+    import asyncio
+
+    env = _ScriptedEnv(results, grader)
+    lines: list[str] = []
+    start = inference.Started("ep-1", "decision-easy", 0, 0, {"step_count": 0}, False, "dev")
+    outcome = asyncio.run(inference.play_episode(env, _LookupAgent(), start, "b", "m", inference.Deadline(None), lines.append))  # type: ignore[arg-type]
+    return outcome, lines, env
+
+
+def _obs(**final: Any) -> dict[str, Any]:
+    return {"step_count": 1, "last_action_error": None, **final}
+
+
+@pytest.mark.parametrize(
+    ("final", "grader", "success", "score"),
+    [
+        # the final observation says: resolved (score 0.6 would have failed no threshold test either way)
+        ({"final": True, "score": 0.6, "resolved": True}, None, True, 0.6),
+        # a high score that did not pass every required check is not a success
+        ({"final": True, "score": 0.9, "resolved": False}, None, False, 0.9),
+        # score withheld on the final observation (test split): /grader's verdict counts
+        ({"final": True, "score": None, "resolved": None}, {"score": 0.7, "resolved": True}, True, 0.7),
+        # an older server: no resolved anywhere, the old threshold on /grader's score
+        ({}, {"score": 0.55}, True, 0.55),
+        ({}, {"score": 0.45}, False, 0.45),
+        # nothing revealed at all: the clipped reward sum, never a success claimed from it
+        ({}, None, False, 1.0),
+    ],
+)
+def test_success_is_resolved_when_the_server_says_so(final: dict[str, Any], grader: dict[str, Any] | None,
+                                                     success: bool, score: float) -> None:
+    outcome, lines, env = _play([{"observation": _obs(**final), "reward": 1.0, "done": True}], grader)
+    assert outcome.success is success and outcome.score == pytest.approx(score)
+    assert lines[-1].startswith(f"[END] success={'true' if success else 'false'} steps=1 ")
+    if final.get("resolved") is not None:
+        assert env.grader_calls == 0  # the final observation was enough
