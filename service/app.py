@@ -24,7 +24,7 @@ from litestar.template.config import TemplateConfig
 
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
-from service.api.mcp import handle_jsonrpc
+from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers
 from service.api.run_routes import RunController
 from service.api.runs import RunService
@@ -57,7 +57,7 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
         payload = json.loads(body) if body.strip() else None
     except (ValueError, RecursionError):
         return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
-    return await handle_jsonrpc(payload, episodes)
+    return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions)
 
 
 GC_THRESHOLDS = (50_000, 20, 100)
@@ -106,6 +106,7 @@ def create_app(settings: Settings) -> Litestar:
                 "episodes": episodes,
                 "database": database,
                 "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes),
+                "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
             }
         ),

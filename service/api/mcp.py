@@ -1,12 +1,23 @@
 """MCP over JSON-RPC 2.0 (``POST /mcp`` and WebSocket ``mcp`` frames): tools reset, step, state, grade.
 
 Always answers with a JSON-RPC object (HTTP 200); errors are JSON-RPC error objects, and a tool
-that fails on its input returns ``isError: true`` with the problem detail as text.
+that fails on its input returns ``isError: true`` with the problem detail as text. A successful
+tool result also carries the payload as ``data`` (as OpenEnv's reference server does), which is
+what OpenEnv's ``MCPToolClient.call_tool`` returns.
+
+Sessions, as OpenEnv's ``MCPToolClient`` (openenv 0.10) uses them: ``openenv/session/create``
+returns a ``session_id``; ``tools/list`` / ``tools/call`` with ``params.session_id`` act on that
+session's episode; a WebSocket opened with ``/ws?session_id=`` shares it (reset over WS, tools
+over HTTP); ``openenv/session/close`` ends it. Without a session id a call is stateless, as
+before. openenv-core 0.3.0's ``MCPToolClient`` sends ``list_tools`` / ``call_tool`` as WebSocket
+*step* frames instead: ``mcp_style_step`` answers those.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
+from collections import OrderedDict
 from typing import Any
 
 from pydantic import ValidationError
@@ -68,23 +79,56 @@ def _error(code: int, message: str, id_: Any = None, data: Any = None) -> dict[s
 
 
 def _tool_result(payload: dict[str, Any], is_error: bool = False) -> dict[str, Any]:
-    return {
+    result: dict[str, Any] = {
         "content": [{"type": "text", "text": json.dumps(payload)}],
         "structuredContent": payload,
         "isError": is_error,
     }
+    if not is_error:
+        result["data"] = payload
+    return result
 
 
 class McpSession:
-    """Per-connection MCP context: the episode a WebSocket session is attached to, if any."""
+    """Per-connection MCP context: the episode a WebSocket session (or an HTTP MCP session) is
+    attached to, if any."""
 
     def __init__(self, episode_id: str | None = None) -> None:
+        self.id = uuid.uuid4().hex
         self.episode_id = episode_id
         self.run_token: str | None = None  # from the reset that started a run episode
 
 
-async def handle_jsonrpc(raw: Any, episodes: EpisodeService, session: McpSession | None = None) -> dict[str, Any]:
-    """Answer one JSON-RPC request (already JSON-decoded)."""
+class McpSessions:
+    """The HTTP MCP sessions of one app (``openenv/session/create``). A session holds two strings,
+    so the registry is bounded by count: past ``limit`` the least recently used one is dropped."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._by_id: OrderedDict[str, McpSession] = OrderedDict()
+
+    def create(self) -> McpSession:
+        session = McpSession()
+        self._by_id[session.id] = session
+        while len(self._by_id) > self.limit:
+            self._by_id.popitem(last=False)
+        return session
+
+    def get(self, session_id: str) -> McpSession | None:
+        session = self._by_id.get(session_id)
+        if session is not None:
+            self._by_id.move_to_end(session_id)
+        return session
+
+    def close(self, session_id: str) -> bool:
+        return self._by_id.pop(session_id, None) is not None
+
+
+async def handle_jsonrpc(
+    raw: Any, episodes: EpisodeService, session: McpSession | None = None, sessions: McpSessions | None = None
+) -> dict[str, Any]:
+    """Answer one JSON-RPC request (already JSON-decoded). ``session`` is the WebSocket's own
+    session (``mcp`` frames); ``sessions`` the HTTP MCP sessions (``POST /mcp``)."""
     if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
         return _error(INVALID_REQUEST, "Invalid Request: send {\"jsonrpc\": \"2.0\", \"method\": ..., \"id\": ...}",
                       raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) else None)
@@ -109,10 +153,32 @@ async def handle_jsonrpc(raw: Any, episodes: EpisodeService, session: McpSession
         }
     if method == "ping" or method.startswith("notifications/"):
         return {"jsonrpc": "2.0", "id": id_, "result": {}}
+    if method == "openenv/session/create":
+        if session is not None:  # a WebSocket is its own session
+            return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": session.id}}
+        if sessions is None:
+            return _error(METHOD_NOT_FOUND, "Method not found: openenv/session/create (no session store here)", id_)
+        return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": sessions.create().id}}
+    if method == "openenv/session/close":
+        target = params.get("session_id")
+        if not isinstance(target, str) or not target:
+            return _error(INVALID_PARAMS, "Invalid params - 'session_id' is required", id_)
+        if session is not None and target == session.id:
+            return _error(INVALID_REQUEST, "Cannot close the WebSocket's own session via MCP; close the WebSocket", id_)
+        if sessions is None or not sessions.close(target):
+            return _error(INVALID_PARAMS, f"Unknown session_id: {target}", id_)
+        return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": target, "closed": True}}
+    requested = params.get("session_id")
+    if session is None and requested is not None:
+        found = sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
+        if found is None:
+            return _error(INVALID_PARAMS, f"Unknown session_id: {requested}; create one with openenv/session/create", id_)
+        session = found
     if method == "tools/list":
         return {"jsonrpc": "2.0", "id": id_, "result": {"tools": TOOLS}}
     if method != "tools/call":
-        return _error(METHOD_NOT_FOUND, f"Method not found: {method}; use initialize, tools/list or tools/call", id_)
+        return _error(METHOD_NOT_FOUND, f"Method not found: {method}; use initialize, tools/list, tools/call, "
+                      "openenv/session/create or openenv/session/close", id_)
     name = params.get("name")
     args = params.get("arguments") or {}
     if not isinstance(name, str) or not isinstance(args, dict):
@@ -160,3 +226,32 @@ def _episode_id(args: dict[str, Any], default: str | None) -> str | None:
     if value is not None and (not isinstance(value, str) or len(value) > 255):
         raise InvalidInput("episode_id must be a string of at most 255 characters", errors=[{"field": "episode_id"}])
     return value
+
+
+async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session: McpSession) -> dict[str, Any] | None:
+    """openenv-core 0.3.0's MCPToolClient sends its requests as WebSocket step frames:
+    ``{"type": "list_tools"}`` and ``{"type": "call_tool", "tool_name": ..., "arguments": {...}}``.
+    No action of this environment has a ``type`` field, so such a step is an MCP request: answered
+    with the observation payload that client parses (``tools``, or ``tool_name`` + ``result`` /
+    ``error``). Returns None for anything else (an ordinary action)."""
+    kind = data.get("type")
+    if kind == "list_tools" and set(data) <= {"type", "metadata"}:
+        return {"observation": {"tools": TOOLS}, "reward": None, "done": False}
+    if kind != "call_tool" or not set(data) <= {"type", "tool_name", "arguments", "metadata"}:
+        return None
+    name, args = data.get("tool_name"), data.get("arguments") or {}
+
+    def failed(error_type: str, message: str) -> dict[str, Any]:
+        error = {"error_type": error_type, "message": message}
+        return {"observation": {"tool_name": str(name), "result": None, "error": error}, "reward": None, "done": False}
+
+    if not isinstance(name, str) or not isinstance(args, dict):
+        return failed("invalid_args", "call_tool needs a string tool_name and an arguments object")
+    try:
+        payload = await _call_tool(name, args, episodes, session)
+    except KeyError:
+        return failed("tool_not_found", f"unknown tool {name!r}; list_tools shows reset, step, state, grade")
+    except Problem as exc:  # the tool ran and refused its input: a tool-level result, as over JSON-RPC
+        return {"observation": {"tool_name": name, "result": _tool_result(exc.body(), is_error=True), "error": None},
+                "reward": None, "done": False}
+    return {"observation": {"tool_name": name, "result": _tool_result(payload), "error": None}, "reward": None, "done": False}

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import text
 
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
-from service.api.mcp import McpSession, handle_jsonrpc
+from service.api.mcp import McpSession, McpSessions, handle_jsonrpc, mcp_style_step
 from service.api.problems import Problem
 from service.settings import Settings
 
@@ -145,6 +145,9 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
             session.run_token = params.run_token
             return _frame("observation", result.wire())
         if isinstance(msg, StepFrame):
+            answered = await mcp_style_step(msg.data, episodes, session)  # openenv-core 0.3.0's MCPToolClient
+            if answered is not None:
+                return _frame("observation", answered)
             if session.episode_id is None:
                 return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR")
             result = await episodes.step(session.episode_id, msg.data, run_token=session.run_token)
@@ -173,6 +176,15 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
         sessions.acquire()
         acquired = True
         session = await sessions.open_session()
+        requested = socket.query_params.get("session_id")
+        if requested:  # MCPToolClient: this WebSocket shares an HTTP MCP session (openenv/session/create)
+            mcp_sessions: McpSessions = state.mcp_sessions
+            shared = mcp_sessions.get(requested)
+            if shared is None:
+                await socket.send_text(_error(f"Unknown session_id: {requested}; create one with POST /mcp "
+                                              "openenv/session/create", "SESSION_ERROR"))
+                return
+            session = shared
         while True:
             try:
                 raw = await _receive_text(socket, settings.ws_idle_timeout_s)
