@@ -1,14 +1,15 @@
-# ecomm-support-env for Hugging Face Spaces (sdk: docker) and for openenv's from_docker_image.
+# ecomm-support-env for Hugging Face Spaces (sdk: docker), openenv's from_docker_image and
+# `openenv validate`'s Docker runtime checks.
 #
 #   docker build -t ecomm-support-env .
 #   docker run -p 7860:7860 -v ecomm-data:/data ecomm-support-env            # Spaces-style
-#   docker run -p 8000:8000 -e PORT=8000 ecomm-support-env                   # OpenEnv container port
-#   GenericEnvClient.from_docker_image("ecomm-support-env", env_vars={"PORT": "8000"})
+#   docker run -p 8000:8000 ecomm-support-env                                # OpenEnv's container port
+#   GenericEnvClient.from_docker_image("ecomm-support-env")
 #   docker run -p 7860:7860 -e DATABASE_URL=postgresql+asyncpg://user:pw@db:5432/ecomm ecomm-support-env
 #
-# One process serves one port: uvicorn listens on $PORT (7860, what Spaces expects). openenv's
-# LocalDockerProvider maps the host port to container port 8000 and passes env_vars through, so
-# PORT=8000 makes the same image answer there. Both ports are EXPOSEd for documentation only.
+# One process listens on $PORT (7860, what Spaces expects) and on $EXTRA_PORTS (8000, the port
+# openenv's Docker providers map), both EXPOSEd; `server` is the project's entry point
+# (server/app.py, [project.scripts]).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -18,19 +19,25 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Dependencies first, read from the project's own pyproject (runtime only, no test extras), so
-# this layer is rebuilt only when they change.
-COPY pyproject.toml README.md ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
-        > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt \
+# Dependencies first, so this layer is rebuilt only when the lock changes. uv.lock is the one
+# source of versions: uv exports its runtime set (no test extras) with hashes and pip installs
+# exactly that. `--prune openenv` drops the OpenEnv toolchain (declared for the validators and
+# `uv run server`; the service never imports it) and everything only it pulls in (gradio, pandas,
+# numpy, ...), which would triple the image. The uv version matches the test extras' pin.
+COPY pyproject.toml uv.lock README.md ./
+RUN pip install "uv==0.13.9" \
+    && uv export --frozen --no-dev --no-emit-project --prune openenv --output-file /tmp/requirements.txt \
+    && pip install --no-deps --require-hashes -r /tmp/requirements.txt \
+    && pip uninstall --yes uv \
     && rm /tmp/requirements.txt
 
 # The service runs from this source tree: Alembic's config and revisions and the HTML templates
-# are read next to the code, so the project is installed in place (as `make run` does).
+# are read next to the code, so the project is installed in place (as `make run` does), which
+# also installs the `server` script.
 COPY alembic.ini openenv.yaml ./
 COPY migrations ./migrations
 COPY service ./service
+COPY server ./server
 RUN pip install --no-deps -e . \
     && useradd --create-home --uid 1000 user \
     && mkdir -p /data \
@@ -41,15 +48,18 @@ USER 1000
 # SQLite file under /data (Spaces' persistent storage mounts there). /data may be a network
 # file system, where WAL's shared-memory index does not work: use a rollback journal and fsync
 # every commit (DELETE + FULL). Set DATABASE_URL to a postgresql+asyncpg:// URL to use
-# PostgreSQL instead (then /data is unused).
+# PostgreSQL instead (then /data is unused). Where /data cannot be written (openenv validate runs
+# the image read-only as another user), the database goes to SQLITE_FALLBACK_DIR, with a warning.
 ENV HOME=/home/user \
     PORT=7860 \
+    EXTRA_PORTS=8000 \
     DATABASE_URL=sqlite+aiosqlite:////data/ecomm_support.db \
+    SQLITE_FALLBACK_DIR=/tmp \
     SQLITE_JOURNAL_MODE=DELETE \
     SQLITE_SYNCHRONOUS=FULL
 EXPOSE 7860 8000
 
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD python -c "import os, urllib.request; r = urllib.request.urlopen('http://127.0.0.1:%s/health' % os.environ.get('PORT', '7860'), timeout=4); assert b'healthy' in r.read()" || exit 1
+    CMD ["python", "-c", "import os, urllib.request; r = urllib.request.urlopen('http://127.0.0.1:%s/health' % os.environ.get('PORT', '7860'), timeout=4); assert b'healthy' in r.read()"]
 
-CMD ["python", "-m", "service.app"]
+CMD ["server"]

@@ -1,0 +1,1 @@
+"""OpenEnv's entry-point package: ``server.app:main`` is the ``server`` script (see server/app.py)."""
