@@ -29,10 +29,12 @@ INSTALL_TIMEOUT_S = 900
 OPENENV_CORE_030 = "openenv-core==0.3.0"
 
 
-def client_venv(*requirements: str) -> Path:
-    """The ``python`` of a virtualenv holding exactly ``requirements``, created on first use."""
-    key = hashlib.sha256("\n".join([sys.version.split()[0], *requirements]).encode()).hexdigest()[:12]
-    name = "-".join(r.replace("==", "-").replace("[", "_").replace("]", "") for r in requirements)[:60] + "-" + key
+def client_venv(*requirements: str, name: str | None = None, fingerprint: str = "") -> Path:
+    """The ``python`` of a virtualenv holding exactly ``requirements`` (``pip install`` arguments),
+    created on first use. ``fingerprint`` is what else decides its content (a requirements file's
+    text when ``requirements`` name the file)."""
+    key = hashlib.sha256("\n".join([sys.version.split()[0], fingerprint, *requirements]).encode()).hexdigest()[:12]
+    name = (name or "-".join(r.replace("==", "-").replace("[", "_").replace("]", "") for r in requirements)[:60]) + "-" + key
     target = CACHE / name
     python = target / "bin" / "python"
     if (target / ".complete").exists():

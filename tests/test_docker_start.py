@@ -1,13 +1,19 @@
-"""The Dockerfile's start command works: no Docker engine is needed.
+"""The Dockerfile's steps work: no Docker engine is needed.
 
-The test reads the Dockerfile, rebuilds the image's /app from its COPY lines in a temp dir, takes
-its ENV (``/data`` moved into the temp dir, a free port, loopback host) and runs its CMD there —
-then runs its HEALTHCHECK command until it passes. It fails if CMD, ENV, COPY or HEALTHCHECK stop
-working together, and checks the deployment facts Spaces and openenv rely on.
+The test reads the Dockerfile and runs its steps on this machine: the dependency ``RUN`` (``uv
+export`` of the lock, then ``pip install --require-hashes``) into a throwaway virtualenv — cached
+per exported requirement set, so only a lock change reinstalls —, the image's ``/app`` rebuilt
+from its ``COPY`` lines in a temp dir and installed as its second ``RUN`` does, its ``ENV`` (``/data``
+moved into the temp dir, free ports, loopback host), its ``CMD``, then its ``HEALTHCHECK`` (exec
+form, as written) until it passes. So the service is proved to run from exactly the locked,
+pruned dependency set the image gets — not from the development venv. It also checks the lock is
+in step with pyproject.toml and the deployment facts Spaces and openenv rely on.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shlex
@@ -17,12 +23,19 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from test_clients_venvs import CACHE, client_venv
+
 ROOT = Path(__file__).resolve().parents[1]
+UV = Path(sys.executable).parent / "uv"
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:
@@ -65,15 +78,23 @@ def the(parsed: list[tuple[str, str]], keyword: str) -> str:
     return found[-1]
 
 
+def runs(parsed: list[tuple[str, str]]) -> list[list[str]]:
+    """Each RUN as its `&&`-separated shell commands."""
+    return [[part.strip() for part in args.split("&&")] for k, args in parsed if k == "RUN"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
+
+
+PARSED = instructions(ROOT / "Dockerfile")
 
 
 @pytest.fixture(scope="module")
 def parsed() -> list[tuple[str, str]]:
-    return instructions(ROOT / "Dockerfile")
+    return PARSED
 
 
 def test_dockerfile_declares_what_spaces_and_openenv_need(parsed: list[tuple[str, str]]) -> None:
@@ -82,17 +103,69 @@ def test_dockerfile_declares_what_spaces_and_openenv_need(parsed: list[tuple[str
     run_lines = " ".join(args for k, args in parsed if k == "RUN")
     assert user == "1000" or f"--uid 1000 {user}" in run_lines, "must run as uid 1000 (Spaces)"
     env = env_of(parsed)
-    assert env["PORT"] == "7860"
+    assert env["PORT"] == "7860" and env["EXTRA_PORTS"] == "8000"  # Spaces and openenv's container port
     assert env["DATABASE_URL"].startswith("sqlite+aiosqlite:////data/")
     assert {"7860", "8000"} <= set(the(parsed, "EXPOSE").split())
     health = the(parsed, "HEALTHCHECK")
-    assert "/health" in health and "curl" not in health and "wget" not in health
-    assert json.loads(the(parsed, "CMD")) == ["python", "-m", "service.app"]
+    exec_form = json.loads(health.split(" CMD ", 1)[1])  # hadolint DL3025: exec form, a JSON array
+    assert isinstance(exec_form, list) and "/health" in " ".join(exec_form)
+    assert "curl" not in health and "wget" not in health
+    assert json.loads(the(parsed, "CMD")) == ["server"]  # [project.scripts] server = server.app:main
     # the runtime image gets no test extras
     assert "[test]" not in run_lines and "pytest" not in run_lines
 
 
-def test_dockerfile_start_command_serves_health(parsed: list[tuple[str, str]], tmp_path: Path) -> None:
+def test_image_dependencies_come_from_the_lock(parsed: list[tuple[str, str]]) -> None:
+    deps = runs(parsed)[0]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    uv_pin = next(d for d in pyproject["project"]["optional-dependencies"]["test"] if d.startswith("uv=="))
+    assert f'pip install "{uv_pin}"' in deps  # the image's uv is the one the tests use
+    export = next(c for c in deps if c.startswith("uv export"))
+    assert "--frozen" in export and "--no-dev" in export  # exactly the lock, never re-resolved
+    assert any(c.startswith("pip install --no-deps --require-hashes -r ") for c in deps)
+    assert not any("pyproject.toml" in c or "tomllib" in c for c in deps)  # no second source of versions
+    copied = [shlex.split(args)[:-1] for k, args in parsed if k == "COPY"][0]
+    assert "uv.lock" in copied and "pyproject.toml" in copied
+    assert pyproject["project"]["scripts"]["server"] == "server.app:main"
+
+
+def test_lock_is_in_step_with_pyproject() -> None:
+    proc = subprocess.run([str(UV), "lock", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"uv.lock is stale; run `uv lock`:\n{proc.stderr[-2000:]}"
+
+
+# ------------------------------------------------------------------------- the image, run here
+
+@dataclass
+class Image:
+    """The image's file system (``root``, ``/app`` at ``workdir``) and its Python (``bin``)."""
+
+    root: Path
+    workdir: Path
+    bin: Path
+
+
+def locked_python(parsed: list[tuple[str, str]], context: Path) -> Path:
+    """A venv with what the Dockerfile's dependency RUN installs, by running its `uv export` (with
+    the tests' uv) and its `pip install` (into the venv) — cached per exported requirement set."""
+    deps = runs(parsed)[0]
+    export = shlex.split(next(c for c in deps if c.startswith("uv export")))
+    out = export.index("--output-file")
+    exported = context / "requirements.txt"
+    export[out + 1] = str(exported)
+    subprocess.run([str(UV), *export[1:]], cwd=context, check=True, capture_output=True, timeout=120)
+    text = exported.read_text()
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    stable = CACHE / f"image-requirements-{digest}.txt"  # a stable path: the venv key names it
+    if not stable.exists():
+        stable.write_text(text)
+    install = shlex.split(next(c for c in deps if c.startswith("pip install --no-deps --require-hashes")))
+    args = [a if a != "/tmp/requirements.txt" else str(stable) for a in install[2:]]
+    return client_venv(*args, name="image-deps", fingerprint=text)
+
+
+def build_image(parsed: list[tuple[str, str]], tmp_path: Path) -> Image:
     image = tmp_path / "image"
     workdir = image / the(parsed, "WORKDIR").lstrip("/")
     workdir.mkdir(parents=True)
@@ -109,42 +182,38 @@ def test_dockerfile_start_command_serves_health(parsed: list[tuple[str, str]], t
             else:
                 into.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, into)
-
-    port = free_port()
-    image_env = {k: v.replace("/data/", f"{image}/data/") for k, v in env_of(parsed).items()}
-    image_env["HOME"] = str(tmp_path / "home")
+    python = locked_python(parsed, workdir)
+    # The second RUN: `pip install --no-deps -e .` in /app. One editable install per cached venv
+    # at a time (another test run may be using the same venv).
+    assert runs(parsed)[1][0] == "pip install --no-deps -e ."
     (image / "data").mkdir()  # the Dockerfile's RUN creates /data
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_SCHEMA", "HOST", "PORT")}
-    env.update(image_env)
-    # Only the port and the host change: a free port instead of 7860, loopback instead of 0.0.0.0.
-    env.update(PORT=str(port), HOST="127.0.0.1", LOG_LEVEL="WARNING")
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` = this venv
+    return Image(image, workdir, python.parent)
 
-    cmd = json.loads(the(parsed, "CMD"))
-    log_path = tmp_path / "server.log"
+
+@contextmanager
+def installed(image: Image) -> Iterator[None]:
+    with open(CACHE / "image-deps.install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([str(image.bin / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "-e", "."],
+                       cwd=image.workdir, check=True, capture_output=True, timeout=300)
+        yield
+
+
+def image_env(parsed: list[tuple[str, str]], image: Image, home: Path, data_dir: str = "/data/") -> dict[str, str]:
+    """The container's environment: the image's ENV only (nothing of the host's but PATH), with
+    /data moved to ``data_dir`` and loopback instead of 0.0.0.0."""
+    env = {k: v.replace("/data/", data_dir) for k, v in env_of(parsed).items()}
+    env.update(HOME=str(home), HOST="127.0.0.1", PATH=f"{image.bin}{os.pathsep}/usr/bin:/bin", LOG_LEVEL="WARNING")
+    return env
+
+
+@contextmanager
+def started(image: Image, cmd: list[str], env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable if cmd[0] == "python" else cmd[0], *cmd[1:]],
-            cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        proc = subprocess.Popen([str(image.bin / cmd[0]) if (image.bin / cmd[0]).exists() else cmd[0], *cmd[1:]],
+                                cwd=image.workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        health_cmd = the(parsed, "HEALTHCHECK").split(" CMD ", 1)[1]
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"the start command exited:\n{log_path.read_text()[-4000:]}"
-            check = subprocess.run(["sh", "-c", health_cmd], cwd=workdir, env=env, capture_output=True, timeout=20)
-            if check.returncode == 0:
-                break
-            assert time.monotonic() < deadline, f"HEALTHCHECK never passed:\n{check.stderr!r}\n{log_path.read_text()[-4000:]}"
-            time.sleep(0.3)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:  # noqa: S310
-            assert json.loads(resp.read()) == {"status": "healthy"}
-        # the database is the image's: a SQLite file under (the stand-in for) /data, migrated
-        assert (image / "data" / Path(env_of(parsed)["DATABASE_URL"].split("////data/", 1)[1])).is_file()
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/reset", data=b"{}", method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
-            assert resp.status == 200 and json.loads(resp.read())["done"] is False
+        yield proc
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)  # the group of the process started above
@@ -153,3 +222,33 @@ def test_dockerfile_start_command_serves_health(parsed: list[tuple[str, str]], t
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
+
+
+def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]], tmp_path: Path) -> None:
+    image = build_image(parsed, tmp_path)
+    freeze = subprocess.run([str(image.bin / "python"), "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
+    assert "openenv" not in freeze and "gradio" not in freeze  # pruned: the service never imports them
+    port, extra = free_port(), free_port()
+    env = image_env(parsed, image, tmp_path / "home", data_dir=f"{image.root}/data/")
+    env.update(PORT=str(port), EXTRA_PORTS=str(extra))  # only the ports change: free ones instead of 7860/8000
+    log_path = tmp_path / "server.log"
+    with installed(image), started(image, json.loads(the(parsed, "CMD")), env, log_path) as proc:
+        health = json.loads(the(parsed, "HEALTHCHECK").split(" CMD ", 1)[1])
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, f"the start command exited:\n{log_path.read_text()[-4000:]}"
+            check = subprocess.run([str(image.bin / health[0]), *health[1:]], cwd=image.workdir, env=env,
+                                   capture_output=True, timeout=20)
+            if check.returncode == 0:
+                break
+            assert time.monotonic() < deadline, f"HEALTHCHECK never passed:\n{check.stderr!r}\n{log_path.read_text()[-4000:]}"
+            time.sleep(0.3)
+        for p in (port, extra):  # both ports answer: Spaces' 7860 and openenv's 8000
+            with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=5) as resp:  # noqa: S310
+                assert json.loads(resp.read()) == {"status": "healthy"}
+        # the database is the image's: a SQLite file under (the stand-in for) /data, migrated
+        assert (image.root / "data" / Path(env_of(parsed)["DATABASE_URL"].split("////data/", 1)[1])).is_file()
+        req = urllib.request.Request(f"http://127.0.0.1:{extra}/reset", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
+            assert resp.status == 200 and json.loads(resp.read())["done"] is False

@@ -1,0 +1,71 @@
+"""The README's client snippet, run by both real OpenEnv clients against a live server.
+
+openenv-core 0.3.0's ``EnvClient`` is async by default: ``with GenericEnvClient(...)`` raises
+``TypeError: EnvClient is async by default``. ``.sync()`` (or ``async with`` and ``await``) works
+in both 0.3.0 and 0.10, so that is the form the README shows. The snippet below is the README's,
+verbatim, with the URL as an argument.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+from test_clients_venvs import OPENENV_CORE_030, client_venv
+
+SNIPPET_SYNC = """
+from openenv.core import GenericEnvClient          # openenv-core 0.3.0 and openenv 0.10
+
+with GenericEnvClient(base_url="http://127.0.0.1:7860").sync() as env:
+    result = env.reset(task_id="decision-hard", seed=4, split="dev")
+    result = env.step({"lookup": "customer"})
+    result = env.step({"decision": "reject"})
+    print(result.done, result.reward, env.state())
+"""
+
+SNIPPET_ASYNC = """
+import asyncio
+from openenv.core import GenericEnvClient
+
+async def main():
+    async with GenericEnvClient(base_url="http://127.0.0.1:7860") as env:
+        result = await env.reset(task_id="decision-hard", seed=4, split="dev")
+        result = await env.step({"lookup": "customer"})
+        result = await env.step({"decision": "reject"})
+        print(result.done, result.reward, await env.state())
+
+asyncio.run(main())
+"""
+
+OLD_SNIPPET = """
+from openenv.core import GenericEnvClient
+with GenericEnvClient(base_url="http://127.0.0.1:7860") as env:
+    result = env.reset(task_id="decision-hard", seed=4, split="dev")
+"""
+
+
+def _run(python: str, snippet: str, url: str) -> subprocess.CompletedProcess[str]:
+    code = textwrap.dedent(snippet).replace("http://127.0.0.1:7860", url)
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def _check(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    done, reward, state = proc.stdout.strip().split(" ", 2)
+    assert done == "True" and -1.0 <= float(reward) <= 1.0
+    assert "step_count" in state and "2" in state
+
+
+def test_readme_snippet_on_openenv_0_10(live_server: Any) -> None:
+    _check(_run(sys.executable, SNIPPET_SYNC, live_server.url))
+    _check(_run(sys.executable, SNIPPET_ASYNC, live_server.url))
+
+
+def test_readme_snippet_on_openenv_core_0_3_0(live_server: Any) -> None:
+    python = str(client_venv(OPENENV_CORE_030))
+    _check(_run(python, SNIPPET_SYNC, live_server.url))
+    _check(_run(python, SNIPPET_ASYNC, live_server.url))
+    old = _run(python, OLD_SNIPPET, live_server.url)  # the snippet as it was: why it changed
+    assert old.returncode != 0 and "EnvClient is async by default" in old.stderr
