@@ -154,7 +154,8 @@ def locked_python(parsed: list[tuple[str, str]], context: Path) -> Path:
     exported = context / "requirements.txt"
     export[out + 1] = str(exported)
     subprocess.run([str(UV), *export[1:]], cwd=context, check=True, capture_output=True, timeout=120)
-    text = exported.read_text()
+    # the header comment names the output path (a temp dir): it must not change the cache key
+    text = "".join(line for line in exported.read_text().splitlines(keepends=True) if not line.startswith("#"))
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     CACHE.mkdir(parents=True, exist_ok=True)
     stable = CACHE / f"image-requirements-{digest}.txt"  # a stable path: the venv key names it
