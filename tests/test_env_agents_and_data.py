@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from service.env import TASKS, Action, reset, step
+from service.env import TASKS, Action, Dataset, derive_test_key, reset, step
 from service.env.agents import HeuristicAgent, _REASON_SENTENCES, evaluate_agent, play_episode
 from service.env.customer import answer, topics_asked
-from service.env.dataset import render_artefacts, split_tickets, tickets_for
+from service.env.dataset import PUBLIC, render_artefacts
 from service.env.generator import SPLIT_SIZES
 from service.env.policy import REASONS, evaluate
 from service.env.world import DIFFICULTIES, FAMILIES
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("task_id", list(TASKS))
 def test_oracle_scores_one_on_every_dev_ticket_of_every_task(task_id: str) -> None:
     task = TASKS[task_id]
-    pool = tickets_for("dev", task.family, task.difficulty)
+    pool = PUBLIC.pool("dev", task.family, task.difficulty)
     scores = [play_episode("oracle", task_id, seed, "dev")[0] for seed in range(len(pool))]
     assert scores == [1.0] * len(pool)
 
@@ -58,7 +58,7 @@ def test_reason_sentences_state_every_reason() -> None:
 # ----------------------------------------------------------------------- scripted customer
 
 def test_customer_answers_what_was_asked_and_reveals_only_that() -> None:
-    t = next(t for t in split_tickets("train") if t.scenario == "delivered_but_missing")
+    t = next(t for t in PUBLIC.tickets("train") if t.scenario == "delivered_but_missing")
     text, revealed = answer(t, "Could you check with your neighbours whether the parcel turned up?", 1)
     assert revealed == {"delivery"} and text
     text2, revealed2 = answer(t, "Could you send photos?", 1)
@@ -69,7 +69,7 @@ def test_customer_answers_what_was_asked_and_reveals_only_that() -> None:
 
 
 def test_customer_answer_depends_on_hidden_facts() -> None:
-    t = next(t for t in split_tickets("train") if t.scenario == "damaged_without_photos")
+    t = next(t for t in PUBLIC.tickets("train") if t.scenario == "damaged_without_photos")
     damage = t.model_copy(update={"hidden": t.hidden.model_copy(update={"photos_show": "damage"})})
     wear = t.model_copy(update={"hidden": t.hidden.model_copy(update={"photos_show": "normal_wear"})})
     q = "Please send photos of the damage."
@@ -84,19 +84,20 @@ def test_topics_are_read_from_the_question() -> None:
 
 
 def test_request_info_episode_reveals_and_then_grades_the_final_decision() -> None:
-    pool = tickets_for("dev", "decision", "easy")
-    seed = next(i for i, tid in enumerate(pool) if evaluate(__import__("service.env.dataset", fromlist=["x"]).load_ticket(tid)).ask_topic == "photos")
+    pool = PUBLIC.pool("dev", "decision", "easy")
+    seed = next(i for i, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).ask_topic == "photos")
     state, _ = reset("decision-easy", seed, "dev")
     r1 = step(state, Action(decision="request_info", reply="Please send photos of the item."))
-    assert r1.reward == 0.5 and not r1.done and r1.observation.history[-1].role == "customer"
+    assert r1.reward == 0.3 and not r1.done and r1.observation.history[-1].role == "customer"
     assert r1.state.revealed == ("photos",)
 
 
 # ------------------------------------------------------------------------------- dataset
 
 def test_splits_have_the_promised_sizes_and_are_balanced() -> None:
+    dataset = Dataset(test_key=derive_test_key("balance"))
     for split, size in SPLIT_SIZES.items():
-        tickets = split_tickets(split)
+        tickets = dataset.tickets(split)
         assert len(tickets) == size
         cells = Counter((t.family, t.difficulty) for t in tickets)
         assert set(cells) == {(f, d) for f in FAMILIES for d in DIFFICULTIES}
@@ -109,14 +110,14 @@ def test_splits_have_the_promised_sizes_and_are_balanced() -> None:
 
 def test_no_task_implies_its_answer() -> None:
     for task in TASKS.values():
-        golds = Counter(evaluate(t).gold for t in (split_tickets("dev")) if (t.family, t.difficulty) == (task.family, task.difficulty))
+        golds = Counter(evaluate(t).gold for t in (PUBLIC.tickets("dev")) if (t.family, t.difficulty) == (task.family, task.difficulty))
         assert len(golds) >= 3 and max(golds.values()) / sum(golds.values()) < 0.5, (task.id, golds)
 
 
 def test_messages_do_not_give_the_decision_away() -> None:
     """No sentence of a message occurs only with one gold decision while being common."""
     by_sentence: dict[str, Counter] = {}
-    for t in split_tickets("train"):
+    for t in PUBLIC.tickets("train"):
         gold = evaluate(t).gold
         for sentence in {s.strip().lower() for s in t.message.replace("!", ".").replace("?", ".").split(".") if len(s.strip()) > 12}:
             by_sentence.setdefault(sentence, Counter())[gold] += 1
@@ -134,7 +135,8 @@ def test_committed_seed_data_matches_a_fresh_generation() -> None:
     assert manifest["counts"]["train"]["total"] == 1200
 
 
-def test_test_split_publishes_no_labels_or_hidden_facts() -> None:
-    text = render_artefacts()["test.jsonl"]
-    for key in ('"gold"', '"hidden"', '"scenario"', '"customer"', '"order"'):
-        assert key not in text
+def test_seed_data_ships_no_test_tickets_only_their_count() -> None:
+    files = render_artefacts()
+    assert "test.jsonl" not in files and not (ROOT / "seed_data" / "test.jsonl").exists()
+    manifest = json.loads(files["manifest.json"])
+    assert manifest["splits"]["test"]["size"] == SPLIT_SIZES["test"] and "test" not in manifest["counts"]

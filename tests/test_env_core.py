@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from service.env import TASKS, Action, EpisodeFinished, UnknownTask, grade_episode, reset, step
 from service.env.agents import play_episode
-from service.env.dataset import load_ticket, split_tickets, tickets_for
+from service.env.dataset import PUBLIC
 from service.env.models import DECISIONS, LOOKUP_TARGETS, MAX_REPLY_CHARS, QUEUES, TAGS
 from service.env.policy import CLAUSES, evaluate
 
@@ -47,17 +47,19 @@ def test_same_task_and_seed_give_identical_episodes(task_id: str, agent: str) ->
 
 
 def test_seeds_enumerate_the_task_pool_without_repeats() -> None:
-    pool = tickets_for("dev", "decision", "easy")
+    pool = PUBLIC.pool("dev", "decision", "easy")
     seen = [reset("decision-easy", seed, "dev")[0].ticket_id for seed in range(len(pool))]
     assert seen == list(pool)
     assert reset("decision-easy", len(pool), "dev")[0].ticket_id == pool[0]
 
 
 def test_tickets_are_regenerated_identically() -> None:
-    from service.env.generator import generate_ticket
+    from service.env.generator import generate_ticket, public_split_key
 
-    assert generate_ticket("train", 42) == load_ticket("train-100042")
-    assert generate_ticket("train", 42) != generate_ticket("train", 43)
+    key = public_split_key("train")
+    pool = PUBLIC.pool("train", "decision", "hard")
+    assert generate_ticket(key, "train", "decision", "hard", 42) == PUBLIC.ticket(pool[42])
+    assert generate_ticket(key, "train", "decision", "hard", 42) != generate_ticket(key, "train", "decision", "hard", 43)
 
 
 # ------------------------------------------------------------------------------- validation
@@ -119,7 +121,7 @@ def test_step_does_not_mutate_its_input() -> None:
 
 def test_lookups_return_records_in_tool_result() -> None:
     state, _ = reset("decision-medium", 2, "dev")
-    ticket = load_ticket(state.ticket_id)
+    ticket = PUBLIC.ticket(state.ticket_id)
     obs = step(state, Action(lookup="order")).observation
     assert obs.tool_result["order_id"] == ticket.order.order_id
     assert obs.tool_result["product"]["in_stock"] == ticket.order.product.in_stock
@@ -160,9 +162,9 @@ def _secret_strings(ticket) -> list[str]:
 
 
 def test_observations_never_leak_gold_or_hidden_facts_across_dev() -> None:
-    for ticket in split_tickets("dev"):
+    for ticket in PUBLIC.tickets("dev"):
         task_id = next(t.id for t in TASKS.values() if (t.family, t.difficulty) == (ticket.family, ticket.difficulty))
-        pool = tickets_for("dev", ticket.family, ticket.difficulty)
+        pool = PUBLIC.pool("dev", ticket.family, ticket.difficulty)
         seed = pool.index(ticket.ticket_id)
         _, actions = play_episode("heuristic", task_id, seed, "dev")
         state, observations, _ = _play(task_id, seed, actions)
@@ -179,7 +181,7 @@ def test_hidden_facts_do_not_change_what_the_agent_sees_before_asking() -> None:
     """Metamorphic no-leak check: flip every hidden fact; the first observation is identical."""
     from service.env import core
 
-    for ticket in split_tickets("dev")[:200]:
+    for ticket in PUBLIC.tickets("dev")[:200]:
         h = ticket.hidden
         flipped = h.model_copy(update={
             "photos_show": {"damage": "normal_wear", "normal_wear": "damage"}.get(h.photos_show),

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.env import Action, reset, step
-from service.env.dataset import load_ticket, split_tickets
+from service.env.dataset import PUBLIC
 from service.env.grading import HARMFUL, decision_value, forbidden_content
 from service.env.models import DECISIONS
 from service.env.policy import CLAUSES, INFO_TOPICS, REASONS, RESOLUTION_ORDER, evaluate, full_information_verdict, render_policy_markdown
@@ -34,7 +34,7 @@ def _with(t: Ticket, **changes) -> Ticket:
 
 
 def _find(scenario: str) -> Ticket:
-    return next(t for t in split_tickets("train") if t.scenario == scenario and not t.customer.high_risk)
+    return next(t for t in PUBLIC.tickets("train") if t.scenario == scenario and not t.customer.high_risk)
 
 
 # ---------------------------------------------------------------------- metamorphic pairs
@@ -114,7 +114,7 @@ def test_escalation_routes_only_large_refunds() -> None:
 # ---------------------------------------------------------------------- reward ordering
 
 def test_reward_ordering_gold_alternative_wrong_harmful_on_every_dev_ticket() -> None:
-    for t in split_tickets("dev"):
+    for t in PUBLIC.tickets("dev"):
         v = evaluate(t)
         if v.gold == "request_info":
             v = full_information_verdict(t)
@@ -130,11 +130,8 @@ def test_reward_ordering_gold_alternative_wrong_harmful_on_every_dev_ticket() ->
 
 
 def test_decision_step_rewards_are_ordered_on_real_episodes() -> None:
-    t_id = next(t.ticket_id for t in split_tickets("dev") if t.family == "decision" and t.scenario == "wrong_item_in_stock")
-    seed = reset("decision-easy", 0, "dev")[0]  # any state; find the seed that selects t_id
-    from service.env.dataset import tickets_for
-
-    seed = tickets_for("dev", "decision", "easy").index(t_id)
+    t_id = next(t.ticket_id for t in PUBLIC.tickets("dev") if t.family == "decision" and t.scenario == "wrong_item_in_stock")
+    seed = PUBLIC.pool("dev", "decision", "easy").index(t_id)
     rewards = {}
     for d in ("approve_replacement", "approve_refund", "reject"):
         state, _ = reset("decision-easy", seed, "dev")
@@ -155,7 +152,7 @@ def test_policy_document_is_rendered_from_the_clauses_and_committed_fresh() -> N
 
 
 def test_every_verdict_names_its_clauses_and_rationale() -> None:
-    for t in split_tickets("dev"):
+    for t in PUBLIC.tickets("dev"):
         for revealed in (frozenset(), frozenset(INFO_TOPICS)):
             v = evaluate(t, revealed)
             assert v.clauses and all(c in {x.id for x in CLAUSES} for c in v.clauses)
@@ -175,9 +172,7 @@ def test_every_verdict_names_its_clauses_and_rationale() -> None:
     returns=st.integers(0, 12),
 )
 def test_policy_is_total_and_consistent_on_perturbed_tickets(index, days, in_stock, final_sale, returns) -> None:
-    from service.env.generator import generate_ticket
-
-    t = generate_ticket("train", index)
+    t = PUBLIC.tickets("train")[index]
     if t.order.days_since_delivery is not None:
         t = _with(t, **{"order.days_since_delivery": days})
     t = _with(t, **{"product.in_stock": in_stock, "product.final_sale": final_sale, "customer.returns_12m": returns})
@@ -195,4 +190,4 @@ def test_forbidden_reply_content() -> None:
     assert forbidden_content("Sorry, but we will refund you anyway.", denying=True) == ["promises an outcome it denies"]
     assert forbidden_content("We will refund you.", denying=False) == []
     assert "rude" in forbidden_content("Not our problem, whatever.", denying=False)
-    assert load_ticket("dev-200000")  # the dev split is addressable by id
+    assert PUBLIC.ticket(PUBLIC.pool("dev", "decision", "easy")[0])  # the dev split is addressable by id

@@ -2,9 +2,9 @@
 
 Public surface (read this, nothing else is needed to drive an episode)::
 
-    state, obs = reset(task_id, seed, split)        # a new episode
+    state, obs = reset(task_id, seed, split)        # a new episode (pass dataset=Dataset(test_key) for test)
     result = step(state, action)                     # StepResult(state, observation, reward, done, grade)
-    grade = grade_episode(result.state)              # Grade(score in [0, 1], components, clauses) == result.grade
+    grade = grade_episode(result.state)              # Grade(resolved, score in [0, 1], components) == result.grade
 
 Tasks live in :data:`TASKS`; the store policy document is :func:`render_policy_markdown`.
 """
@@ -19,8 +19,18 @@ from service.env.core import (
     reset,
     step,
 )
-from service.env.dataset import DATASET_VERSION, load_ticket, tickets_for
-from service.env.grading import GRADER_VERSION, HIDDEN_SPLIT, grade_episode, redact_grade, results_hidden
+from service.env.dataset import (
+    DATASET_VERSION,
+    HIDDEN_SPLIT,
+    PUBLIC,
+    PUBLIC_SPLITS,
+    Dataset,
+    MissingTestKey,
+    UnknownTicket,
+    derive_test_key,
+    key_fingerprint,
+)
+from service.env.grading import GRADER_VERSION, grade_episode
 from service.env.models import (
     ACTION_FIELDS,
     Action,
@@ -32,36 +42,42 @@ from service.env.models import (
 )
 from service.env.policy import render_policy_markdown
 from service.env.tasks import MAX_TRIALS, TASKS, ManifestEntry, TaskSpec, get_task, run_manifest
+from service.env.visibility import Feedback, feedback
 
 __all__ = [
     "ACTION_FIELDS",
     "DATASET_VERSION",
     "GRADER_VERSION",
     "HIDDEN_SPLIT",
+    "MAX_TRIALS",
+    "PUBLIC",
+    "PUBLIC_SPLITS",
     "TASKS",
     "Action",
+    "Dataset",
     "EnvError",
     "EpisodeFinished",
     "EpisodeState",
+    "Feedback",
     "Grade",
     "GradeComponent",
-    "MAX_TRIALS",
     "ManifestEntry",
+    "MissingTestKey",
     "Observation",
     "StepResult",
     "TaskSpec",
     "UnknownTask",
+    "UnknownTicket",
+    "derive_test_key",
+    "feedback",
     "get_task",
     "grade_episode",
-    "load_ticket",
+    "key_fingerprint",
     "observe",
     "public_state",
-    "redact_grade",
     "render_policy_markdown",
     "replay",
     "reset",
-    "results_hidden",
     "run_manifest",
     "step",
-    "tickets_for",
 ]

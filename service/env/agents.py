@@ -15,10 +15,10 @@ from statistics import mean
 from typing import Any, Protocol
 
 from service.env.core import reset, step
-from service.env.dataset import load_ticket
+from service.env.dataset import PUBLIC, Dataset
 from service.env.generator import stable_seed
 from service.env.grading import grade_episode
-from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Observation
+from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Grade, Observation
 from service.env.policy import ESCALATION_THRESHOLD, evaluate
 from service.env.tasks import TASKS, get_task
 
@@ -239,8 +239,8 @@ def _resolution_reply(decision: str, reason: str | None, order_id: str) -> str:
 class OracleAgent:
     """Reads the verdict (gold) of its ticket. Tests only — never served as a baseline."""
 
-    def __init__(self, ticket_id: str) -> None:
-        self.ticket = load_ticket(ticket_id)
+    def __init__(self, ticket_id: str, dataset: Dataset = PUBLIC) -> None:
+        self.ticket = dataset.ticket(ticket_id)
         self.revealed: frozenset[str] = frozenset()
         self.stage = 0
 
@@ -270,39 +270,53 @@ class OracleAgent:
 AGENT_NAMES = ("random", "heuristic", "oracle")
 
 
-def make_agent(name: str, seed: int, ticket_id: str) -> Agent:
+def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) -> Agent:
     if name == "random":
         return RandomAgent(seed)
     if name == "heuristic":
         return HeuristicAgent(seed)
     if name == "oracle":
-        return OracleAgent(ticket_id)
+        return OracleAgent(ticket_id, dataset)
     raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(AGENT_NAMES)}")
 
 
-def play_episode(agent_name: str, task_id: str, seed: int, split: str) -> tuple[float, list[Action]]:
-    """Play one episode to the end; returns (score, actions)."""
-    state, obs = reset(task_id, seed, split)
-    agent = make_agent(agent_name, seed, state.ticket_id)
+def play(agent: Agent, task_id: str, seed: int, split: str, dataset: Dataset = PUBLIC) -> tuple[Grade, list[Action]]:
+    """Play one episode of ``agent`` to the end; returns (grade, actions)."""
+    state, obs = reset(task_id, seed, split, dataset)
     actions: list[Action] = []
     while not state.done:
         action = agent.act(obs)
         actions.append(action)
-        result = step(state, action)
+        result = step(state, action, dataset)
         state, obs = result.state, result.observation
-    return grade_episode(state).score, actions
+    return grade_episode(state, dataset), actions
+
+
+def play_episode(agent_name: str, task_id: str, seed: int, split: str, dataset: Dataset = PUBLIC) -> tuple[float, list[Action]]:
+    """Play one episode of a reference agent to the end; returns (score, actions)."""
+    ticket_id = reset(task_id, seed, split, dataset)[0].ticket_id
+    grade, actions = play(make_agent(agent_name, seed, ticket_id, dataset), task_id, seed, split, dataset)
+    return grade.score, actions
 
 
 def evaluate_agent(agent_name: str, split: str, seeds_per_task: int, task_ids: list[str] | None = None) -> dict[str, Any]:
-    """Mean episode score per task over seeds ``0 .. seeds_per_task-1``. Deterministic."""
+    """Resolved rate and mean score per task over seeds ``0 .. seeds_per_task-1``. Deterministic."""
     tasks: dict[str, Any] = {}
     for task_id in task_ids or list(TASKS):
-        scores = [play_episode(agent_name, task_id, seed, split)[0] for seed in range(seeds_per_task)]
-        tasks[task_id] = {"mean": round(mean(scores), 4), "episodes": len(scores)}
+        grades = []
+        for seed in range(seeds_per_task):
+            ticket_id = reset(task_id, seed, split)[0].ticket_id
+            grades.append(play(make_agent(agent_name, seed, ticket_id), task_id, seed, split)[0])
+        tasks[task_id] = {
+            "resolved": round(mean(g.resolved for g in grades), 4),
+            "mean": round(mean(g.score for g in grades), 4),
+            "episodes": len(grades),
+        }
     return {
         "agent": agent_name,
         "split": split,
         "tasks": tasks,
+        "resolved": round(mean(t["resolved"] for t in tasks.values()), 4),
         "overall": round(mean(t["mean"] for t in tasks.values()), 4),
     }
 

@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import Any
 
 from service.env import customer
-from service.env.dataset import load_ticket, tickets_for
+from service.env.dataset import PUBLIC, Dataset
 from service.env.errors import EnvError, EpisodeFinished, UnknownTask
 from service.env.grading import grade_episode
 from service.env.models import Act, Action, EpisodeState, HistoryEntry, Observation, StepResult
@@ -17,18 +17,20 @@ from service.env.world import SPLITS, Ticket
 __all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "replay", "reset", "step"]
 
 
-def reset(task_id: str, seed: int, split: str = "train") -> tuple[EpisodeState, Observation]:
+def reset(task_id: str, seed: int, split: str = "train", dataset: Dataset = PUBLIC) -> tuple[EpisodeState, Observation]:
     """Start an episode of ``task_id`` on the ticket that ``seed`` picks from the task's pool in ``split``.
 
-    Seeds ``0 .. n-1`` enumerate the ``n`` tickets of the pool in order; larger seeds wrap around.
+    Seeds ``0 .. n-1`` enumerate the ``n`` tickets of the pool (in a keyed order that says nothing
+    about their labels); larger seeds wrap around. The test split needs a ``dataset`` that holds
+    the deployment's test key.
     """
     task = get_task(task_id)
     if split not in SPLITS:
         raise EnvError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
-    if not isinstance(seed, int) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise EnvError("seed must be a non-negative integer")
-    pool = tickets_for(split, task.family, task.difficulty)  # type: ignore[arg-type]
-    ticket = load_ticket(pool[seed % len(pool)])
+    pool = dataset.pool(split, task.family, task.difficulty)  # type: ignore[arg-type]
+    ticket = dataset.ticket(pool[seed % len(pool)])
     state = EpisodeState(
         task_id=task.id,
         split=split,  # type: ignore[arg-type]
@@ -37,16 +39,16 @@ def reset(task_id: str, seed: int, split: str = "train") -> tuple[EpisodeState, 
         max_steps=task.max_steps,
         history=(HistoryEntry(role="customer", text=ticket.message),),
     )
-    return state, observe(state)
+    return state, observe(state, dataset=dataset)
 
 
-def step(state: EpisodeState, action: Action) -> StepResult:
+def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> StepResult:
     """Apply ``action`` to ``state``. Parts apply in the order lookup, reassign_queue, add_tag,
     reply, decision, close_ticket (so a request_info's question is the reply of the same step)."""
     if state.done:
         raise EpisodeFinished("this episode is finished; call reset to start a new one")
     task = get_task(state.task_id)
-    ticket = load_ticket(state.ticket_id)
+    ticket = dataset.ticket(state.ticket_id)
     n = state.step_count
     acts: list[Act] = []
     history = list(state.history)
@@ -108,22 +110,23 @@ def step(state: EpisodeState, action: Action) -> StepResult:
         "done": done or truncated,
         "truncated": truncated,
     })
-    grade = grade_episode(new_state)  # rewards are not graded: this is the grade of the final state too
+    grade = grade_episode(new_state, dataset)  # rewards are not graded: this is the grade of the final state too
     reward = round(grade.raw - _raw_so_far(state), 6)
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
-    return StepResult(
-        state=new_state, observation=observe(new_state, reward), reward=reward, done=new_state.done, grade=grade
-    )
+    observation = observe(new_state, reward, ticket=ticket)
+    if new_state.done:
+        observation = observation.model_copy(update={"final": True, "score": grade.score, "resolved": grade.resolved})
+    return StepResult(state=new_state, observation=observation, reward=reward, done=new_state.done, grade=grade)
 
 
-def replay(task_id: str, seed: int, split: str, actions: list[Action]) -> EpisodeState:
+def replay(task_id: str, seed: int, split: str, actions: list[Action], dataset: Dataset = PUBLIC) -> EpisodeState:
     """The state reached by playing ``actions`` from ``reset(task_id, seed, split)``.
 
     How stored episodes are re-graded and checked: the state is a function of the actions.
     """
-    state, _ = reset(task_id, seed, split)
+    state, _ = reset(task_id, seed, split, dataset)
     for action in actions:
-        state = step(state, action).state
+        state = step(state, action, dataset).state
     return state
 
 
@@ -132,10 +135,12 @@ def _raw_so_far(state: EpisodeState) -> float:
     return round(sum(state.rewards), 6)
 
 
-def observe(state: EpisodeState, reward: float | None = None) -> Observation:
+def observe(
+    state: EpisodeState, reward: float | None = None, dataset: Dataset = PUBLIC, ticket: Ticket | None = None
+) -> Observation:
     """The agent's view of ``state``: never gold labels, clause decisions or unrevealed facts."""
     task = get_task(state.task_id)
-    ticket = load_ticket(state.ticket_id)
+    ticket = ticket if ticket is not None else dataset.ticket(state.ticket_id)
     return Observation(
         ticket_id=ticket.ticket_id,
         task_id=task.id,

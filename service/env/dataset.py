@@ -1,79 +1,142 @@
-"""The ticket sets: lookup by id, task pools, and the committed ``seed_data/`` artefacts.
+"""The ticket sets: the public train/dev splits, a deployment's private test split, and the
+committed ``seed_data/`` artefacts.
 
-Tickets are regenerated on demand from (split, index) and memoised, so the core needs no file
-I/O. ``seed_data/`` holds the published copy — train and dev with their gold labels, test without
-labels or hidden facts — plus the rendered policy document and a manifest with counts and a
-content hash. ``python -m service.env write seed_data`` (``make data``) rewrites it bit for
-bit; ``check`` verifies it.
+A :class:`Dataset` is what a deployment serves. Its public splits are the same everywhere (their
+keys derive from the generator version); its test split is generated from the deployment's
+secret ``test_key``, so only a deployment that holds the key can build — and grade — it. Tickets
+are regenerated on demand and memoised, so the core needs no file I/O.
+
+``seed_data/`` holds the published copy of the public splits with their gold labels, the rendered
+policy document, and a manifest with counts and a content hash (the test split contributes only
+its size). ``python -m service.env write seed_data`` (``make data``) rewrites it bit for bit;
+``check`` verifies it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from service.env.generator import GENERATOR_VERSION, SPLIT_SEED_BASE, SPLIT_SIZES, generate_ticket, ticket_cell
+from service.env.errors import EnvError
+from service.env.generator import (
+    CELLS,
+    GENERATOR_VERSION,
+    SPLIT_SIZES,
+    generate_ticket,
+    pool_size,
+    public_split_key,
+    ticket_id_for,
+)
 from service.env.policy import evaluate, render_policy_markdown
 from service.env.world import SPLITS, Difficulty, Family, Split, Ticket
 
 DATASET_VERSION = f"gen-{GENERATOR_VERSION}"
+PUBLIC_SPLITS: tuple[Split, ...] = ("train", "dev")
+HIDDEN_SPLIT: Split = "test"
+# Deriving the test key from an operator's passphrase is deliberately slow: the key's fingerprint
+# is public, so a short passphrase could otherwise be guessed offline from it.
+_KDF_SALT = b"ecomm-support-env/test-split-key"
 
 
-class UnknownTicket(ValueError):
+class UnknownTicket(EnvError):
     pass
 
 
+class MissingTestKey(EnvError):
+    pass
+
+
+def derive_test_key(secret: str) -> bytes:
+    """The 32-byte test-split key for a deployment secret (``TEST_SPLIT_KEY``), via scrypt."""
+    if not secret:
+        raise ValueError("the test split secret must not be empty")
+    return hashlib.scrypt(secret.encode(), salt=_KDF_SALT, n=2**14, r=8, p=1, dklen=32)
+
+
+def key_fingerprint(key: bytes) -> str:
+    """A public, non-reversible name for a test key: results are comparable only under the same one."""
+    return hmac.new(key, b"fingerprint", hashlib.sha256).hexdigest()[:16]
+
+
 @lru_cache(maxsize=8192)
-def _ticket(split: Split, index: int) -> Ticket:
-    return generate_ticket(split, index)
-
-
-def ticket_id_for(split: Split, index: int) -> str:
-    return f"{split}-{SPLIT_SEED_BASE[split] + index}"
-
-
-def load_ticket(ticket_id: str) -> Ticket:
-    """The ticket with this id (``<split>-<seed>``); raises :class:`UnknownTicket`."""
-    split, _, seed = ticket_id.partition("-")
-    if split not in SPLIT_SIZES or not seed.isdigit():
-        raise UnknownTicket(f"unknown ticket id {ticket_id!r}")
-    index = int(seed) - SPLIT_SEED_BASE[split]  # type: ignore[index]
-    if not 0 <= index < SPLIT_SIZES[split]:  # type: ignore[index]
-        raise UnknownTicket(f"unknown ticket id {ticket_id!r}")
-    return _ticket(split, index)  # type: ignore[arg-type]
+def _ticket(key: bytes, split: Split, family: Family, difficulty: Difficulty, position: int) -> Ticket:
+    return generate_ticket(key, split, family, difficulty, position)
 
 
 @lru_cache(maxsize=64)
-def tickets_for(split: Split, family: Family, difficulty: Difficulty) -> tuple[str, ...]:
-    """Ids of the tickets of one split that belong to a (family, difficulty) cell, in order."""
-    return tuple(
-        ticket_id_for(split, i) for i in range(SPLIT_SIZES[split]) if ticket_cell(i) == (family, difficulty)
-    )
+def _pool(key: bytes, family: Family, difficulty: Difficulty, size: int) -> tuple[str, ...]:
+    return tuple(ticket_id_for(key, family, difficulty, k) for k in range(size))
 
 
-def split_tickets(split: Split) -> list[Ticket]:
-    return [_ticket(split, i) for i in range(SPLIT_SIZES[split])]
+@lru_cache(maxsize=16)
+def _index(key: bytes, split: Split) -> dict[str, tuple[Family, Difficulty, int]]:
+    """Ticket id → (family, difficulty, position) for every ticket of a split."""
+    return {
+        tid: (family, difficulty, k)
+        for family, difficulty in CELLS
+        for k, tid in enumerate(_pool(key, family, difficulty, pool_size(split, family, difficulty)))
+    }
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The splits a deployment serves: train and dev always, test when it holds ``test_key``."""
+
+    test_key: bytes | None = None
+
+    @property
+    def splits(self) -> tuple[Split, ...]:
+        return SPLITS if self.test_key is not None else PUBLIC_SPLITS
+
+    @property
+    def test_fingerprint(self) -> str | None:
+        return key_fingerprint(self.test_key) if self.test_key is not None else None
+
+    def key(self, split: str) -> bytes:
+        if split in PUBLIC_SPLITS:
+            return public_split_key(split)  # type: ignore[arg-type]
+        if split == HIDDEN_SPLIT:
+            if self.test_key is None:
+                raise MissingTestKey("the test split is generated from a deployment key, and none is configured here")
+            return self.test_key
+        raise EnvError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
+
+    def pool(self, split: str, family: Family, difficulty: Difficulty) -> tuple[str, ...]:
+        """Ids of one (family, difficulty) pool of ``split``; ``seed = k`` selects entry ``k``."""
+        key = self.key(split)
+        return _pool(key, family, difficulty, pool_size(split, family, difficulty))  # type: ignore[arg-type]
+
+    def ticket(self, ticket_id: str) -> Ticket:
+        """The ticket with this id, from any split this dataset serves; raises :class:`UnknownTicket`."""
+        for split in self.splits:
+            key = self.key(split)
+            place = _index(key, split).get(ticket_id)
+            if place is not None:
+                return _ticket(key, split, *place)
+        raise UnknownTicket(f"unknown ticket id {ticket_id!r}")
+
+    def tickets(self, split: str) -> list[Ticket]:
+        """Every ticket of ``split``, pool by pool in :data:`CELLS` order."""
+        key = self.key(split)
+        return [
+            _ticket(key, split, family, difficulty, k)  # type: ignore[arg-type]
+            for family, difficulty in CELLS
+            for k in range(pool_size(split, family, difficulty))  # type: ignore[arg-type]
+        ]
+
+
+PUBLIC = Dataset()
+"""The public splits only: what anyone can rebuild from this code."""
 
 
 # ------------------------------------------------------------------------------------ artefacts
-
-def _public_record(t: Ticket) -> dict[str, Any]:
-    """What a test-split ticket publishes: no hidden facts, no internal recipe, no label."""
-    return {
-        "ticket_id": t.ticket_id,
-        "split": t.split,
-        "family": t.family,
-        "difficulty": t.difficulty,
-        "opened_on": t.opened_on,
-        "subject": t.subject,
-        "message": t.message,
-    }
-
 
 def _labelled_record(t: Ticket) -> dict[str, Any]:
     verdict = evaluate(t)
@@ -81,13 +144,12 @@ def _labelled_record(t: Ticket) -> dict[str, Any]:
 
 
 def render_artefacts() -> dict[str, str]:
-    """Every file of ``seed_data/`` as text, keyed by file name."""
+    """Every file of ``seed_data/`` as text, keyed by file name: the public splits only."""
     files: dict[str, str] = {}
     counts: dict[str, Any] = {}
-    for split in SPLITS:
-        tickets = split_tickets(split)
-        record = _public_record if split == "test" else _labelled_record
-        files[f"{split}.jsonl"] = "".join(json.dumps(record(t), sort_keys=True, ensure_ascii=False) + "\n" for t in tickets)
+    for split in PUBLIC_SPLITS:
+        tickets = PUBLIC.tickets(split)
+        files[f"{split}.jsonl"] = "".join(json.dumps(_labelled_record(t), sort_keys=True, ensure_ascii=False) + "\n" for t in tickets)
         cells = Counter((t.family, t.difficulty, evaluate(t).gold) for t in tickets)
         counts[split] = {
             "total": len(tickets),
@@ -102,10 +164,13 @@ def render_artefacts() -> dict[str, str]:
     manifest = {
         "dataset_version": DATASET_VERSION,
         "generator_version": GENERATOR_VERSION,
-        "splits": {s: {"size": SPLIT_SIZES[s], "seed_range": [SPLIT_SEED_BASE[s], SPLIT_SEED_BASE[s] + SPLIT_SIZES[s] - 1]} for s in SPLITS},
+        "splits": {
+            s: {"size": SPLIT_SIZES[s], "pools": {f"{f}-{d}": pool_size(s, f, d) for f, d in CELLS}} for s in SPLITS
+        },
         "counts": counts,
         "content_sha256": content.hexdigest(),
-        "note": "test.jsonl publishes messages only; its labels and hidden facts stay on the server.",
+        "note": "train and dev are public and rebuilt from the code; the test split is generated from each "
+                "deployment's secret key (TEST_SPLIT_KEY) and is not published: only its size is listed here.",
     }
     files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     return files

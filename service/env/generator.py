@@ -6,17 +6,27 @@ The gold label is never written by the recipe: :func:`service.env.policy.evaluat
 the generator only checks that the recipe produced the path it meant to (a guard against recipe
 bugs, not a source of labels).
 
-Splits are balanced by construction: ticket ``i`` of a split gets family ``i mod 2``, difficulty
-``(i // 2) mod 3`` and, inside that cell, the next scenario of a round-robin over the cell's
-scenario list, which is ordered so that gold decisions alternate.
+Every split is made of six *pools*, one per (family, difficulty) cell. Pools are balanced by
+construction: a pool of ``n`` tickets holds the cell's scenarios round-robin, ``n`` entries in all.
+Which ticket of the pool gets which entry is a **keyed permutation**: a shuffle seeded by the
+split's key. Ticket ``k`` of a pool (what ``seed = k`` selects) is therefore unrelated to its label
+unless you hold the key, and every random draw of the ticket is keyed too. Ticket ids are an HMAC
+of the key and the ticket's place: opaque, they carry neither the index nor the split.
+
+The public splits (train, dev) use keys derived from the generator version, so anyone can
+rebuild them from this code. The test split's key is a deployment secret (see
+:mod:`service.env.dataset`): without it, nobody — including someone reading this code — can
+rebuild its tickets or their labels.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import random
 from dataclasses import dataclass
 from datetime import date, timedelta
+from functools import lru_cache
 from typing import Any, Callable
 
 from service.env import messages
@@ -35,10 +45,10 @@ from service.env.world import (
     Ticket,
 )
 
-GENERATOR_VERSION = "1.0.0"
+GENERATOR_VERSION = "2.0.0"
 SPLIT_SIZES: dict[Split, int] = {"train": 1200, "dev": 400, "test": 400}
-# Seed ranges per split: ticket i of a split has seed SPLIT_SEED_BASE[split] + i.
-SPLIT_SEED_BASE: dict[Split, int] = {"train": 100_000, "dev": 200_000, "test": 300_000}
+# The order in which a split's remainder tickets are handed to cells (easy cells first).
+CELLS: tuple[tuple[Family, Difficulty], ...] = tuple((f, d) for d in DIFFICULTIES for f in FAMILIES)
 _EPOCH = date(2026, 1, 5)
 
 
@@ -46,6 +56,29 @@ def stable_seed(*parts: object) -> int:
     """A 64-bit seed from ``parts`` that is the same on every machine and Python run."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:8], "big")
+
+
+def pool_size(split: Split, family: Family, difficulty: Difficulty) -> int:
+    """How many tickets the (family, difficulty) pool of ``split`` holds."""
+    total = SPLIT_SIZES[split]
+    rank = CELLS.index((family, difficulty))
+    return total // len(CELLS) + (1 if rank < total % len(CELLS) else 0)
+
+
+def public_split_key(split: Split) -> bytes:
+    """The key of a public split: derived from the generator version, so the split is reproducible."""
+    return hashlib.sha256(f"ecomm-support-env/public-split/{split}/{GENERATOR_VERSION}".encode()).digest()
+
+
+def _keyed_seed(key: bytes, *parts: object) -> int:
+    digest = hmac.new(key, "\x1f".join(map(str, parts)).encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def ticket_id_for(key: bytes, family: Family, difficulty: Difficulty, position: int) -> str:
+    """The opaque id of ticket ``position`` of a pool: reveals neither the position nor the split."""
+    mac = hmac.new(key, f"ticket-id\x1f{family}\x1f{difficulty}\x1f{position}".encode(), hashlib.sha256)
+    return "tk_" + mac.hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------------------- catalog
@@ -211,25 +244,33 @@ class RecipeMismatch(AssertionError):
 
 # ------------------------------------------------------------------------------------- building
 
-def ticket_cell(index: int) -> tuple[Family, Difficulty]:
-    return FAMILIES[index % 2], DIFFICULTIES[(index // 2) % 3]
-
-
-def generate_ticket(split: Split, index: int) -> Ticket:
-    """Ticket ``index`` of ``split``: a pure function of (generator version, split, index)."""
-    family, difficulty = ticket_cell(index)
+@lru_cache(maxsize=64)
+def scenario_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[int, ...]:
+    """Scenario index of every ticket of a pool: the cell's scenarios round-robin, in a keyed order."""
     cell = SCENARIOS[(family, difficulty)]
-    scenario = cell[(index // 6) % len(cell)]
-    seed = SPLIT_SEED_BASE[split] + index
-    rng = random.Random(stable_seed(GENERATOR_VERSION, split, index))
-    ticket = _build(rng, split, seed, family, difficulty, scenario)
+    order = [i % len(cell) for i in range(pool_size(split, family, difficulty))]
+    random.Random(_keyed_seed(key, "scenario-order", split, family, difficulty)).shuffle(order)
+    return tuple(order)
+
+
+def generate_ticket(key: bytes, split: Split, family: Family, difficulty: Difficulty, position: int) -> Ticket:
+    """Ticket ``position`` of a pool: a pure function of (generator version, key, split, cell, position)."""
+    size = pool_size(split, family, difficulty)
+    if not 0 <= position < size:
+        raise ValueError(f"position {position} is outside the {split} {family}/{difficulty} pool of {size}")
+    scenario = SCENARIOS[(family, difficulty)][scenario_order(key, split, family, difficulty)[position]]
+    rng = random.Random(_keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position))
+    ticket_id = ticket_id_for(key, family, difficulty, position)
+    ticket = _build(rng, split, ticket_id, position, family, difficulty, scenario)
     verdict = evaluate(ticket)
     if verdict.gold != scenario.expect or (scenario.expect_queue and verdict.queue != scenario.expect_queue):
         raise RecipeMismatch(f"{scenario.name}: expected {scenario.expect}/{scenario.expect_queue}, policy says {verdict.gold}/{verdict.queue} ({verdict.rationale})")
     return ticket
 
 
-def _build(rng: random.Random, split: Split, seed: int, family: Family, difficulty: Difficulty, sc: Scenario) -> Ticket:
+def _build(
+    rng: random.Random, split: Split, ticket_id: str, position: int, family: Family, difficulty: Difficulty, sc: Scenario
+) -> Ticket:
     f = sc.facts(rng)
     issue = f["issue"]
 
@@ -313,8 +354,8 @@ def _build(rng: random.Random, split: Split, seed: int, family: Family, difficul
             hidden = hidden.model_copy(update={"item_used": rng.random() < 0.5})
     subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim)
     return Ticket(
-        ticket_id=f"{split}-{seed}",
-        seed=seed,
+        ticket_id=ticket_id,
+        position=position,
         split=split,
         family=family,
         difficulty=difficulty,

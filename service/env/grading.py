@@ -1,30 +1,34 @@
 """Graders: a pure function of (task, ticket, the episode's acts) → :class:`Grade`.
 
+Each task declares its rubric (:mod:`service.env.tasks`): checks in the style of τ²-bench — the
+core outcome (decision, queue or tag), the required actions (lookups, asking, closing) and what
+was communicated (the reply). This module only implements the checks the rubrics name.
+
+- **resolved** is binary: every required check that applies passed. It is what pass^k, the
+  leaderboard and ``inference.py``'s ``success`` count.
+- **score** is the partial credit kept for RL shaping: the weighted share of checks passed — a
+  check gated on the core outcome earns nothing while that outcome is wrong — minus penalties,
+  clipped to [0, 1].
+
 The same function scores unfinished prefixes, which is how step rewards are made: the reward of a
 step is the change it causes in the raw score, so the rewards of an episode add up to its raw
-score and the score (raw clipped to [0, 1]) can always be recomputed from stored transitions.
+score and the score can always be recomputed from stored transitions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from service.env.dataset import load_ticket
+from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Act, EpisodeState, Grade, GradeComponent
-from service.env.policy import (
-    REASONS,
-    REASONS_WITH_WINDOW,
-    Verdict,
-    evaluate,
-    full_information_verdict,
-)
+from service.env.policy import REASONS, REASONS_WITH_WINDOW, Verdict, evaluate, full_information_verdict
 from service.env.tasks import get_task
 from service.env.world import Ticket
 
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "2.0.0"
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
-NEEDLESS_INFO_COST = 0.1
 OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})
 
 _COURTESY = ("sorry", "apolog", "thank", "appreciate", "please", "happy to help", "kind regards", "understand")
@@ -35,24 +39,6 @@ _PROMISE = (
     "approved your refund", "refund approved", "will send a replacement", "replacement is on its way", "approved your",
 )
 _APPROVAL_WORDS = {"approve_refund": ("refund",), "approve_replacement": ("replacement", "replace", "new one")}
-
-
-HIDDEN_SPLIT = "test"
-
-
-def results_hidden(split: str, run_complete: bool) -> bool:
-    """Rewards and scores of a test-split episode stay hidden until its run completes."""
-    return split == HIDDEN_SPLIT and not run_complete
-
-
-def redact_grade(grade: dict) -> dict:
-    """A served test-split grade: component scores only. Details and clause ids name the gold label."""
-    return {
-        **grade,
-        "components": [{"name": c["name"], "earned": c["earned"], "weight": c["weight"]} for c in grade.get("components", [])],
-        "clauses": [],
-        "redacted": "test split: component details and clause ids are not served",
-    }
 
 
 def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
@@ -89,12 +75,14 @@ def forbidden_content(reply: str, *, denying: bool) -> list[str]:
     return problems
 
 
+# ------------------------------------------------------------------------------- the episode
+
 @dataclass
 class _Walk:
     """The episode's acts folded into the facts graders need."""
 
     decisions: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (decision, revealed before it)
-    tags: list[str] = field(default_factory=list)
+    tags: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (tag, revealed before it)
     queues: list[str] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
     lookups: list[str] = field(default_factory=list)
@@ -103,8 +91,17 @@ class _Walk:
     decided_before_close: bool = False
     policy_before_decision: bool = False
     routed_before_close: bool = False
-    tag_before_close: list[str] = field(default_factory=list)
+    tags_before_close: list[str] = field(default_factory=list)
     revealed: set[str] = field(default_factory=set)
+
+    @property
+    def real_decisions(self) -> list[tuple[str, frozenset[str]]]:
+        """Decisions other than request_info (asking is not deciding)."""
+        return [(d, rev) for d, rev in self.decisions if d != "request_info"]
+
+    @property
+    def outcome_tags(self) -> list[str]:
+        return list(dict.fromkeys(tag for tag, _ in self.tags if tag in OUTCOME_TAGS))
 
 
 def _walk(acts: tuple[Act, ...]) -> _Walk:
@@ -113,11 +110,11 @@ def _walk(acts: tuple[Act, ...]) -> _Walk:
         if act.kind == "revealed":
             w.revealed.add(act.value)
         elif act.kind == "decision":
-            if not w.decisions:
+            if act.value != "request_info" and not w.real_decisions:
                 w.policy_before_decision = "policy" in w.lookups
             w.decisions.append((act.value, frozenset(w.revealed)))
         elif act.kind == "tag":
-            w.tags.append(act.value)
+            w.tags.append((act.value, frozenset(w.revealed)))
         elif act.kind == "queue":
             w.queues.append(act.value)
         elif act.kind == "reply":
@@ -127,187 +124,250 @@ def _walk(acts: tuple[Act, ...]) -> _Walk:
         elif act.kind == "close" and not w.closed:
             w.closed = True
             w.replied_before_close = bool(w.replies)
-            w.decided_before_close = bool(w.decisions)
+            w.decided_before_close = bool(w.real_decisions)
             w.routed_before_close = bool(w.queues)
-            w.tag_before_close = list(w.tags)
+            w.tags_before_close = [tag for tag, _ in w.tags]
     return w
 
 
-def grade_episode(state: EpisodeState) -> Grade:
+@dataclass(frozen=True)
+class _Context:
+    ticket: Ticket
+    walk: _Walk
+    initial: Verdict  # the verdict before the customer answered anything
+
+    @property
+    def decision(self) -> tuple[str, Verdict] | None:
+        """The agent's decision (the first that is not request_info) and the verdict it faced."""
+        real = self.walk.real_decisions
+        if not real:
+            return None
+        decision, revealed = real[0]
+        return decision, evaluate(self.ticket, revealed)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.walk.replies).lower()
+
+
+@dataclass(frozen=True)
+class _Check:
+    value: float  # 1 passed, 0.5 acceptable alternative, 0 failed, -0.5 harmful
+    detail: str
+    clauses: tuple[str, ...] = ()
+
+
+def _ok(passed: bool, yes: str, no: str) -> _Check:
+    return _Check(1.0 if passed else 0.0, yes if passed else no)
+
+
+# ---------------------------------------------------------------------------------- checks
+
+def _information(c: _Context) -> _Check:
+    real = c.walk.real_decisions
+    revealed = real[0][1] if real else frozenset(c.walk.revealed)
+    known = evaluate(c.ticket, revealed)
+    done = known.gold != "request_info"
+    if done:
+        return _Check(1.0, "asked the customer and learned what the policy needs", c.initial.clauses)
+    when = "before deciding" if real else "yet"
+    return _Check(0.0, f"the policy needs the customer's answer about {known.ask_topic} and it was not obtained {when}", known.clauses)
+
+
+def _decision(c: _Context) -> _Check:
+    decided = c.decision
+    if decided is None:
+        return _Check(0.0, "no decision", c.initial.clauses)
+    decision, verdict = decided
+    value = decision_value(decision, verdict, c.ticket)
+    later = {d for d, _ in c.walk.real_decisions[1:]} - {decision}
+    if later:
+        return _Check(min(value, WRONG), f"{decision} was changed afterwards to {', '.join(sorted(later))}", verdict.clauses)
+    return _Check(value, f"{decision} against {verdict.gold}: {verdict.rationale}", verdict.clauses)
+
+
+def _expected_tag(c: _Context) -> str:
+    decided = c.decision
+    if decided is not None:
+        return decided[1].tag
+    outcome = [(tag, rev) for tag, rev in c.walk.tags if tag in OUTCOME_TAGS]
+    return evaluate(c.ticket, outcome[-1][1]).tag if outcome else c.initial.tag
+
+
+def _outcome_tag(c: _Context) -> _Check:
+    expected, tags = _expected_tag(c), c.walk.outcome_tags
+    if len(tags) > 1:
+        return _Check(0.0, f"several outcome tags ({', '.join(tags)}) record contradictory outcomes")
+    return _ok(tags == [expected], f"tagged {expected}", f"expected the outcome tag {expected}, got {tags[0] if tags else 'none'}")
+
+
+def _closed_triage(c: _Context) -> _Check:
+    w = c.walk
+    return _ok(w.closed and any(t in OUTCOME_TAGS for t in w.tags_before_close), "closed with the outcome tag on", "not closed with an outcome tag on")
+
+
+def _closed_routing(c: _Context) -> _Check:
+    w = c.walk
+    return _ok(w.closed and w.replied_before_close and w.routed_before_close, "closed after routing and replying",
+               "not closed after routing and replying")
+
+
+def _closed_resolution(c: _Context) -> _Check:
+    w = c.walk
+    return _ok(w.closed and w.replied_before_close and w.decided_before_close, "closed after deciding and replying",
+               "not closed after deciding and replying")
+
+
+def _queue(c: _Context) -> _Check:
+    expected, queues = c.initial.queue, c.walk.queues
+    if not queues:
+        return _Check(0.0, f"not reassigned (expected {expected})", c.initial.clauses)
+    wrong = [q for q in queues if q != expected]
+    if wrong:
+        return _Check(0.0, f"reassigned to {', '.join(wrong)}; the ticket belongs to {expected}", c.initial.clauses)
+    return _Check(1.0, f"routed to {expected}", c.initial.clauses)
+
+
+def _reply_courteous(c: _Context) -> _Check:
+    return _ok(bool(c.walk.replies) and _has(c.text, _COURTESY), "courteous", "no courteous reply")
+
+
+def _reply_order_id(c: _Context) -> _Check:
+    oid = c.ticket.order.order_id
+    return _ok(oid.lower() in c.text, f"quotes {oid}", "the reply does not quote the order id")
+
+
+def _reply_no_outcome(c: _Context) -> _Check:
+    replies = c.walk.replies
+    promising = [r for r in replies if forbidden_content(r, denying=True)]
+    return _ok(bool(replies) and not promising, "a holding reply that promises no outcome",
+               "no reply" if not replies else "the holding reply promises an outcome or has forbidden content")
+
+
+def _reply_outcome(c: _Context) -> _Check:
+    decided = c.decision
+    if not c.walk.replies or decided is None:
+        return _Check(0.0, "no reply" if not c.walk.replies else "no decision to state")
+    decision, verdict = decided
+    text = c.text
+    if decision == "reject":
+        reason = verdict.reason
+        reason_ok = reason is not None and _has(text, REASONS[reason])
+        window_ok = reason not in REASONS_WITH_WINDOW or _has(text, REASONS["window"])
+        need = f"the reason ({reason})" + (" and the 30-day window" if reason in REASONS_WITH_WINDOW else "")
+        return _ok(reason_ok and window_ok, f"states {need}", f"does not state {need}")
+    words = _APPROVAL_WORDS.get(decision, ())
+    what = decision.removeprefix("approve_")
+    return _ok(_has(text, words), f"confirms the {what}", f"does not confirm the {what}")
+
+
+def _reply_clean(c: _Context) -> _Check:
+    denying = c.decision is not None and c.decision[0] == "reject"
+    replies = c.walk.replies
+    bad = sorted({p for r in replies for p in forbidden_content(r, denying=denying)})
+    return _ok(bool(replies) and not bad, "no forbidden content", "no reply" if not replies else "; ".join(bad))
+
+
+def _conduct(c: _Context) -> _Check:
+    denying = c.decision is not None and c.decision[0] == "reject"
+    bad = sorted({p for r in c.walk.replies for p in forbidden_content(r, denying=denying)})
+    return _ok(not bad, "no forbidden reply content", "; ".join(bad))
+
+
+def _policy_lookup(c: _Context) -> _Check:
+    return _ok(c.walk.policy_before_decision, "looked up the policy before deciding", "decided without consulting the policy")
+
+
+def _hands_off(c: _Context) -> _Check:
+    decided = [d for d, _ in c.walk.real_decisions]
+    return _ok(not decided, "left the decision to the owning team", f"decided the claim ({', '.join(decided)}) instead of routing it")
+
+
+_CHECKS: dict[str, Callable[[_Context], _Check]] = {
+    "information": _information,
+    "decision": _decision,
+    "outcome_tag": _outcome_tag,
+    "queue": _queue,
+    "reply_courteous": _reply_courteous,
+    "reply_order_id": _reply_order_id,
+    "reply_no_outcome": _reply_no_outcome,
+    "reply_outcome": _reply_outcome,
+    "reply_clean": _reply_clean,
+    "conduct": _conduct,
+    "policy_lookup": _policy_lookup,
+    "hands_off": _hands_off,
+}
+# "closed" means something different per task: what must have happened before closing.
+_CLOSED: dict[str, Callable[[_Context], _Check]] = {
+    "workflow-triage": _closed_triage,
+    "workflow-routing": _closed_routing,
+    "workflow-resolution": _closed_resolution,
+}
+
+
+# -------------------------------------------------------------------------------- penalties
+
+def _needless_questions(c: _Context) -> int:
+    return sum(1 for d, rev in c.walk.decisions if d == "request_info" and evaluate(c.ticket, rev).gold != "request_info")
+
+
+def _repetitions(c: _Context) -> int:
+    tags = [t for t, _ in c.walk.tags]
+    queues = c.walk.queues
+    return (len(tags) - len(set(tags))) + sum(1 for a, b in zip(queues, queues[1:]) if a == b)
+
+
+_PENALTIES: dict[str, Callable[[_Context], int]] = {
+    "needless_question": _needless_questions,
+    "forbidden_reply": lambda c: int(_conduct(c).value < 1),
+    "repetition": _repetitions,
+    "wrong_queue": lambda c: sum(1 for q in c.walk.queues if q != c.initial.queue),
+    "decided": lambda c: int(bool(c.walk.real_decisions)),
+    "closed_without_reply": lambda c: int(c.walk.closed and not c.walk.replied_before_close),
+    "contradiction": lambda c: len({d for d, _ in c.walk.real_decisions}) - 1 if c.walk.real_decisions else 0,
+}
+
+
+# ------------------------------------------------------------------------------------ grade
+
+def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
     """Score the episode (finished or not) from its acts. Pure and deterministic."""
     task = get_task(state.task_id)
-    ticket = load_ticket(state.ticket_id)
-    w = _walk(state.acts)
-    grader = _GRADERS[task.id if task.family == "workflow" else "decision"]
-    components = grader(ticket, w)
+    ticket = dataset.ticket(state.ticket_id)
+    ctx = _Context(ticket, _walk(state.acts), evaluate(ticket))
+    info_needed = ctx.initial.gold == "request_info"
+    criteria = [c for c in task.rubric.criteria if c.applies == "always" or info_needed]
+    total = sum(c.weight for c in criteria) or 1.0
+    passed: dict[str, bool] = {}
+    components: list[GradeComponent] = []
+    for criterion in criteria:
+        check = (_CLOSED[task.id] if criterion.name == "closed" else _CHECKS[criterion.name])(ctx)
+        gated = criterion.gate is not None and not passed[criterion.gate]
+        value = min(check.value, 0.0) if gated else check.value
+        passed[criterion.name] = value >= GOLD
+        detail = f"{check.detail} — no credit while {criterion.gate} fails" if gated and check.value > 0 else check.detail
+        weight = criterion.weight / total
+        components.append(GradeComponent(
+            name=criterion.name, kind="check", earned=round(weight * value, 6), weight=round(weight, 6),
+            passed=passed[criterion.name], required=criterion.required, detail=detail, clauses=check.clauses,
+        ))
+    for penalty in task.rubric.penalties:
+        count = _PENALTIES[penalty.name](ctx)
+        if count:
+            components.append(GradeComponent(
+                name=penalty.name, kind="penalty", earned=round(-penalty.amount * count, 6), weight=0.0,
+                detail=f"{count} × {penalty.description}",
+            ))
     raw = round(sum(c.earned for c in components), 6)
-    clauses = tuple(dict.fromkeys(c for comp in components for c in comp.clauses))
+    clauses = tuple(dict.fromkeys(cl for comp in components for cl in comp.clauses))
     return Grade(
         task_id=task.id,
         ticket_id=ticket.ticket_id,
         score=min(1.0, max(0.0, raw)),
         raw=raw,
+        resolved=all(passed[c.name] for c in criteria if c.required),
         components=tuple(components),
         clauses=clauses,
         grader_version=GRADER_VERSION,
         finished=state.done,
     )
-
-
-# ----------------------------------------------------------------------------- decision family
-
-def _grade_decision(t: Ticket, w: _Walk) -> list[GradeComponent]:
-    initial = evaluate(t)
-    comps: list[GradeComponent] = []
-    asks = [(d, rev) for d, rev in w.decisions if d == "request_info"]
-    final = next(((d, rev) for d, rev in w.decisions if d != "request_info"), None)
-
-    needless = sum(1 for _, rev in asks if evaluate(t, rev).gold != "request_info")
-    if initial.gold == "request_info":
-        asked_first = bool(w.decisions) and w.decisions[0][0] == "request_info"
-        comps.append(GradeComponent(
-            name="asked_for_information", earned=0.5 if asked_first else 0.0, weight=0.5,
-            detail="asked the customer before deciding" if asked_first else "the policy required asking the customer first",
-            clauses=initial.clauses,
-        ))
-        if final is not None:
-            verdict = evaluate(t, final[1]) if asked_first else initial
-            value = decision_value(final[0], verdict, t)
-            comps.append(GradeComponent(
-                # Deciding without asking is never positive (decision_value is 0 or harmful).
-                name="decision", earned=value * 0.5 if asked_first else value, weight=0.5, detail=f"{final[0]} against gold {verdict.gold}: {verdict.rationale}", clauses=verdict.clauses,
-            ))
-    elif final is not None:
-        value = decision_value(final[0], initial, t)
-        comps.append(GradeComponent(
-            name="decision", earned=value, weight=1.0,
-            detail=f"{final[0]} against gold {initial.gold}: {initial.rationale}", clauses=initial.clauses,
-        ))
-    if final is None:
-        comps.append(GradeComponent(name="no_final_decision", earned=0.0, weight=0.0, detail="the episode has no final decision yet"))
-    if needless:
-        comps.append(GradeComponent(
-            name="needless_request_info", earned=-NEEDLESS_INFO_COST * needless, weight=0.0,
-            detail=f"{needless} request(s) for information the policy did not need", clauses=initial.clauses,
-        ))
-    return comps
-
-
-# ----------------------------------------------------------------------------- workflow family
-
-def _tag_penalties(w: _Walk, expected: str | None, wrong_cost: float = 0.0) -> list[GradeComponent]:
-    """Wrong outcome tags (when the task grades the outcome) and repeated tags."""
-    comps = []
-    wrong = [tag for tag in w.tags if expected and tag in OUTCOME_TAGS and tag != expected]
-    if wrong:
-        comps.append(GradeComponent(name="wrong_tag", earned=-wrong_cost * len(wrong), weight=0.0,
-                                    detail=f"outcome tag(s) {', '.join(wrong)} contradict the policy outcome {expected}"))
-    repeats = len(w.tags) - len(set(w.tags))
-    if repeats:
-        comps.append(GradeComponent(name="repeated_tag", earned=-0.05 * repeats, weight=0.0, detail=f"{repeats} repeated tag(s)"))
-    return comps
-
-
-def _forbidden_penalty(w: _Walk, denying: bool, amount: float) -> list[GradeComponent]:
-    problems = sorted({p for r in w.replies for p in forbidden_content(r, denying=denying)})
-    if not problems:
-        return []
-    return [GradeComponent(name="forbidden_content", earned=-amount, weight=0.0, detail="; ".join(problems))]
-
-
-def _grade_triage(t: Ticket, w: _Walk) -> list[GradeComponent]:
-    v = evaluate(t)
-    tagged = v.tag in w.tags
-    comps = [
-        GradeComponent(name="outcome_tag", earned=0.6 if tagged else 0.0, weight=0.6,
-                       detail=f"expected tag {v.tag}: {v.rationale}", clauses=v.clauses),
-        GradeComponent(name="closed", earned=0.4 if w.closed and v.tag in w.tag_before_close else 0.0, weight=0.4,
-                       detail="closed after tagging correctly" if w.closed else "ticket not closed"),
-    ]
-    return comps + _tag_penalties(w, v.tag, wrong_cost=0.25) + _forbidden_penalty(w, denying=v.gold == "reject", amount=0.2)
-
-
-def _courtesy_and_id(t: Ticket, text: str) -> tuple[bool, bool]:
-    return _has(text, _COURTESY), t.order.order_id.lower() in text
-
-
-def _grade_routing(t: Ticket, w: _Walk) -> list[GradeComponent]:
-    v = evaluate(t)
-    final_queue = w.queues[-1] if w.queues else "General"
-    comps = [GradeComponent(name="queue", earned=0.4 if final_queue == v.queue else 0.0, weight=0.4,
-                            detail=f"expected queue {v.queue}, final queue {final_queue}", clauses=v.clauses)]
-    wrong = [q for q in w.queues if q != v.queue]
-    if wrong:
-        comps.append(GradeComponent(name="wrong_queue", earned=-0.2 * len(wrong), weight=0.0, detail=f"reassigned to {', '.join(wrong)}"))
-    repeats = sum(1 for a, b in zip(w.queues, w.queues[1:]) if a == b)
-    if repeats:
-        comps.append(GradeComponent(name="repeated_queue", earned=-0.05 * repeats, weight=0.0, detail=f"{repeats} repeated reassignment(s)"))
-    text = " ".join(w.replies).lower()
-    courteous, quotes_id = _courtesy_and_id(t, text)
-    clean = bool(w.replies) and not any(forbidden_content(r, denying=True) for r in w.replies)
-    comps += [
-        GradeComponent(name="reply_courtesy", earned=0.15 if courteous else 0.0, weight=0.15, detail="courteous holding reply" if courteous else "no courteous reply"),
-        GradeComponent(name="reply_order_id", earned=0.1 if quotes_id else 0.0, weight=0.1, detail=f"reply quotes {t.order.order_id}" if quotes_id else "reply does not quote the order id"),
-        GradeComponent(name="reply_no_promise", earned=0.15 if clean else 0.0, weight=0.15,
-                       detail="no promised outcome or forbidden content" if clean else "no reply, or it promises an outcome / is rude / leaks risk notes"),
-        GradeComponent(name="closed", earned=0.2 if w.closed and w.replied_before_close and w.routed_before_close else 0.0, weight=0.2,
-                       detail="closed after routing and replying" if w.closed else "not closed"),
-    ]
-    if w.closed and not w.replied_before_close:
-        comps.append(GradeComponent(name="closed_without_reply", earned=-0.3, weight=0.0, detail="closed before replying to the customer"))
-    if w.decisions:
-        comps.append(GradeComponent(name="decided_instead_of_routing", earned=-0.2, weight=0.0, detail="the owning team decides this claim, not triage"))
-    return comps + _tag_penalties(w, expected=None)
-
-
-def _reply_states_outcome(v: Verdict, text: str) -> tuple[bool, str]:
-    if v.gold == "reject":
-        reason_ok = v.reason is not None and _has(text, REASONS[v.reason])
-        window_ok = v.reason not in REASONS_WITH_WINDOW or _has(text, REASONS["window"])
-        ok = reason_ok and window_ok
-        need = f"the reason ({v.reason})" + (" and the 30-day window" if v.reason in REASONS_WITH_WINDOW else "")
-        return ok, (f"states {need}" if ok else f"does not state {need}")
-    words = _APPROVAL_WORDS.get(v.gold, ())
-    ok = _has(text, words)
-    return ok, ("confirms the " + v.gold.removeprefix("approve_")) if ok else f"does not confirm the {v.gold.removeprefix('approve_')}"
-
-
-def _grade_resolution(t: Ticket, w: _Walk) -> list[GradeComponent]:
-    v = evaluate(t)
-    comps = [GradeComponent(name="policy_lookup", earned=0.1 if w.policy_before_decision else 0.0, weight=0.1,
-                            detail="looked up the policy before deciding" if w.policy_before_decision else "decided without consulting the policy")]
-    if w.decisions:
-        first = w.decisions[0][0]
-        value = decision_value(first, v, t)
-        comps.append(GradeComponent(name="decision", earned=0.3 * value, weight=0.3,
-                                    detail=f"{first} against gold {v.gold}: {v.rationale}", clauses=v.clauses))
-        changed = len({d for d, _ in w.decisions}) - 1
-        if changed:
-            comps.append(GradeComponent(name="contradictory_decision", earned=-0.2 * changed, weight=0.0, detail="changed the decision after making it"))
-    else:
-        comps.append(GradeComponent(name="decision", earned=0.0, weight=0.3, detail="no decision", clauses=v.clauses))
-    comps.append(GradeComponent(name="outcome_tag", earned=0.15 if v.tag in w.tags else 0.0, weight=0.15, detail=f"expected tag {v.tag}"))
-    comps += _tag_penalties(w, v.tag, wrong_cost=0.1)
-    text = " ".join(w.replies).lower()
-    outcome_ok, outcome_detail = _reply_states_outcome(v, text) if w.replies else (False, "no reply")
-    courteous, quotes_id = _courtesy_and_id(t, text)
-    clean = bool(w.replies) and not any(forbidden_content(r, denying=v.gold == "reject") for r in w.replies)
-    comps += [
-        GradeComponent(name="reply_reason", earned=0.12 if outcome_ok else 0.0, weight=0.12, detail=outcome_detail, clauses=v.clauses),
-        GradeComponent(name="reply_order_id", earned=0.06 if quotes_id else 0.0, weight=0.06, detail=f"quotes {t.order.order_id}" if quotes_id else "does not quote the order id"),
-        GradeComponent(name="reply_courtesy", earned=0.06 if courteous else 0.0, weight=0.06, detail="courteous" if courteous else "not courteous"),
-        GradeComponent(name="reply_clean", earned=0.06 if clean else 0.0, weight=0.06, detail="no forbidden content" if clean else "no reply, or forbidden content"),
-        GradeComponent(name="closed", earned=0.15 if w.closed and w.replied_before_close and w.decided_before_close else 0.0, weight=0.15,
-                       detail="closed after deciding and replying" if w.closed else "not closed"),
-    ]
-    if w.closed and not w.replied_before_close:
-        comps.append(GradeComponent(name="closed_without_reply", earned=-0.3, weight=0.0, detail="closed before replying to the customer"))
-    return comps
-
-
-_GRADERS = {
-    "decision": _grade_decision,
-    "workflow-triage": _grade_triage,
-    "workflow-routing": _grade_routing,
-    "workflow-resolution": _grade_resolution,
-}

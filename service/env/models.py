@@ -122,6 +122,13 @@ class Observation(BaseModel):
     instructions: str
     step_count: int
     max_steps: int
+    final: bool = Field(default=False, description="True on the observation that ends the episode.")
+    score: float | None = Field(
+        default=None, description="On the final observation: the episode score in [0, 1] (null when withheld)."
+    )
+    resolved: bool | None = Field(
+        default=None, description="On the final observation: every required check passed (null when withheld)."
+    )
     reward: float | None = None
     done: bool = False
 
@@ -164,11 +171,16 @@ class EpisodeState(BaseModel):
 
 
 class GradeComponent(BaseModel):
+    """One rubric check (``kind="check"``) or one penalty of an episode's grade."""
+
     model_config = ConfigDict(frozen=True)
 
     name: str
+    kind: Literal["check", "penalty"] = "check"
     earned: float
     weight: float
+    passed: bool | None = None  # checks only
+    required: bool = False  # checks only: must pass for the episode to be resolved
     detail: str
     clauses: tuple[str, ...] = ()
 
@@ -180,8 +192,9 @@ class Grade(BaseModel):
 
     task_id: str
     ticket_id: str
-    score: float
+    score: float  # partial credit in [0, 1], for shaping
     raw: float
+    resolved: bool  # every required check passed: what pass^k and the leaderboard count
     components: tuple[GradeComponent, ...]
     clauses: tuple[str, ...]
     grader_version: str

@@ -6,11 +6,11 @@ No task id implies its answer: every cell mixes gold decisions (see :mod:`servic
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from service.env.dataset import tickets_for
+from service.env.generator import pool_size
 from service.env.errors import UnknownTask
 from service.env.models import Action
 from service.env.world import Difficulty, Family
@@ -45,6 +45,58 @@ _RESOLUTION_INSTRUCTIONS = (
 )
 
 
+class Criterion(BaseModel):
+    """One check of a task's rubric (τ²-bench style: outcome, required actions, what was communicated)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    weight: float = Field(description="Share of the partial score (normalised over the criteria that apply).")
+    required: bool = Field(description="Must pass for the episode to count as resolved.")
+    gate: str | None = Field(default=None, description="Earns credit only when this criterion (the task's core outcome) passed.")
+    applies: Literal["always", "information_needed"] = Field(
+        default="always", description="information_needed: only on tickets where the policy requires asking the customer."
+    )
+    description: str
+
+
+class Penalty(BaseModel):
+    """A deduction from the partial score, each time the behaviour occurs (shaping only)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    amount: float
+    description: str
+
+
+class Rubric(BaseModel):
+    """How a task is graded: the one table that grading reads and that /tasks and the docs render."""
+
+    model_config = ConfigDict(frozen=True)
+
+    criteria: tuple[Criterion, ...]
+    penalties: tuple[Penalty, ...]
+
+    def describe(self) -> str:
+        """The rubric as prose (what agents read in /tasks)."""
+        parts = []
+        for c in self.criteria:
+            flags = ["required" if c.required else "optional"]
+            if c.gate:
+                flags.append(f"counts only when {c.gate} passed")
+            if c.applies == "information_needed":
+                flags.append("only where the policy requires asking")
+            weight = f"weight {c.weight:g}" if c.weight else "no weight"
+            parts.append(f"{c.name} ({weight}; {', '.join(flags)}): {c.description}")
+        penalties = "; ".join(f"{p.name} -{p.amount:g}: {p.description}" for p in self.penalties)
+        return (
+            "Resolved = every required check passes (what pass^k and the leaderboard count). "
+            "Partial score (for RL shaping) = the weighted share of checks passed, minus penalties, clipped to [0, 1]; "
+            "step rewards are its changes. Checks: " + " | ".join(parts) + (f". Penalties: {penalties}." if penalties else ".")
+        )
+
+
 class TaskSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -54,12 +106,98 @@ class TaskSpec(BaseModel):
     title: str
     description: str
     grader: str
+    rubric: Rubric
     max_steps: int
     instructions: str
     action_schema: dict[str, Any]
 
 
-def _task(id: str, family: Family, difficulty: Difficulty, title: str, description: str, grader: str, instructions: str) -> TaskSpec:
+NEEDLESS_QUESTION_COST = 0.05
+"""Every task charges the same for asking the customer something the policy did not need."""
+
+_NEEDLESS = Penalty(name="needless_question", amount=NEEDLESS_QUESTION_COST,
+                    description="each request_info the policy did not need")
+_CONDUCT = Criterion(name="conduct", weight=0.0, required=True,
+                     description="no reply is rude, leaks internal risk notes, or promises an outcome the policy denies")
+_RUDE = Penalty(name="forbidden_reply", amount=0.2, description="a reply that breaks the conduct rule")
+_INFORMATION = Criterion(
+    name="information", weight=0.3, required=True, applies="information_needed",
+    description="asked the customer for what the policy needs (photos, the item's condition, whether the parcel "
+                "turned up, what the problem is) and got the answer before deciding",
+)
+
+DECISION_RUBRIC = Rubric(
+    criteria=(
+        _INFORMATION,
+        Criterion(name="decision", weight=0.7, required=True,
+                  description="the decision is the policy's for the facts known when deciding (an acceptable "
+                              "alternative earns half; a harmful one - approving what the policy forbids or "
+                              "rejecting an evidenced claim - earns -0.5)"),
+        _CONDUCT,
+    ),
+    penalties=(_NEEDLESS, _RUDE),
+)
+TRIAGE_RUBRIC = Rubric(
+    criteria=(
+        Criterion(name="outcome_tag", weight=0.6, required=True,
+                  description="exactly one outcome tag (Refund, Replacement, Policy_Denied, Needs_Info, Fraud_Risk) "
+                              "is on the ticket, and it is the one the policy requires"),
+        Criterion(name="closed", weight=0.4, required=True, gate="outcome_tag", description="closed with that tag on"),
+        _CONDUCT,
+    ),
+    penalties=(_NEEDLESS, _RUDE, Penalty(name="repetition", amount=0.05, description="each repeated tag")),
+)
+ROUTING_RUBRIC = Rubric(
+    criteria=(
+        Criterion(name="queue", weight=0.4, required=True,
+                  description="reassigned to the team that owns the ticket, and never to another one"),
+        Criterion(name="reply_courteous", weight=0.15, required=True, gate="queue", description="the holding reply is courteous"),
+        Criterion(name="reply_order_id", weight=0.1, required=True, gate="queue", description="the holding reply quotes the order id"),
+        Criterion(name="reply_no_outcome", weight=0.15, required=True, gate="queue",
+                  description="the holding reply promises no outcome (the owning team decides)"),
+        Criterion(name="closed", weight=0.2, required=True, gate="queue", description="closed after routing and replying"),
+        Criterion(name="hands_off", weight=0.0, required=True, description="does not decide the claim itself"),
+        _CONDUCT,
+    ),
+    penalties=(
+        _NEEDLESS, _RUDE,
+        Penalty(name="wrong_queue", amount=0.2, description="each reassignment to a team that does not own the ticket"),
+        Penalty(name="decided", amount=0.2, description="deciding the claim instead of routing it"),
+        Penalty(name="closed_without_reply", amount=0.3, description="closing before replying to the customer"),
+        Penalty(name="repetition", amount=0.05, description="each repeated reassignment or tag"),
+    ),
+)
+RESOLUTION_RUBRIC = Rubric(
+    criteria=(
+        Criterion(name="policy_lookup", weight=0.1, required=True, description="looked up the store policy before deciding"),
+        _INFORMATION.model_copy(update={"weight": 0.15}),
+        Criterion(name="decision", weight=0.3, required=True,
+                  description="the decision (request_info aside) is the policy's for the facts known when deciding, "
+                              "and it is never changed afterwards (alternative half, harmful -0.5)"),
+        Criterion(name="outcome_tag", weight=0.15, required=True, gate="decision",
+                  description="exactly one outcome tag is on the ticket, and it records the decision"),
+        Criterion(name="reply_outcome", weight=0.12, required=True, gate="decision",
+                  description="the reply states the decision; a denial states the actual reason (and, where a time "
+                              "limit applies, the window)"),
+        Criterion(name="reply_order_id", weight=0.06, required=True, gate="decision", description="the reply quotes the order id"),
+        Criterion(name="reply_courteous", weight=0.06, required=True, gate="decision", description="the reply is courteous"),
+        Criterion(name="reply_clean", weight=0.06, required=True, gate="decision",
+                  description="the reply has no forbidden content (see conduct)"),
+        Criterion(name="closed", weight=0.15, required=True, gate="decision", description="closed after deciding and replying"),
+        _CONDUCT,
+    ),
+    penalties=(
+        _NEEDLESS, _RUDE,
+        Penalty(name="contradiction", amount=0.2, description="each later decision that differs from the first"),
+        Penalty(name="closed_without_reply", amount=0.3, description="closing before replying to the customer"),
+        Penalty(name="repetition", amount=0.05, description="each repeated tag"),
+    ),
+)
+
+
+def _task(
+    id: str, family: Family, difficulty: Difficulty, title: str, description: str, rubric: Rubric, instructions: str
+) -> TaskSpec:
     max_steps = DECISION_MAX_STEPS if family == "decision" else WORKFLOW_MAX_STEPS
     return TaskSpec(
         id=id,
@@ -67,49 +205,34 @@ def _task(id: str, family: Family, difficulty: Difficulty, title: str, descripti
         difficulty=difficulty,
         title=title,
         description=description,
-        grader=grader,
+        grader=rubric.describe(),
+        rubric=rubric,
         max_steps=max_steps,
         instructions=instructions,
         action_schema=Action.model_json_schema(),
     )
 
 
-_DECISION_GRADER = (
-    "Gold decision 1.0, acceptable alternative 0.5, wrong 0.0, harmful (approving what the policy forbids, "
-    "or rejecting an evidenced claim) -0.5 as step reward and 0 as score. When the policy requires "
-    "request_info, asking earns 0.5 and the decision after the customer's answer earns up to 0.5. Each "
-    "needless request_info costs 0.1. Score = clip(sum of rewards, 0, 1)."
-)
-
 TASKS: dict[str, TaskSpec] = {
     t.id: t
     for t in (
         _task("decision-easy", "decision", "easy", "Returns desk: clear-cut claims",
               "Single claims stated plainly by ordinary customers: returns inside or outside the window, "
-              "damage with or without photos, wrong items, billing errors.", _DECISION_GRADER, _DECISION_INSTRUCTIONS),
+              "damage with or without photos, wrong items, billing errors.", DECISION_RUBRIC, _DECISION_INSTRUCTIONS),
         _task("decision-medium", "decision", "medium", "Returns desk: one rule in the way",
               "Claims where one further fact decides: stock, final-sale or hygiene items, carrier status, "
-              "the item's condition, the payment record. Lookups help.", _DECISION_GRADER, _DECISION_INSTRUCTIONS),
+              "the item's condition, the payment record. Lookups help.", DECISION_RUBRIC, _DECISION_INSTRUCTIONS),
         _task("decision-hard", "decision", "hard", "Returns desk: interacting rules",
               "Rules that override each other — high-risk accounts, warranty after the window, late parcels, "
-              "vague or multi-issue messages, typos.", _DECISION_GRADER, _DECISION_INSTRUCTIONS),
+              "vague or multi-issue messages, typos.", DECISION_RUBRIC, _DECISION_INSTRUCTIONS),
         _task("workflow-triage", "workflow", "easy", "Ticket triage",
-              "Tag the ticket with the outcome the policy requires and close it.",
-              "Correct outcome tag 0.6; closing after tagging correctly 0.4. A wrong outcome tag -0.25, a "
-              "repeated tag -0.05, forbidden reply content -0.2. Score = clip(sum, 0, 1).", _TRIAGE_INSTRUCTIONS),
+              "Tag the ticket with the outcome the policy requires and close it.", TRIAGE_RUBRIC, _TRIAGE_INSTRUCTIONS),
         _task("workflow-routing", "workflow", "medium", "Ticket routing and holding reply",
               "Hand the ticket to the team that owns it (Escalations for large refunds, Fraud, Billing, "
-              "Returns) with a courteous holding reply.",
-              "Final queue correct 0.4 (each wrong reassignment -0.2, a repeated one -0.05); holding reply: "
-              "courtesy 0.15, order id 0.1, no promised outcome or forbidden content 0.15; closing after "
-              "routing and replying 0.2; closing without any reply -0.3; deciding the claim -0.2. "
-              "Score = clip(sum, 0, 1).", _ROUTING_INSTRUCTIONS),
+              "Returns) with a courteous holding reply.", ROUTING_RUBRIC, _ROUTING_INSTRUCTIONS),
         _task("workflow-resolution", "workflow", "hard", "Full resolution with policy-grounded reply",
               "Look up the policy, decide, tag, reply with the real reason (and window), close.",
-              "Policy lookup before deciding 0.1; decision 0.3 (alternative 0.15, harmful -0.3); outcome tag "
-              "0.15 (wrong -0.1); reply 0.3 = reason/confirmation 0.12 + order id 0.06 + courtesy 0.06 + no "
-              "forbidden content 0.06; closing after deciding and replying 0.15; closing without a reply -0.3; "
-              "a second, different decision -0.2. Score = clip(sum, 0, 1).", _RESOLUTION_INSTRUCTIONS),
+              RESOLUTION_RUBRIC, _RESOLUTION_INSTRUCTIONS),
     )
 }
 
@@ -144,7 +267,7 @@ def run_manifest(split: str, task_ids: list[str] | None = None, trials: int = 1,
         raise ValueError("task_ids lists a task twice")
     if not 1 <= trials <= MAX_TRIALS:
         raise ValueError(f"trials must be between 1 and {MAX_TRIALS}")
-    sizes = {t.id: len(tickets_for(split, t.family, t.difficulty)) for t in chosen}  # type: ignore[arg-type]
+    sizes = {t.id: pool_size(split, t.family, t.difficulty) for t in chosen}  # type: ignore[arg-type]
     if limit_per_task is not None:
         if limit_per_task < 1:
             raise ValueError("limit_per_task must be at least 1")

@@ -99,8 +99,8 @@ class Claim(_Frozen):
 
 
 class Ticket(_Frozen):
-    ticket_id: str
-    seed: int
+    ticket_id: str  # opaque (see service.env.generator.ticket_id_for)
+    position: int  # its place in the pool: what ``seed`` selects
     split: Split
     family: Family
     difficulty: Difficulty

@@ -1,0 +1,337 @@
+"""Degenerate agents: ways to score without doing the job. The gaming suite (``test_gaming.py``)
+bounds each of them, and ``python -m bench.gaming`` prints their table for the README.
+
+None of them reads the customer's message to decide. Each plays every task (an action that means
+nothing for a task still plays out, and the episode ends at the step limit at worst). Strategies
+that *guess* one answer — a constant, the most frequent training label, a position lookup table —
+are bounded by what the best constant answer genuinely earns; the others must earn nothing.
+Every exploit found becomes an agent here, with its bound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from service.env import TASKS, Action, Dataset, Observation, get_task
+from service.env.models import QUEUES, TAGS
+from service.env.policy import evaluate
+
+OUTCOME_TAGS = ("Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk")
+CATCH_ALL_QUESTION = (
+    "Could you send photos, tell me whether the item was used, check whether the parcel turned up, "
+    "and describe exactly what the problem is?"
+)
+_ORDER_ID = re.compile(r"ORD-\d+")
+_TAG_OF = {"approve_refund": "Refund", "approve_replacement": "Replacement", "reject": "Policy_Denied", "request_info": "Needs_Info"}
+
+
+def order_id(obs: Observation) -> str:
+    found = _ORDER_ID.search(obs.ticket)
+    return found.group(0) if found else ""
+
+
+def polite_reply(obs: Observation) -> str:
+    return (f"Thank you for contacting us about order {order_id(obs)}. I'm sorry for the trouble; "
+            "the right team will look into it and get back to you shortly.")
+
+
+def stuffed_reply(obs: Observation) -> str:
+    """Every reason and approval word the old substring grader looked for, in one courteous reply."""
+    return (f"Thank you for contacting us about order {order_id(obs)}, and I'm sorry. Under our 30-day return "
+            "window, used or worn items, final sale and hygiene items, the warranty, parcels still in transit and "
+            "on their way, a payment record with a single charge, and items found, we are unable to approve some "
+            "claims; otherwise we arrange a refund or a replacement.")
+
+
+# ------------------------------------------------------------------------------- answers
+
+Answer = str  # decision tasks: a decision; triage: a tag; routing: a queue; resolution: "decision/tag"
+
+
+def answer_of(task_id: str, ticket) -> Answer:
+    """The core label of a ticket for a task (what a lookup table would learn)."""
+    v = evaluate(ticket)
+    if task_id == "workflow-triage":
+        return v.tag
+    if task_id == "workflow-routing":
+        return v.queue
+    if task_id == "workflow-resolution":
+        return f"{v.gold}/{v.tag}"
+    return v.gold
+
+
+def answers_for(task_id: str) -> list[Answer]:
+    """Every answer a constant strategy could give on a task."""
+    if task_id == "workflow-triage":
+        return list(OUTCOME_TAGS)
+    if task_id == "workflow-routing":
+        return [q for q in QUEUES if q != "General"]
+    decisions = ["approve_refund", "approve_replacement", "reject"]
+    if task_id == "workflow-resolution":
+        return [f"{d}/{_TAG_OF[d]}" for d in decisions] + ["reject/Fraud_Risk"]
+    return decisions + ["request_info"]
+
+
+def answer_script(task_id: str, answer: Answer, obs: Observation, reply: Callable[[Observation], str]) -> list[Action]:
+    """The actions that give ``answer`` on ``task_id`` with a complete-looking workflow."""
+    family = get_task(task_id).family
+    if family == "decision":
+        if answer == "request_info":
+            return [Action(decision="request_info", reply=CATCH_ALL_QUESTION), Action(decision="reject")]
+        return [Action(decision=answer)]
+    if task_id == "workflow-triage":
+        return [Action(add_tag=answer, close_ticket=True)]
+    if task_id == "workflow-routing":
+        return [Action(reassign_queue=answer, reply=polite_reply(obs), close_ticket=True)]
+    decision, tag = answer.split("/")
+    return [Action(lookup="policy"), Action(decision=decision, add_tag=tag, reply=reply(obs), close_ticket=True)]
+
+
+@dataclass
+class Scripted:
+    """Plays a fixed list of actions (computed from the first observation), then repeats a harmless lookup."""
+
+    plan: Callable[[Observation], list[Action]]
+    queue: list[Action] | None = None
+
+    def act(self, obs: Observation) -> Action:
+        if self.queue is None:
+            self.queue = self.plan(obs)
+        return self.queue.pop(0) if self.queue else Action(lookup="policy")
+
+
+# ---------------------------------------------------------------------------- strategies
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    guesses: bool  # gives one answer without reading: bounded by the best constant answer
+    make: Callable[[str, int], object]  # (task_id, seed) -> agent
+    note: str = ""
+
+
+def constant(answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] = stuffed_reply) -> Callable[[str, int], object]:
+    return lambda task_id, seed: Scripted(lambda obs: answer_script(task_id, answer_by_task[task_id], obs, reply))
+
+
+def ask_then_constant(answer_by_task: dict[str, Answer]) -> Callable[[str, int], object]:
+    def plan(task_id: str, obs: Observation) -> list[Action]:
+        answer = answer_by_task[task_id]
+        if answer == "request_info":
+            answer = "reject"
+        return [Action(decision="request_info", reply=CATCH_ALL_QUESTION), *answer_script(task_id, answer, obs, stuffed_reply)]
+
+    return lambda task_id, seed: Scripted(lambda obs: plan(task_id, obs))
+
+
+def every_tag(task_id: str, seed: int) -> object:
+    return Scripted(lambda obs: [Action(add_tag=t) for t in TAGS] + [Action(close_ticket=True)])
+
+
+def outcome_tags(task_id: str, seed: int) -> object:
+    return Scripted(lambda obs: [Action(add_tag=t) for t in ("Refund", "Replacement", "Policy_Denied")] + [Action(close_ticket=True)])
+
+
+def every_queue(task_id: str, seed: int) -> object:
+    return Scripted(lambda obs: [Action(reassign_queue=q) for q in QUEUES if q != "General"]
+                    + [Action(reply=polite_reply(obs), close_ticket=True)])
+
+
+def close_immediately(task_id: str, seed: int) -> object:
+    return Scripted(lambda obs: [Action(close_ticket=True)])
+
+
+def policy_text_reply(task_id: str, seed: int) -> object:
+    """Look up the policy and send the policy document back as the reply, with a constant decision."""
+
+    @dataclass
+    class Agent:
+        step: int = 0
+        policy: str = ""
+
+        def act(self, obs: Observation) -> Action:
+            self.step += 1
+            if self.step == 1:
+                return Action(lookup="policy")
+            if isinstance(obs.tool_result, str):
+                self.policy = obs.tool_result
+            text = self.policy[:2000]
+            family = get_task(task_id).family
+            if family == "decision":
+                return Action(decision="reject", reply=text)
+            return Action(decision="reject", add_tag="Policy_Denied", reassign_queue="Returns", reply=text, close_ticket=True)
+
+    return Agent()
+
+
+# ------------------------------------------------------------------ learned from train labels
+
+def majority_answers(rows_by_task: dict[str, list[tuple[int, str, Answer]]]) -> dict[str, Answer]:
+    return {t: Counter(a for *_, a in rows).most_common(1)[0][0] for t, rows in rows_by_task.items()}
+
+
+def position_features(seed: int, ticket_id: str) -> dict[str, int]:
+    """Everything a ticket's position says: the seed, its residues, and the id's digits."""
+    id_number = int(re.sub(r"[^0-9a-f]", "", ticket_id.removeprefix("tk_").lower()) or "0", 16)
+    features = {"seed": seed}
+    for period in range(2, 65):
+        features[f"seed%{period}"] = seed % period
+        features[f"id%{period}"] = id_number % period
+    return features
+
+
+@dataclass
+class PositionClassifier:
+    """A lookup table from one position feature to the most frequent training label.
+
+    The feature is chosen on the training pool itself (fit on one half, scored on the other), the
+    way an attacker without the held-out labels would choose it.
+    """
+
+    feature: str
+    table: dict[int, Answer]
+    fallback: Answer
+
+    @classmethod
+    def fit(cls, rows: list[tuple[int, str, Answer]]) -> PositionClassifier:
+        halves = (rows[: len(rows) // 2], rows[len(rows) // 2 :])
+        names = list(position_features(0, "tk_0"))
+        best = max(names, key=lambda name: sum(cls._table(a, name).accuracy(b) for a, b in (halves, halves[::-1])))
+        return cls._table(rows, best)
+
+    @classmethod
+    def _table(cls, rows: list[tuple[int, str, Answer]], name: str) -> PositionClassifier:
+        counts: dict[int, Counter] = {}
+        for seed, tid, answer in rows:
+            counts.setdefault(position_features(seed, tid)[name], Counter())[answer] += 1
+        fallback = Counter(a for *_, a in rows).most_common(1)[0][0]
+        return cls(name, {k: c.most_common(1)[0][0] for k, c in counts.items()}, fallback)
+
+    def predict(self, seed: int, ticket_id: str) -> Answer:
+        return self.table.get(position_features(seed, ticket_id)[self.feature], self.fallback)
+
+    def accuracy(self, rows: list[tuple[int, str, Answer]]) -> float:
+        return sum(self.predict(s, t) == a for s, t, a in rows) / len(rows)
+
+
+def labelled_rows(task_id: str, split: str, dataset: Dataset) -> list[tuple[int, str, Answer]]:
+    """(seed, ticket id, answer) for every ticket of a task's pool."""
+    task = TASKS[task_id]
+    pool = dataset.pool(split, task.family, task.difficulty)
+    return [(k, tid, answer_of(task_id, dataset.ticket(tid))) for k, tid in enumerate(pool)]
+
+
+def position_lookup(classifiers: dict[str, PositionClassifier], dataset: Dataset, split: str) -> Callable[[str, int], object]:
+    def make(task_id: str, seed: int) -> object:
+        task = TASKS[task_id]
+        pool = dataset.pool(split, task.family, task.difficulty)
+        answer = classifiers[task_id].predict(seed, pool[seed % len(pool)])
+        return Scripted(lambda obs: answer_script(task_id, answer, obs, stuffed_reply))
+
+    return make
+
+
+@dataclass
+class RewardProber:
+    """Tries answers in turn and keeps the first that paid a positive step reward (needs dense
+    rewards: plain train episodes). Falls back to the most frequent training answer."""
+
+    task_id: str
+    fallback: Answer
+    tried: list[Answer] = field(default_factory=list)
+    pending: list[Action] = field(default_factory=list)
+    stage: int = 0
+
+    def act(self, obs: Observation) -> Action:
+        if self.pending:
+            return self.pending.pop(0)
+        family = get_task(self.task_id).family
+        self.stage += 1
+        if family == "decision":
+            if self.stage == 1:  # does asking pay? then the ticket needs information
+                return Action(decision="request_info", reply=CATCH_ALL_QUESTION)
+            answer = self.fallback if self.fallback != "request_info" else "reject"
+            return Action(decision=answer)
+        if self.task_id == "workflow-triage":
+            if self.tried and (obs.reward or 0) > 0:
+                return Action(close_ticket=True)
+            candidates = [t for t in OUTCOME_TAGS if t not in self.tried]
+            if not candidates:
+                return Action(close_ticket=True)
+            self.tried.append(candidates[0])
+            return Action(add_tag=candidates[0])
+        if self.task_id == "workflow-routing":
+            if self.tried and (obs.reward or 0) > 0:
+                return Action(reply=polite_reply(obs), close_ticket=True)
+            candidates = [q for q in QUEUES if q != "General" and q not in self.tried]
+            if not candidates:
+                return Action(reply=polite_reply(obs), close_ticket=True)
+            self.tried.append(candidates[0])
+            return Action(reassign_queue=candidates[0])
+        if self.stage == 1:
+            return Action(lookup="policy")
+        if self.tried and (obs.reward or 0) > 0:
+            decision, tag = self.tried[-1].split("/")
+            return Action(add_tag=tag, reply=stuffed_reply(obs), close_ticket=True)
+        candidates = [a for a in answers_for(self.task_id) if a not in self.tried and a.split("/")[0] not in {t.split("/")[0] for t in self.tried}]
+        if not candidates:
+            return Action(reply=stuffed_reply(obs), close_ticket=True)
+        self.tried.append(candidates[0])
+        return Action(decision=candidates[0].split("/")[0])
+
+
+def strategies(train: dict[str, list[tuple[int, str, Answer]]], dataset: Dataset, split: str) -> list[Strategy]:
+    """Every degenerate strategy, fitted on the training labels where it learns something."""
+    majority = majority_answers(train)
+    classifiers = {t: PositionClassifier.fit(rows) for t, rows in train.items()}
+    return [
+        Strategy("position lookup table (learned on train)", True, position_lookup(classifiers, dataset, split)),
+        Strategy("most frequent train answer per task", True, constant(majority)),
+        Strategy("request_info, then a constant answer", True, ask_then_constant(majority)),
+        Strategy("every tag, then close", False, every_tag),
+        Strategy("the three outcome tags, then close", False, outcome_tags),
+        Strategy("every queue in turn, polite reply, close", False, every_queue),
+        Strategy("constant queue (Returns) + polite reply", True,
+                 constant({t: ("Returns" if t == "workflow-routing" else majority[t]) for t in TASKS}, polite_reply)),
+        Strategy("policy text as the reply, constant reject", True, policy_text_reply),
+        Strategy("keyword-stuffed reply + constant decision", True, constant(majority, stuffed_reply)),
+        Strategy("close immediately", False, close_immediately),
+        Strategy("reward prober (dense rewards)", True, lambda task_id, seed: RewardProber(task_id, majority[task_id])),
+    ]
+
+
+# ------------------------------------------------------------------------------- evaluation
+
+def play_pool(make: Callable[[str, int], object], task_id: str, split: str, dataset: Dataset) -> tuple[float, float]:
+    """(resolved rate, mean score) of an agent factory over every ticket of a task's pool."""
+    from service.env.agents import play
+
+    task = TASKS[task_id]
+    n = len(dataset.pool(split, task.family, task.difficulty))
+    grades = [play(make(task_id, seed), task_id, seed, split, dataset)[0] for seed in range(n)]  # type: ignore[arg-type]
+    return sum(g.resolved for g in grades) / n, sum(g.score for g in grades) / n
+
+
+def constant_ceiling(task_id: str, split: str, dataset: Dataset) -> tuple[float, float]:
+    """What the best constant answer genuinely earns on a pool: (resolved, mean score), each maximised
+    over every answer, given plainly or after a catch-all question."""
+    best_resolved, best_mean = 0.0, 0.0
+    for answer in answers_for(task_id):
+        for factory in (constant, ask_then_constant):
+            resolved, mean = play_pool(factory({task_id: answer}), task_id, split, dataset)
+            best_resolved, best_mean = max(best_resolved, resolved), max(best_mean, mean)
+    return best_resolved, best_mean
+
+
+FLAT_RESOLVED, FLAT_MEAN, MARGIN = 0.15, 0.30, 0.05
+
+
+def bounds(strategy: Strategy, ceiling: tuple[float, float]) -> tuple[float, float]:
+    """A strategy that answers nothing earns nothing; one that guesses earns at most what the best
+    constant answer earns (plus a sampling margin) — no better than not reading the ticket."""
+    if not strategy.guesses:
+        return FLAT_RESOLVED, FLAT_MEAN
+    return max(FLAT_RESOLVED, ceiling[0] + MARGIN), max(FLAT_MEAN, ceiling[1] + MARGIN)
