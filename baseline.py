@@ -1,14 +1,19 @@
 """Reference scores: ``python baseline.py`` — the random and heuristic agents (and the LLM agent
-when ``HF_TOKEN``/``API_KEY`` is set) on the dev and test splits, k trials per ticket.
+when ``HF_TOKEN``/``API_KEY`` is set), k trials per ticket, on the dev split (and the test split
+with ``--splits dev,test``).
 
 Every evaluation goes through inference.py's runner as a server-side run, so the server assigns
-the (fixed) tickets and grades them — the test split included. The overall mean, 95% CI and
-pass^k of each run come from ``GET /runs/{id}``'s summary; the per-family and per-task rows are
-computed from the run's per-episode scores with the server's own ``service.stats`` functions.
-With ``ENV_URL`` unset or unreachable a local service is started on a temporary SQLite file.
+the (fixed) tickets and grades them. Runs are ranked on the **resolved rate** (every required check
+of the task passed); the mean partial score is reported beside it. The overall numbers, CIs and
+pass^k come from ``GET /runs/{id}``'s summary; on dev, the per-family and per-task rows (with CIs)
+are computed from the run's per-episode results with the server's own ``service.stats`` functions.
+The test split publishes aggregates only (two decimals, no per-episode results): its rows come
+from the summary, per-family and per-task without CIs, under the deployment's test-key fingerprint.
 
-Deterministic: the scripted agents are seeded from the manifest (ticket seed, trial) and the
-bootstrap CI uses a fixed seed, so two runs print identical tables.
+With ``ENV_URL`` unset or unreachable a local service is started on a temporary SQLite file (with
+its own random test key and a submitter key for itself); against ``ENV_URL``, test runs need
+``SUBMITTER_KEY``. Deterministic on dev: the scripted agents are seeded from the manifest (ticket
+seed, trial) and the bootstrap CI uses a fixed seed, so two runs print identical tables.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import sys
 import tempfile
 import time
@@ -39,28 +45,30 @@ log = logging.getLogger("baseline")
 # ------------------------------------------------------------------------------ local service
 
 @contextmanager
-def service_url(env_url: str | None) -> Iterator[str]:
-    """``env_url`` when it answers /health; otherwise a service started here on a temporary
-    SQLite database (``inference.local_service``), stopped on exit."""
+def service_url(env_url: str | None) -> Iterator[tuple[str, str | None]]:
+    """(url, submitter key): ``env_url`` (with ``SUBMITTER_KEY``) when it answers /health; otherwise a
+    service started here on a temporary SQLite database (``inference.local_service``) with a
+    submitter key of its own for its test split, stopped on exit."""
     if env_url and inference.service_answers(env_url):
-        yield env_url.rstrip("/")
+        yield env_url.rstrip("/"), os.environ.get("SUBMITTER_KEY") or None
         return
     if env_url:
         log.warning("ENV_URL %s does not answer /health; starting a local service instead", env_url)
-    with inference.local_service() as url:
+    key = "sk_baseline_" + secrets.token_urlsafe(24)
+    with inference.local_service({"SUBMITTER_KEYS": f"baseline:{key}", "TEST_RUN_QUOTA": "1000"}) as url:
         log.info("local service on %s (temporary SQLite)", url)
-        yield url
+        yield url, key
 
 
 # ---------------------------------------------------------------------------------- statistics
 
 def group_rows(episodes: Sequence[dict[str, Any]], trials: int) -> list[dict[str, Any]]:
-    """Mean, 95% CI and pass^1..k for the whole run, each family and each task, from the run's
-    per-episode scores (an unscored episode counts 0, as in the server's summary)."""
-    items: dict[tuple[str, int], list[float]] = {}
+    """Resolved rate and mean score with 95% CIs, and pass^1..k, for the whole run, each family and
+    each task, from the run's per-episode results (an ungraded episode counts as unresolved, 0)."""
+    items: dict[tuple[str, int], list[stats.Trial]] = {}
     for e in sorted(episodes, key=lambda e: e["index"]):
-        items.setdefault((e["task_id"], e["seed"]), []).append(float(e["score"] or 0.0))
-    scopes: list[tuple[str, list[list[float]]]] = [("all", list(items.values()))]
+        items.setdefault((e["task_id"], e["seed"]), []).append(stats.Trial(float(e["score"] or 0.0), bool(e.get("resolved"))))
+    scopes: list[tuple[str, list[list[stats.Trial]]]] = [("all", list(items.values()))]
     for family in sorted({t.family for t in TASKS.values()}):
         scopes.append((f"family {family}", [v for (task, _), v in items.items() if TASKS[task].family == family]))
     for task in TASKS:
@@ -69,14 +77,28 @@ def group_rows(episodes: Sequence[dict[str, Any]], trials: int) -> list[dict[str
     for scope, values in scopes:
         if not values:
             continue
-        lo, hi = stats.bootstrap_ci(values)
+        resolved = [[float(t.resolved) for t in v] for v in values]
+        scores = [[t.score for t in v] for v in values]
         rows.append({
             "scope": scope,
             "tickets": len(values),
-            "mean": round(stats.mean_score(values), 4),
-            "ci95": [round(lo, 4), round(hi, 4)],
-            "pass_hat_k": {str(k): round(stats.pass_hat_k(values, k), 4) for k in range(1, trials + 1)},
+            "resolved": round(stats.mean_of_items(resolved), 4),
+            "resolved_ci95": [round(x, 4) for x in stats.bootstrap_ci(resolved)],
+            "mean": round(stats.mean_of_items(scores), 4),
+            "ci95": [round(x, 4) for x in stats.bootstrap_ci(scores)],
+            "pass_hat_k": {str(k): round(stats.pass_hat_k([[t.resolved for t in v] for v in values], k), 4) for k in range(1, trials + 1)},
         })
+    return rows
+
+
+def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows from a published (test) summary: CIs for the whole run only."""
+    rows = [{"scope": "all", "tickets": summary["items"], "resolved": summary["resolved"], "resolved_ci95": summary["resolved_ci95"],
+             "mean": summary["mean"], "ci95": summary["ci95"], "pass_hat_k": summary["pass_hat_k"]}]
+    for group, prefix in (("per_family", "family"), ("per_task", "task")):
+        for label, agg in summary.get(group, {}).items():
+            rows.append({"scope": f"{prefix} {label}", "tickets": agg["n"], "resolved": agg["resolved"], "resolved_ci95": None,
+                         "mean": agg["mean"], "ci95": None, "pass_hat_k": None})
     return rows
 
 
@@ -91,14 +113,14 @@ def has_runs_api(url: str) -> bool:
 
 
 async def evaluate_one(url: str, agent: str, split: str, trials: int, limit: int | None, concurrency: int, state_dir: Path,
-                       direct: bool = False) -> dict[str, Any]:
+                       direct: bool = False, submitter_key: str | None = None) -> dict[str, Any]:
     argv = ["--agent", agent, "--split", split, "--trials", str(trials), "--concurrency", str(concurrency), "--time-budget", "0"]
     if limit:
         argv += ["--limit-per-task", str(limit)]
     if direct:
         argv.append("--direct")
     args = inference.build_parser().parse_args(argv)
-    cfg = replace(inference.Config.from_env(), env_url=url, state_dir=state_dir)
+    cfg = replace(inference.Config.from_env(), env_url=url, state_dir=state_dir, submitter_key=submitter_key)
     # Direct mode plays exactly the manifest the server would fix for the same run.
     plan = [(e.task_id, e.seed, e.trial) for e in run_manifest(split, None, trials, limit)] if direct else None
     result = await inference.evaluate(args, cfg, sink=_quiet_sink, direct_entries=plan)
@@ -106,7 +128,7 @@ async def evaluate_one(url: str, agent: str, split: str, trials: int, limit: int
     if unfinished or result.start_errors:
         raise RuntimeError(f"{agent} on {split}: {len(unfinished)} episodes did not finish; see the log above")
     if direct:
-        episodes = [{"index": i, "task_id": o.task_id, "seed": o.seed, "score": o.score}
+        episodes = [{"index": i, "task_id": o.task_id, "seed": o.seed, "score": o.score, "resolved": o.success}
                     for i, o in enumerate(sorted(result.outcomes, key=lambda o: (o.task_id, o.seed, o.trial)))]
         return {"agent": agent, "model": agent if agent != "llm" else cfg.model_name, "split": split, "trials": trials,
                 "ranked": False, "episodes": len(episodes), "rows": group_rows(episodes, trials), "mode": "direct"}
@@ -116,33 +138,41 @@ async def evaluate_one(url: str, agent: str, split: str, trials: int, limit: int
     finally:
         await env.aclose()
     if not run or run.get("status") != "complete" or not run.get("summary"):
-        raise RuntimeError(f"{agent} on {split}: run {result.run_id} did not complete: {run and run.get('status')}")
+        raise RuntimeError(f"{agent} on {split}: run {result.run_id} did not complete or released nothing: {run and run.get('status')}")
     summary = run["summary"]
-    rows = group_rows(run["episodes"], trials)
-    if abs(rows[0]["mean"] - summary["mean"]) > 1e-3:  # the client-side rows must agree with the server
-        raise RuntimeError(f"{agent} on {split}: client mean {rows[0]['mean']} != server mean {summary['mean']}")
-    rows[0].update(mean=summary["mean"], ci95=summary["ci95"], pass_hat_k=summary["pass_hat_k"])
+    if run.get("per_episode_results"):
+        rows = group_rows(run["episodes"], trials)
+        if abs(rows[0]["resolved"] - summary["resolved"]) > 1e-3:  # the client-side rows must agree with the server
+            raise RuntimeError(f"{agent} on {split}: client resolved {rows[0]['resolved']} != server {summary['resolved']}")
+        rows[0].update({k: summary[k] for k in ("resolved", "resolved_ci95", "mean", "ci95", "pass_hat_k")})
+    else:
+        rows = summary_rows(summary)
     return {"agent": agent, "model": run.get("model"), "split": split, "trials": trials, "ranked": bool(run.get("ranked")),
-            "episodes": len(run["episodes"]), "rows": rows, "mode": "run"}
+            "episodes": len(run["episodes"]), "rows": rows, "mode": "run", "test_key_fingerprint": run.get("test_key_fingerprint")}
 
 
 def markdown(results: list[dict[str, Any]], trials: int) -> str:
     ks = [str(k) for k in range(1, trials + 1)]
-    head = "| agent | split | scope | tickets | mean | 95% CI | " + " | ".join(f"pass^{k}" for k in ks) + " |"
-    sep = "|" + "---|" * (6 + len(ks))
+    head = "| agent | split | scope | tickets | resolved | 95% CI | mean score | " + " | ".join(f"pass^{k}" for k in ks) + " |"
+    sep = "|" + "---|" * (7 + len(ks))
     lines = [head, sep]
+
+    def interval(ci: list[float] | None) -> str:
+        return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "—"
+
     for r in results:
         for row in r["rows"]:
-            lo, hi = row["ci95"]
-            lines.append(f"| {r['agent']} | {r['split']} | {row['scope']} | {row['tickets']} | {row['mean']:.3f} | "
-                         f"[{lo:.3f}, {hi:.3f}] | " + " | ".join(f"{row['pass_hat_k'][k]:.3f}" for k in ks) + " |")
+            passes = " | ".join(f"{row['pass_hat_k'][k]:.3f}" if row["pass_hat_k"] else "—" for k in ks)
+            lines.append(f"| {r['agent']} | {r['split']} | {row['scope']} | {row['tickets']} | {row['resolved']:.3f} | "
+                         f"{interval(row['resolved_ci95'])} | {row['mean']:.3f} | {passes} |")
     return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Reference scores of the random and heuristic agents (and the LLM agent with credentials).")
     p.add_argument("--trials", type=int, default=2, help="k trials per ticket, 1..8 (default 2)")
-    p.add_argument("--splits", default="dev,test", help="comma-separated splits (default dev,test)")
+    p.add_argument("--splits", default="dev", help="comma-separated splits (default dev; test needs SUBMITTER_KEY "
+                   "against ENV_URL, and its results are aggregates under that deployment's test key)")
     p.add_argument("--agents", default=None, help="comma-separated agents (default random,heuristic, plus llm when HF_TOKEN/API_KEY is set)")
     p.add_argument("--limit-per-task", type=int, default=None, help="first N tickets per task only (default: the whole split)")
     p.add_argument("--concurrency", type=int, default=8, help="episodes at once (default 8)")
@@ -168,22 +198,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     results = []
-    with service_url(os.environ.get("ENV_URL")) as url, tempfile.TemporaryDirectory(prefix="baseline-runs-") as state_dir:
+    with service_url(os.environ.get("ENV_URL")) as (url, submitter_key), tempfile.TemporaryDirectory(prefix="baseline-runs-") as state_dir:
         direct = args.direct or not has_runs_api(url)
         if direct and not args.direct:
             log.warning("the service at %s has no runs API; playing direct episodes and computing statistics here", url)
         for split in splits:
+            if split == "test" and not submitter_key:
+                log.warning("skipping the test split: runs on it need a submitter key (set SUBMITTER_KEY)")
+                continue
             for agent in agents:
                 t0 = time.monotonic()
                 results.append(asyncio.run(evaluate_one(url, agent, split, args.trials, args.limit_per_task, args.concurrency,
-                                                        Path(state_dir), direct)))
+                                                        Path(state_dir), direct, submitter_key)))
                 log.info("%s on %s: %d episodes in %.1fs", agent, split, results[-1]["episodes"], time.monotonic() - t0)
     if args.json:
         print(json.dumps({"trials": args.trials, "limit_per_task": args.limit_per_task, "results": results}, indent=2, sort_keys=True))
     else:
         scope = f"first {args.limit_per_task} tickets per task" if args.limit_per_task else "every ticket of the split"
-        print(f"Baseline: {args.trials} trial(s) per ticket, {scope}; mean of per-ticket mean scores, "
-              f"95% bootstrap CI over tickets, pass^k with an episode resolved at score >= {stats.RESOLVED_THRESHOLD}.\n")
+        keys = sorted({r["test_key_fingerprint"] for r in results if r.get("test_key_fingerprint")})
+        print(f"Baseline: {args.trials} trial(s) per ticket, {scope}; resolved = every required check of the task passed "
+              f"(mean over tickets of each ticket's resolved share, 95% bootstrap CI over tickets, pass^k on resolved); "
+              f"mean score = the partial credit." + (f" Test split under key fingerprint {', '.join(keys)}." if keys else "") + "\n")
         print(markdown(results, args.trials))
     return 0
 

@@ -91,6 +91,7 @@ class Config:
     benchmark: str
     env_url_given: bool
     run_token: str | None
+    submitter_key: str | None  # SUBMITTER_KEY: test-split runs need one, issued by the service's operator
     llm_timeout_s: float
     llm_max_attempts: int
     llm_backoff_s: float
@@ -107,6 +108,7 @@ class Config:
             benchmark=env.get("BENCHMARK") or DEFAULT_BENCHMARK,
             env_url_given=bool(env.get("ENV_URL")),
             run_token=env.get("RUN_TOKEN") or None,
+            submitter_key=env.get("SUBMITTER_KEY") or None,
             llm_timeout_s=float(env.get("LLM_TIMEOUT_S") or 15.0),
             llm_max_attempts=max(1, int(env.get("LLM_MAX_ATTEMPTS") or 4)),
             llm_backoff_s=float(env.get("LLM_BACKOFF_S") or 1.0),
@@ -229,12 +231,14 @@ class EnvClient:
     def _headers(self, auth: bool) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.run_token}"} if auth and self.run_token else {}
 
-    async def _call(self, method: str, path: str, *, auth: bool = True, attempts: int = 3, **kw: Any) -> Any:
+    async def _call(
+        self, method: str, path: str, *, auth: bool = True, attempts: int = 3, headers: dict[str, str] | None = None, **kw: Any
+    ) -> Any:
         # Transport errors and 502/503/504 are retried; /step carries a request_id, so a retried
         # step is applied once. Other statuses are answers, raised as ServiceError.
         for attempt in range(attempts):
             try:
-                resp = await self.http.request(method, path, headers=self._headers(auth), **kw)
+                resp = await self.http.request(method, path, headers={**self._headers(auth), **(headers or {})}, **kw)
             except httpx.TransportError as exc:
                 if attempt + 1 == attempts:
                     raise ServiceError(0, f"{method} {path} failed: {type(exc).__name__}: {exc}") from exc
@@ -275,8 +279,10 @@ class EnvClient:
             return None
         return body if isinstance(body, dict) else None
 
-    async def create_run(self, **body: Any) -> dict[str, Any]:
-        return await self._call("POST", "/runs", json=body, auth=False, attempts=1)
+    async def create_run(self, submitter_key: str | None = None, **body: Any) -> dict[str, Any]:
+        """``POST /runs``; a test-split run is authorised by the submitter key (``SUBMITTER_KEY``)."""
+        headers = {"Authorization": f"Bearer {submitter_key}"} if submitter_key else {}
+        return await self._call("POST", "/runs", json=body, headers=headers, auth=False, attempts=1)
 
     async def next_episode(self, run_id: str) -> dict[str, Any] | None:
         try:
@@ -851,13 +857,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def local_service() -> Iterator[str]:
+def local_service(extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """This repository's service on 127.0.0.1 with a temporary SQLite database, stopped (by its PID)
-    on exit; its log goes to a file, never to stdout."""
+    on exit; its log goes to a file, never to stdout. ``extra_env`` adds settings (e.g. SUBMITTER_KEYS)."""
     with tempfile.TemporaryDirectory(prefix="ecomm-local-") as tmp:
         port = _free_port()
         env = dict(os.environ, DATABASE_URL=f"sqlite+aiosqlite:///{tmp}/local.db", HOST="127.0.0.1", PORT=str(port),
-                   LOG_LEVEL="WARNING", WORKERS="1")
+                   LOG_LEVEL="WARNING", WORKERS="1", **(extra_env or {}))
         log_path = Path(tmp) / "service.log"
         with open(log_path, "wb") as log_file:
             proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=ROOT, env=env, stdout=log_file,
@@ -971,7 +977,7 @@ async def evaluate(
             body["limit_per_task"] = args.limit_per_task
         creator = EnvClient(cfg.env_url)
         try:
-            run = await creator.create_run(**body)
+            run = await creator.create_run(submitter_key=cfg.submitter_key if args.split == "test" else None, **body)
         finally:
             await creator.aclose()
         run_id, run_token = run["run_id"], run["run_token"]

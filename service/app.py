@@ -22,6 +22,7 @@ from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 
+from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.mcp import McpSessions, handle_jsonrpc
@@ -81,13 +82,16 @@ def tune_gc() -> None:
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     database = settings.database()
-    runs = RunService(database, ttl_s=settings.run_ttl_s)
+    runs = RunService(database, ttl_s=settings.run_ttl_s, quota=settings.test_run_quota,
+                      quota_period_s=settings.test_run_quota_period_s)
     episodes = EpisodeService(database, default_split=settings.default_split, runs=runs)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if settings.migrate_on_start:
             await upgrade_to_head(database)
+        episodes.dataset = runs.dataset = await load_dataset(database, settings)
+        await preload_submitters(database, settings)
         log.info("serving ecomm-support-env; data lives in %s", database.describe())
         try:
             yield

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select
 
 from service import env as core
+from service.api.deployment import load_dataset
 from service.api.runs import summarize_run
 from service.db import repository as repo
 from service.db import run_store
@@ -30,7 +31,11 @@ from service.settings import Settings
 
 
 
-async def regrade(db: Database, run_id: str | None = None, write: bool = False) -> dict[str, Any]:
+async def regrade(db: Database, run_id: str | None = None, write: bool = False, dataset: core.Dataset | None = None) -> dict[str, Any]:
+    """Replay and re-grade finished episodes; ``dataset`` must hold the test key to re-grade test episodes
+    (default: the key this deployment keeps in the database, or TEST_SPLIT_KEY)."""
+    if dataset is None:
+        dataset = await load_dataset(db, Settings.from_env())
     query = select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.split, episodes.c.state, episodes.c.run_id).where(
         episodes.c.status == "done"
     )
@@ -39,26 +44,29 @@ async def regrade(db: Database, run_id: str | None = None, write: bool = False) 
     async with db.reader() as conn:
         rows = (await conn.execute(query.order_by(episodes.c.id))).all()
         latest = {
-            r.episode_id: (r.score, r.grader_version)
-            for r in (await conn.execute(select(grades.c.episode_id, grades.c.score, grades.c.grader_version, grades.c.id).order_by(grades.c.id))).all()
+            r.episode_id: (r.score, r.resolved, r.grader_version)
+            for r in (await conn.execute(
+                select(grades.c.episode_id, grades.c.score, grades.c.resolved, grades.c.grader_version, grades.c.id).order_by(grades.c.id)
+            )).all()
         }
     changes: list[dict[str, Any]] = []
     touched_runs: set[str] = set()
     for row in rows:
         transitions = await repo.list_transitions(db, row.id)
-        state = core.replay(row.task_id, row.seed, row.split, [core.Action.model_validate(t.action) for t in transitions])
-        grade = core.grade_episode(state)
-        stored_score, stored_version = latest.get(row.id, (None, None))
+        state = core.replay(row.task_id, row.seed, row.split, [core.Action.model_validate(t.action) for t in transitions], dataset)
+        grade = core.grade_episode(state, dataset)
+        stored_score, stored_resolved, stored_version = latest.get(row.id, (None, None, None))
         consistent = state.model_dump(mode="json") == row.state
-        if stored_score != grade.score or not consistent:
+        if stored_score != grade.score or stored_resolved != grade.resolved or not consistent:
             changes.append({
                 "episode_id": row.id, "run_id": row.run_id, "task_id": row.task_id,
-                "old_score": stored_score, "old_grader_version": stored_version,
-                "new_score": grade.score, "new_grader_version": grade.grader_version,
+                "old_score": stored_score, "old_resolved": stored_resolved, "old_grader_version": stored_version,
+                "new_score": grade.score, "new_resolved": grade.resolved, "new_grader_version": grade.grader_version,
                 "snapshot_matches_replay": consistent,
             })
         if write and stored_version != grade.grader_version:
-            await repo.save_grade(db, row.id, repo.GradeDraft(grade.score, grade.model_dump(mode="json"), grade.grader_version))
+            draft = repo.GradeDraft(grade.score, grade.resolved, grade.model_dump(mode="json"), grade.grader_version)
+            await repo.save_grade(db, row.id, draft)
             if row.run_id:
                 touched_runs.add(row.run_id)
     if write:

@@ -71,6 +71,12 @@ class Settings:
     baseline_seeds_per_task: int = 5
     app_version: str = "1.0.0"
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
+    # The test split is generated from this secret (any string; 32+ random characters). When unset, a
+    # random one is created at first start and kept in the database. Never publish it.
+    test_split_key: str | None = None
+    submitter_keys: str | None = None  # "name:key,name:key": submitter keys to preload for automation
+    test_run_quota: int = 3  # test runs per submitter key (unless the key has its own quota) ...
+    test_run_quota_period_s: float = 24 * 3600.0  # ... per period
     sqlite_journal_mode: str = "WAL"  # DELETE on network file systems (WAL needs shared memory)
     sqlite_synchronous: str = "FULL"  # a commit is on disk (fsync) before any step in it is acknowledged
 
@@ -95,6 +101,10 @@ class Settings:
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
+            test_split_key=env.get("TEST_SPLIT_KEY") or None,
+            submitter_keys=env.get("SUBMITTER_KEYS") or None,
+            test_run_quota=_int(env, "TEST_RUN_QUOTA", 3, minimum=0),
+            test_run_quota_period_s=_float(env, "TEST_RUN_QUOTA_PERIOD_S", 24 * 3600.0),
             sqlite_journal_mode=(env.get("SQLITE_JOURNAL_MODE") or "WAL").upper(),
             sqlite_synchronous=(env.get("SQLITE_SYNCHRONOUS") or "FULL").upper(),
         )

@@ -1,35 +1,43 @@
-"""Run statistics: mean, pass^k, a bootstrap confidence interval over items, rank bands.
+"""Run statistics: resolved rate, mean score, pass^k, bootstrap confidence intervals, rank bands,
+and the Ladder that decides which test scores are released.
 
 Pure functions over plain numbers. An *item* is one ticket of a run (a task id and a seed); its
-*trials* are the k episodes played on it. Items weigh equally; a bootstrap resamples items with
-their trials together (τ²-bench's unit of analysis, Chatbot Arena's CI method).
+*trials* are the k episodes played on it, each an :class:`Trial` (partial score, resolved).
+Items weigh equally; a bootstrap resamples items with their trials together (τ²-bench's unit of
+analysis, Chatbot Arena's CI method). Runs are ranked on the **resolved rate**; the mean partial
+score is shown beside it.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from math import comb
-
-RESOLVED_THRESHOLD = 0.8
-"""An episode counts as *resolved* when its score is at least this (used by pass^k)."""
+from typing import Any, NamedTuple
 
 BOOTSTRAP_RESAMPLES = 1000
 CONFIDENCE = 0.95
+PUBLISHED_DECIMALS = 2  # test-split aggregates are published at this precision
+LADDER_MARGIN = 0.01  # a test score is released only when it beats the submitter's best by this much
 
 
-def item_mean(trials: Sequence[float]) -> float:
-    return sum(trials) / len(trials)
+class Trial(NamedTuple):
+    score: float  # partial credit in [0, 1]
+    resolved: bool  # every required check passed
 
 
-def mean_score(items: Sequence[Sequence[float]]) -> float:
-    """The mean over items of each item's mean trial score."""
+def item_mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def mean_of_items(items: Sequence[Sequence[float]]) -> float:
+    """The mean over items of each item's mean trial value."""
     if not items:
         raise ValueError("no items")
     return sum(item_mean(t) for t in items) / len(items)
 
 
-def pass_hat_k(items: Sequence[Sequence[float]], k: int, threshold: float = RESOLVED_THRESHOLD) -> float:
+def pass_hat_k(items: Sequence[Sequence[bool]], k: int) -> float:
     """τ²-bench's pass^k: the chance that k trials drawn without replacement from an item's n
     trials are all resolved, averaged over items: mean of C(c, k) / C(n, k).
 
@@ -42,8 +50,7 @@ def pass_hat_k(items: Sequence[Sequence[float]], k: int, threshold: float = RESO
         n = len(trials)
         if not 1 <= k <= n:
             raise ValueError(f"pass^{k} needs at least {k} trials per item, an item has {n}")
-        c = sum(1 for s in trials if s >= threshold)
-        total += comb(c, k) / comb(n, k)
+        total += comb(sum(1 for resolved in trials if resolved), k) / comb(n, k)
     return total / len(items)
 
 
@@ -53,7 +60,7 @@ def bootstrap_ci(
     confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of :func:`mean_score`, resampling items (trials stay together).
+    """Percentile bootstrap CI of :func:`mean_of_items`, resampling items (trials stay together).
 
     Deterministic for a given ``seed``.
     """
@@ -64,15 +71,13 @@ def bootstrap_ci(
     rng = random.Random(seed)
     stats = sorted(sum(rng.choices(means, k=n)) / n for _ in range(resamples))
     tail = (1.0 - confidence) / 2
-    lo = stats[int(tail * (resamples - 1))]
-    hi = stats[int(round((1 - tail) * (resamples - 1)))]
-    return lo, hi
+    return stats[int(tail * (resamples - 1))], stats[int(round((1 - tail) * (resamples - 1)))]
 
 
 def rank_bands(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str, int]:
     """Ranks where statistical ties share a rank.
 
-    ``intervals`` maps a row id to (mean, lo, hi). A row's rank is 1 + the number of rows whose
+    ``intervals`` maps a row id to (value, lo, hi). A row's rank is 1 + the number of rows whose
     lower bound is above its upper bound — rows it is *significantly* behind (Chatbot Arena's rule).
     """
     return {
@@ -81,45 +86,58 @@ def rank_bands(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str,
     }
 
 
-def summarize(items: Mapping[tuple[str, int], Sequence[float]], trials: int, groups: Mapping[str, Mapping[tuple[str, int], str]] | None = None) -> dict:
-    """The summary of a finished run: mean, CI, pass^1..k, and means per named grouping.
+def _aggregate(items: Sequence[Sequence[Trial]]) -> dict[str, Any]:
+    resolved = [[float(t.resolved) for t in trials] for trials in items]
+    scores = [[t.score for t in trials] for trials in items]
+    return {"resolved": round(mean_of_items(resolved), 4), "mean": round(mean_of_items(scores), 4), "n": len(items)}
 
-    ``items`` maps (task_id, seed) to its trial scores; ``groups`` maps a grouping name (e.g.
-    ``"per_task"``) to a function-as-dict from item key to group label.
-    """
+
+def summarize(
+    items: Mapping[tuple[str, int], Sequence[Trial]], trials: int, groups: Mapping[str, Callable[[tuple[str, int]], str]] | None = None
+) -> dict[str, Any]:
+    """The summary of a finished run: resolved rate and mean score with CIs, pass^1..k, and both
+    rates per named grouping (``groups`` maps a grouping name to a function from item key to label)."""
     values = list(items.values())
-    lo, hi = bootstrap_ci(values)
-    out: dict = {
-        "mean": round(mean_score(values), 4),
-        "ci95": [round(lo, 4), round(hi, 4)],
-        "pass_hat_k": {str(k): round(pass_hat_k(values, k), 4) for k in range(1, trials + 1)},
+    resolved = [[float(t.resolved) for t in trials] for trials in values]
+    scores = [[t.score for t in trials] for trials in values]
+    out: dict[str, Any] = {
+        "resolved": round(mean_of_items(resolved), 4),
+        "resolved_ci95": [round(x, 4) for x in bootstrap_ci(resolved)],
+        "mean": round(mean_of_items(scores), 4),
+        "ci95": [round(x, 4) for x in bootstrap_ci(scores)],
+        "pass_hat_k": {str(k): round(pass_hat_k([[t.resolved for t in v] for v in values], k), 4) for k in range(1, trials + 1)},
         "items": len(values),
         "episodes": sum(len(v) for v in values),
-        "resolved_threshold": RESOLVED_THRESHOLD,
     }
     for name, label_of in (groups or {}).items():
-        buckets: dict[str, list[Sequence[float]]] = {}
+        buckets: dict[str, list[Sequence[Trial]]] = {}
         for key, trials_ in items.items():
-            buckets.setdefault(label_of[key], []).append(trials_)
-        out[name] = {label: {"mean": round(mean_score(b), 4), "n": len(b)} for label, b in sorted(buckets.items())}
+            buckets.setdefault(label_of(key), []).append(trials_)
+        out[name] = {label: _aggregate(b) for label, b in sorted(buckets.items())}
     return out
 
 
-def summarize_manifest(manifest: Sequence[Mapping], trials: int, scores: Mapping[int, float | None], errors: int) -> dict:
-    """:func:`summarize` for a run: items are its (task, seed) tickets; an unscored entry counts 0.
+def published(summary: Mapping[str, Any], decimals: int = PUBLISHED_DECIMALS) -> dict[str, Any]:
+    """A summary as the test split publishes it: every rate rounded to ``decimals``."""
 
-    Adds means per task, per family and per difficulty, and the run's error count.
-    """
-    from service.env import TASKS  # the task registry labels families and difficulties
+    def rounded(value: Any) -> Any:
+        if isinstance(value, float):
+            return round(value, decimals)
+        if isinstance(value, Mapping):
+            return {k: rounded(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rounded(v) for v in value]
+        return value
 
-    items: dict[tuple[str, int], list[float]] = {}
-    for entry in manifest:
-        score = scores.get(entry["index"])
-        items.setdefault((entry["task_id"], entry["seed"]), []).append(score if score is not None else 0.0)
-    summary = summarize(items, trials, groups={
-        "per_task": {k: k[0] for k in items},
-        "per_family": {k: TASKS[k[0]].family for k in items},
-        "per_difficulty": {k: TASKS[k[0]].difficulty for k in items},
-    })
-    summary["errors"] = errors
-    return summary
+    return rounded(dict(summary))
+
+
+def ladder(score: float, best: float | None, margin: float = LADDER_MARGIN) -> float | None:
+    """The Ladder (Blum & Hardt 2015, "The Ladder: A Reliable Leaderboard for Machine Learning
+    Competitions"): a submitter's new test score is released — rounded to the margin — only when
+    it beats their best released score by at least ``margin``; otherwise nothing new is released
+    (returns None) and their best stands. Adaptive resubmission then learns at most one bit per
+    submission about the hidden labels, instead of the score's every digit."""
+    if best is not None and score < best + margin:
+        return None
+    return round(round(score / margin) * margin, 6)

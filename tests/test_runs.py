@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -15,27 +17,38 @@ from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
-from service.env.agents import HeuristicAgent, play_episode
+from service.env.agents import HeuristicAgent, make_agent, play
+from service.env.policy import evaluate
 from service.regrade import regrade
 from service.settings import Settings
-from service.stats import RESOLVED_THRESHOLD, bootstrap_ci, mean_score, pass_hat_k
+from service.stats import Trial, bootstrap_ci, mean_of_items, pass_hat_k
 from tests.test_api_http import assert_problem
 
 Client = AsyncTestClient[Litestar]
+ALICE_KEY = "sk_alice_" + "a" * 40
+BOB_KEY = "sk_bob_" + "b" * 40
 
 
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-async def create_run(client: Client, **body) -> dict:
-    resp = await client.post("/runs", json={"agent": "heuristic", "model": "", **body})
+async def create_run(client: Client, key: str | None = None, **body) -> dict:
+    resp = await client.post("/runs", json={"agent": "heuristic", "model": "", **body}, headers=auth(key) if key else {})
     assert resp.status_code == 201, resp.text
     return resp.json()
 
 
-async def play_run(client: Client, run: dict, stop_after: int | None = None) -> list[dict]:
-    """Play the run's episodes with the heuristic agent over HTTP; returns every step response."""
+def close_at_once() -> object:
+    class Closer:
+        def act(self, obs: core.Observation) -> core.Action:
+            return core.Action(close_ticket=True)
+
+    return Closer()
+
+
+async def play_run(client: Client, run: dict, stop_after: int | None = None, agent: Callable[[], object] = HeuristicAgent) -> list[dict]:
+    """Play the run's episodes over HTTP (the heuristic agent by default); returns every step response."""
     steps, played = [], 0
     while stop_after is None or played < stop_after:
         resp = await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))
@@ -44,10 +57,11 @@ async def play_run(client: Client, run: dict, stop_after: int | None = None) -> 
             break
         assert resp.status_code == 200, resp.text
         body = resp.json()
-        agent, episode_id = HeuristicAgent(), body["metadata"]["episode_id"]
+        player, episode_id = agent(), body["metadata"]["episode_id"]
         while not body["done"]:
-            obs = core.Observation.model_validate({k: v for k, v in body["observation"].items() if k != "episode_id"})
-            action = agent.act(obs).model_dump(exclude_defaults=True)
+            fields = core.Observation.model_fields
+            obs = core.Observation.model_validate({k: v for k, v in body["observation"].items() if k in fields})
+            action = player.act(obs).model_dump(exclude_defaults=True)
             resp = await client.post("/step", json={"episode_id": episode_id, "action": action}, headers=auth(run["run_token"]))
             assert resp.status_code == 200, resp.text
             body = resp.json()
@@ -56,37 +70,42 @@ async def play_run(client: Client, run: dict, stop_after: int | None = None) -> 
     return steps
 
 
-def independent_items(manifest: list[dict], split: str) -> list[list[float]]:
-    """Per-ticket trial scores computed from the pure core, without the service."""
-    items: dict[tuple[str, int], list[float]] = {}
+def independent_items(manifest: list[dict], split: str) -> list[list[Trial]]:
+    """Per-ticket trials computed from the pure core, without the service."""
+    items: dict[tuple[str, int], list[Trial]] = {}
     for entry in manifest:
-        items.setdefault((entry["task_id"], entry["seed"]), []).append(play_episode("heuristic", entry["task_id"], entry["seed"], split)[0])
+        grade, _ = play(HeuristicAgent(), entry["task_id"], entry["seed"], split)
+        items.setdefault((entry["task_id"], entry["seed"]), []).append(Trial(grade.score, grade.resolved))
     return list(items.values())
 
 
-async def test_a_finished_heuristic_run_is_ranked_with_the_right_numbers(client: Client, settings: Settings) -> None:
+async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_numbers(client: Client, settings: Settings) -> None:
     run = await create_run(client, split="dev")
     assert run["episodes_total"] == 400 and len(run["manifest"]) == 400
-    await play_run(client, run)
+    steps = await play_run(client, run)
+    # during the run, no step reward leaks (the agent cannot probe); the final observation has the score
+    assert all(s["reward"] == 0.0 for s in steps)
+    finals = [s["observation"] for s in steps if s["done"]]
+    assert len(finals) == 400 and all(o["final"] and o["score"] is not None and o["resolved"] is not None for o in finals)
     detail = (await client.get(f"/runs/{run['run_id']}")).json()
     assert detail["status"] == "complete" and detail["episodes_done"] == 400
 
-    values = independent_items(run["manifest"], "dev")  # the same numbers, from the pure core
+    items = independent_items(run["manifest"], "dev")  # the same numbers, from the pure core
+    resolved = [[float(t.resolved) for t in v] for v in items]
+    scores = [[t.score for t in v] for v in items]
     board = (await client.get("/leaderboard", params={"split": "dev"})).json()
     [row] = board["rows"]
     assert row["run_id"] == run["run_id"] and row["rank"] == 1 and row["trials"] == 1
-    assert row["mean"] == pytest.approx(mean_score(values), abs=1e-4)
-    assert row["ci95"] == pytest.approx(list(bootstrap_ci(values)), abs=1e-4)
-    assert row["ci95"][0] <= row["mean"] <= row["ci95"][1]
-    assert row["pass_hat_k"] == {"1": pytest.approx(pass_hat_k(values, 1), abs=1e-4)}
-    truncated = 0
-    for e in run["manifest"]:
-        _, actions = play_episode("heuristic", e["task_id"], e["seed"], "dev")
-        truncated += core.replay(e["task_id"], e["seed"], "dev", actions).truncated
-    assert row["episodes"] == 400 and row["errors"] == truncated
+    assert row["resolved"] == pytest.approx(mean_of_items(resolved), abs=1e-4)
+    assert row["resolved_ci95"] == pytest.approx(list(bootstrap_ci(resolved)), abs=1e-4)
+    assert row["mean"] == pytest.approx(mean_of_items(scores), abs=1e-4)
+    assert row["ci95"] == pytest.approx(list(bootstrap_ci(scores)), abs=1e-4)
+    assert row["pass_hat_k"] == {"1": pytest.approx(pass_hat_k([[t.resolved for t in v] for v in items], 1), abs=1e-4)}
+    assert row["episodes"] == 400
     assert set(row["per_family"]) == {"decision", "workflow"} and set(row["per_difficulty"]) == {"easy", "medium", "hard"}
-    assert board["resolved_threshold"] == RESOLVED_THRESHOLD
+    assert set(row["per_task"]) == set(core.TASKS)
     assert row["dataset_version"] == core.DATASET_VERSION and row["grader_version"] == core.GRADER_VERSION
+    assert "resolved rate" in board["method"]
 
     # re-grading an unchanged run reports no differences
     db = settings.database()  # this test's event loop (the app's engine lives on the client's loop)
@@ -96,10 +115,10 @@ async def test_a_finished_heuristic_run_is_ranked_with_the_right_numbers(client:
         await db.dispose()
     assert report == {"episodes": 400, "changed": 0, "grader_version": core.GRADER_VERSION, "changes": []}
 
-    # trajectories: one line per finished episode, ready for training
+    # once the run is complete, its trajectories carry the real rewards
     resp = await client.get(f"/runs/{run['run_id']}/trajectories.jsonl")
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/x-ndjson")
-    lines = [__import__("json").loads(line) for line in resp.text.splitlines()]
+    lines = [json.loads(line) for line in resp.text.splitlines()]
     assert len(lines) == 400
     for line in lines[:50]:
         assert len(line["observations"]) == len(line["actions"]) + 1 == len(line["rewards"]) + 1
@@ -107,14 +126,34 @@ async def test_a_finished_heuristic_run_is_ranked_with_the_right_numbers(client:
 
 
 async def test_pass_hat_k_over_trials_matches_an_independent_computation(client: Client) -> None:
-    run = await create_run(client, split="dev", limit_per_task=2, trials=3, agent="random-ish")
+    run = await create_run(client, split="dev", limit_per_task=2, trials=3, agent="heuristic-k3")
     await play_run(client, run)
     board = (await client.get("/leaderboard", params={"split": "dev"})).json()
     assert board["rows"] == []  # a subset run is listed, never ranked
     [row] = board["unranked"]
-    values = independent_items(run["manifest"], "dev")
-    assert row["pass_hat_k"] == {str(k): pytest.approx(pass_hat_k(values, k), abs=1e-4) for k in (1, 2, 3)}
+    items = [[t.resolved for t in v] for v in independent_items(run["manifest"], "dev")]
+    assert row["pass_hat_k"] == {str(k): pytest.approx(pass_hat_k(items, k), abs=1e-4) for k in (1, 2, 3)}
     assert row["trials"] == 3 and row["episodes"] == 36
+
+
+async def test_rewards_are_withheld_until_a_dev_run_completes(client: Client) -> None:
+    run = await create_run(client, split="dev", limit_per_task=1)
+    steps = await play_run(client, run, stop_after=5)
+    assert steps and all(s["reward"] == 0.0 for s in steps)
+    first = (await client.get(f"/runs/{run['run_id']}")).json()["episodes"][0]["episode_id"]
+    page = (await client.get(f"/episodes/{first}")).json()
+    assert page["rewards_hidden"] and all(s["reward"] is None for s in page["steps"])
+    assert_problem(await client.get(f"/runs/{run['run_id']}/trajectories.jsonl"), 401)
+    grade = (await client.get("/grader", params={"episode_id": first})).json()
+    assert isinstance(grade["resolved"], bool)  # a finished dev episode shows its grade (dev labels are public)
+    await play_run(client, run)
+    page = (await client.get(f"/episodes/{first}")).json()
+    assert not page["rewards_hidden"] and sum(s["reward"] for s in page["steps"]) == pytest.approx(grade["raw"], abs=1e-6)
+    # plain episodes keep dense rewards for RL
+    body = (await client.post("/reset", json={"task_id": "workflow-triage", "seed": 0, "split": "dev"})).json()
+    expected_tag = evaluate(core.PUBLIC.ticket(body["observation"]["ticket_id"])).tag
+    step = await client.post("/step", json={"episode_id": body["metadata"]["episode_id"], "action": {"add_tag": expected_tag}})
+    assert step.json()["reward"] == pytest.approx(0.6)
 
 
 async def test_unfinished_and_expired_runs_are_not_ranked(client: Client, settings: Settings) -> None:
@@ -173,26 +212,138 @@ async def test_the_manifest_is_handed_out_once_in_order(client: Client) -> None:
     assert assert_problem(resp, 409, "handed out")["code"] == "run_exhausted"
 
 
-async def test_a_test_split_run_leaks_no_reward_before_it_completes(client: Client) -> None:
-    assert_problem(await client.post("/reset", json={"split": "test"}), 403, "POST /runs")
-    run = await create_run(client, split="test", limit_per_task=2)
-    steps = await play_run(client, run, stop_after=11)
-    assert steps and all(s["reward"] == 0.0 for s in steps)
-    detail = (await client.get(f"/runs/{run['run_id']}")).json()
-    assert detail["results_hidden"] and detail["summary"] is None
-    assert all(e["score"] is None for e in detail["episodes"])
-    done_id = next(e["episode_id"] for e in detail["episodes"] if e["status"] == "done")
-    assert_problem(await client.get("/grader", params={"episode_id": done_id}), 409, "hidden")
-    page = (await client.get(f"/episodes/{done_id}")).json()
-    assert page["grade"] is None and all(s["reward"] is None for s in page["steps"])
-    assert_problem(await client.get(f"/runs/{run['run_id']}/trajectories.jsonl", headers=auth(run["run_token"])), 409)
+# --------------------------------------------------------------------------------- test split
 
-    await play_run(client, run)  # the last episode
-    detail = (await client.get(f"/runs/{run['run_id']}")).json()
-    assert detail["status"] == "complete" and detail["summary"]["episodes"] == 12
-    grade = (await client.get("/grader", params={"episode_id": done_id})).json()
-    assert 0.0 <= grade["score"] <= 1.0 and grade["clauses"] == []
-    assert all(set(c) == {"name", "earned", "weight"} for c in grade["components"])  # no gold in details
+@pytest.fixture
+async def secret_client(settings: Settings) -> Client:
+    """A deployment with submitter keys preloaded and a quota of 3 test runs a day."""
+    app = create_app(replace(settings, submitter_keys=f"alice:{ALICE_KEY},bob:{BOB_KEY}", test_run_quota=3))
+    async with AsyncTestClient(app=app) as c:
+        yield c
+
+
+async def test_test_runs_need_a_submitter_key_and_the_whole_split(secret_client: Client) -> None:
+    client = secret_client
+    assert_problem(await client.post("/reset", json={"split": "test"}), 403, "POST /runs")
+    body = {"agent": "a", "split": "test"}
+    assert_problem(await client.post("/runs", json=body), 401, "submitter key")
+    assert_problem(await client.post("/runs", json=body, headers=auth("sk_wrong_" + "x" * 30)), 403, "not valid")
+    assert_problem(await client.post("/runs", json={**body, "limit_per_task": 2}, headers=auth(ALICE_KEY)), 422, "whole test split")
+    assert_problem(await client.post("/runs", json={**body, "task_ids": ["decision-easy"]}, headers=auth(ALICE_KEY)), 422, "whole test split")
+    # the agent name is free text; the quota belongs to the key
+    for i in range(3):
+        run = await create_run(client, ALICE_KEY, split="test", agent=f"alias-{i}")
+        assert run["submitter"] == "alice" and run["test_key_fingerprint"] and run["episodes_total"] == 400
+    resp = await client.post("/runs", json={**body, "agent": "yet-another-name"}, headers=auth(ALICE_KEY))
+    problem = assert_problem(resp, 429, "test run")
+    assert 0 < int(resp.headers["retry-after"]) <= 24 * 3600 and problem["retry_after_s"] == int(resp.headers["retry-after"])
+    assert (await client.post("/runs", json=body, headers=auth(BOB_KEY))).status_code == 201  # another key, its own quota
+
+
+async def test_a_test_run_publishes_only_rounded_aggregates_released_by_the_ladder(secret_client: Client) -> None:
+    client = secret_client
+    first = await create_run(client, ALICE_KEY, split="test", agent="closer")
+    steps = await play_run(client, first, stop_after=3, agent=close_at_once)
+    assert steps and all(s["reward"] == 0.0 for s in steps)
+    assert all(s["observation"]["score"] is None and s["observation"]["resolved"] is None for s in steps if s["done"])
+    detail = (await client.get(f"/runs/{first['run_id']}")).json()
+    done_id = next(e["episode_id"] for e in detail["episodes"] if e["status"] == "done")
+    assert all("score" not in e and "resolved" not in e for e in detail["episodes"])
+
+    def private(resp) -> None:
+        assert_problem(resp, 403, "test split")
+
+    private(await client.get("/grader", params={"episode_id": done_id}))
+    private(await client.get(f"/episodes/{done_id}"))
+    private(await client.get(f"/runs/{first['run_id']}/trajectories.jsonl", headers=auth(first["run_token"])))
+    await play_run(client, first, agent=close_at_once)
+    detail = (await client.get(f"/runs/{first['run_id']}")).json()
+    assert detail["status"] == "complete" and detail["ladder"]["released"] == 0.0
+    assert detail["summary"]["resolved"] == 0.0 and detail["summary"]["episodes"] == 400
+    # still nothing per episode, not even after completion, not even to the owner
+    private(await client.get("/grader", params={"episode_id": done_id}))
+    private(await client.get(f"/episodes/{done_id}"))
+    private(await client.get(f"/runs/{first['run_id']}/trajectories.jsonl", headers=auth(first["run_token"])))
+
+    better = await create_run(client, ALICE_KEY, split="test", agent="heuristic")
+    await play_run(client, better)
+    detail = (await client.get(f"/runs/{better['run_id']}")).json()
+    released = detail["ladder"]["released"]
+    assert released is not None and released > 0.5 and round(released, 2) == released
+    summary = detail["summary"]
+
+    def two_decimals(value) -> bool:
+        if isinstance(value, float):
+            return round(value, 2) == value
+        if isinstance(value, dict):
+            return all(two_decimals(v) for v in value.values())
+        if isinstance(value, list):
+            return all(two_decimals(v) for v in value)
+        return True
+
+    assert two_decimals(summary) and set(summary["per_task"]) == set(core.TASKS)
+
+    worse = await create_run(client, ALICE_KEY, split="test", agent="closer-again")
+    await play_run(client, worse, agent=close_at_once)
+    detail = (await client.get(f"/runs/{worse['run_id']}")).json()
+    assert detail["status"] == "complete" and detail["ladder"]["released"] is None and detail["summary"] is None
+    assert detail["ladder"]["submitter_best"] == released  # the Ladder: the best stands, nothing new leaks
+
+    board = (await client.get("/leaderboard", params={"split": "test"})).json()
+    [row] = board["rows"]  # one row per submitter: its best released run
+    assert row["run_id"] == better["run_id"] and row["submitter"] == "alice" and row["resolved"] == released
+    assert row["test_key_fingerprint"] == board["test_key_fingerprint"]
+    grade = (await client.get("/grader", params={"run_id": worse["run_id"]})).json()
+    assert grade["summary"] is None and grade["per_episode_results"] is False
+
+
+async def test_the_test_split_comes_from_the_deployment_key(settings: Settings, tmp_path) -> None:
+    """TEST_SPLIT_KEY=a and =b serve different test tickets; the same key serves the same ones after a
+    restart; with no key configured, a random one is kept in the database."""
+
+    async def first_test_ticket(s: Settings) -> tuple[str, str]:
+        app = create_app(replace(s, submitter_keys=f"alice:{ALICE_KEY}", test_run_quota=10))
+        async with AsyncTestClient(app=app) as c:
+            run = await create_run(c, ALICE_KEY, split="test")
+            body = (await c.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).json()
+            return body["observation"]["ticket"], run["test_key_fingerprint"]
+
+    a1 = await first_test_ticket(replace(settings, test_split_key="a" * 32))
+    b1 = await first_test_ticket(replace(settings, test_split_key="b" * 32))
+    a2 = await first_test_ticket(replace(settings, test_split_key="a" * 32))  # a restart with the same key
+    assert a1 == a2 and a1[0] != b1[0] and a1[1] != b1[1]
+    r1 = await first_test_ticket(settings)  # no TEST_SPLIT_KEY: a random key, created once and kept
+    r2 = await first_test_ticket(settings)
+    assert r1 == r2 and r1 not in (a1, b1)
+
+
+async def test_submitter_keys_from_the_operator_command(settings: Settings) -> None:
+    """`python -m service.submitters create|revoke|list`, run as an operator would."""
+    import os
+    import sys
+
+    import anyio
+
+    env = {**os.environ, "DATABASE_URL": settings.database_url, "DATABASE_SCHEMA": settings.database_schema or ""}
+
+    async def command(*args: str) -> tuple[int, str, str]:
+        done = await anyio.run_process([sys.executable, "-m", "service.submitters", *args], env=env, check=False)
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+    code, out, _ = await command("create", "carol", "--quota", "1")
+    created = json.loads(out)
+    assert code == 0 and created["name"] == "carol" and created["key"].startswith("sk_") and created["quota"] == 1
+    code, _, err = await command("create", "carol")
+    assert code == 1 and "exists" in err
+    app = create_app(settings)
+    async with AsyncTestClient(app=app) as client:
+        await create_run(client, created["key"], split="test")
+        assert_problem(await client.post("/runs", json={"agent": "c", "split": "test"}, headers=auth(created["key"])), 429)
+        assert (await command("revoke", "carol"))[0] == 0
+        assert_problem(await client.post("/runs", json={"agent": "c", "split": "test"}, headers=auth(created["key"])), 403, "revoked")
+    code, out, _ = await command("list")
+    listed = json.loads(out)
+    assert code == 0 and listed[0]["name"] == "carol" and listed[0]["revoked_at"] and "key" not in listed[0]
 
 
 async def test_self_reported_usage_is_shown_as_such(client: Client) -> None:
@@ -237,5 +388,10 @@ async def test_grader_by_run_id(client: Client) -> None:
     assert body["status"] == "active" and body["summary"] is None and body["episodes_total"] == 6
     await play_run(client, run)
     body = (await client.get("/grader", params={"run_id": run["run_id"]})).json()
-    assert body["status"] == "complete" and 0.0 <= body["summary"]["mean"] <= 1.0 and body["episodes_done"] == 6
+    assert body["status"] == "complete" and 0.0 <= body["summary"]["resolved"] <= 1.0 and body["episodes_done"] == 6
+    assert body["per_episode_results"] is True
     assert_problem(await client.get("/grader", params={"run_id": "run_nope"}), 404, "POST /runs")
+
+
+def test_oracle_agent_is_not_a_baseline() -> None:
+    assert make_agent("oracle", 0, core.PUBLIC.pool("dev", "decision", "easy")[0])  # tests only: it reads the gold

@@ -6,17 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.stats import bootstrap_ci, mean_score, pass_hat_k, rank_bands, summarize
+from service.stats import Trial, bootstrap_ci, ladder, mean_of_items, pass_hat_k, published, rank_bands, summarize
 
 
 def test_mean_weighs_items_equally() -> None:
     # item means 0.5 and 1.0 -> 0.75, although the first item has more trials
-    assert mean_score([[0.0, 1.0, 0.5, 0.5], [1.0]]) == pytest.approx(0.75)
+    assert mean_of_items([[0.0, 1.0, 0.5, 0.5], [1.0]]) == pytest.approx(0.75)
 
 
 def test_pass_hat_k_by_hand() -> None:
-    # item A: 3 of 4 resolved; item B: 1 of 4; item C: 4 of 4 (threshold 0.8)
-    items = [[1.0, 0.9, 0.8, 0.2], [1.0, 0.5, 0.0, 0.79], [1.0, 1.0, 1.0, 1.0]]
+    # item A: 3 of 4 resolved; item B: 1 of 4; item C: 4 of 4
+    items = [[True, True, True, False], [True, False, False, False], [True, True, True, True]]
     assert pass_hat_k(items, 1) == pytest.approx((3 / 4 + 1 / 4 + 1) / 3)
     assert pass_hat_k(items, 2) == pytest.approx((3 / 6 + 0 / 6 + 1) / 3)  # C(3,2)/C(4,2) = 3/6
     assert pass_hat_k(items, 3) == pytest.approx((1 / 4 + 0 + 1) / 3)  # C(3,3)/C(4,3) = 1/4
@@ -26,7 +26,7 @@ def test_pass_hat_k_by_hand() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.sampled_from([0.0, 0.5, 0.8, 1.0]), min_size=4, max_size=4), min_size=1, max_size=20))
+@given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=20))
 def test_pass_hat_k_is_non_increasing_in_k(items) -> None:
     values = [pass_hat_k(items, k) for k in range(1, 5)]
     assert all(a >= b - 1e-12 for a, b in zip(values, values[1:]))
@@ -35,7 +35,7 @@ def test_pass_hat_k_is_non_increasing_in_k(items) -> None:
 def test_bootstrap_ci_contains_the_mean_and_narrows_with_more_items() -> None:
     pattern = [[1.0], [0.0], [0.5], [1.0], [0.0]]
     small, large = pattern * 4, pattern * 40
-    m = mean_score(small)
+    m = mean_of_items(small)
     lo_s, hi_s = bootstrap_ci(small)
     lo_l, hi_l = bootstrap_ci(large)
     assert lo_s <= m <= hi_s and lo_l <= m <= hi_l
@@ -57,10 +57,29 @@ def test_rank_bands_tie_overlapping_intervals() -> None:
     assert ranks == {"a": 1, "b": 1, "c": 3, "d": 3}
 
 
-def test_summarize_groups_and_counts() -> None:
-    items = {("t1", 0): [1.0, 1.0], ("t1", 1): [0.0, 1.0], ("t2", 0): [0.5, 0.5]}
-    out = summarize(items, trials=2, groups={"per_task": {k: k[0] for k in items}})
-    assert out["mean"] == pytest.approx(round((1.0 + 0.5 + 0.5) / 3, 4))
-    assert out["per_task"] == {"t1": {"mean": 0.75, "n": 2}, "t2": {"mean": 0.5, "n": 1}}
+def test_summarize_ranks_on_resolved_and_groups() -> None:
+    items = {
+        ("t1", 0): [Trial(1.0, True), Trial(0.9, True)],
+        ("t1", 1): [Trial(0.6, False), Trial(1.0, True)],
+        ("t2", 0): [Trial(0.5, False), Trial(0.5, False)],
+    }
+    out = summarize(items, trials=2, groups={"per_task": lambda key: key[0]})
+    assert out["resolved"] == pytest.approx(round((1.0 + 0.5 + 0.0) / 3, 4))
+    assert out["mean"] == pytest.approx(round((0.95 + 0.8 + 0.5) / 3, 4))
+    assert out["per_task"] == {"t1": {"resolved": 0.75, "mean": 0.875, "n": 2}, "t2": {"resolved": 0.0, "mean": 0.5, "n": 1}}
     assert out["pass_hat_k"] == {"1": round((1 + 0.5 + 0) / 3, 4), "2": round((1 + 0 + 0) / 3, 4)}
     assert out["episodes"] == 6 and out["items"] == 3
+    lo, hi = out["resolved_ci95"]
+    assert lo <= out["resolved"] <= hi
+
+
+def test_published_rounds_every_rate_to_two_decimals() -> None:
+    summary = {"resolved": 0.71234, "resolved_ci95": [0.6666, 0.7777], "per_task": {"t": {"resolved": 0.123456, "n": 67}}, "items": 400}
+    assert published(summary) == {"resolved": 0.71, "resolved_ci95": [0.67, 0.78], "per_task": {"t": {"resolved": 0.12, "n": 67}}, "items": 400}
+
+
+def test_the_ladder_releases_only_clear_improvements() -> None:
+    assert ladder(0.6234, None) == 0.62  # a first submission is released, rounded to the margin
+    assert ladder(0.6299, 0.62) is None  # not better by the margin: nothing new is released
+    assert ladder(0.6312, 0.62) == 0.63
+    assert ladder(0.40, 0.62) is None  # worse: the best stands

@@ -24,9 +24,9 @@ from service.api.problems import (
     EpisodeNotFound,
     InvalidInput,
     MissingEpisodeId,
-    ResultsHidden,
     RunNotActive,
     StepRaceLost,
+    TestResultsPrivate,
     TestSplitNeedsRun,
 )
 from service.db import repository as repo
@@ -173,19 +173,26 @@ class EpisodeCache:
 class EpisodeService:
     """Reset, resume, step, read and grade persisted episodes."""
 
-    def __init__(self, db: Database, default_split: str = "train", runs: RunService | None = None) -> None:
+    def __init__(
+        self, db: Database, default_split: str = "train", runs: RunService | None = None, dataset: core.Dataset = core.PUBLIC
+    ) -> None:
         self.db = db
         self.default_split = default_split
         self.runs = runs
+        self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
         self.cache = EpisodeCache()
         # (episode_id, request_id) of steps being applied by this process: a duplicate delivery
         # waits for the first copy and gets its result instead of racing it.
         self._inflight: dict[tuple[str, str], asyncio.Future[EpisodeResult | None]] = {}
 
-    async def _run_complete(self, record: repo.EpisodeRecord) -> bool:
-        if record.run_id is None or self.runs is None:
-            return False
-        return (await self.runs.load(record.run_id)).status == "complete"
+    async def _feedback(self, record: repo.EpisodeRecord, run_status: str | None = None) -> core.Feedback:
+        """What this episode may show (the run is read only when its completion matters)."""
+        in_run = record.run_id is not None
+        early, late = core.feedback(record.split, in_run, False), core.feedback(record.split, in_run, True)
+        if early == late or record.run_id is None or self.runs is None:
+            return early
+        status = run_status if run_status is not None else (await self.runs.load(record.run_id)).status
+        return late if status == "complete" else early
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
         """For an episode of a run: check the token, return the run's status (None for plain episodes)."""
@@ -194,11 +201,18 @@ class EpisodeService:
         return (await self.runs.authorized(record.run_id, token)).status
 
     @staticmethod
-    def _shown(result: EpisodeResult, split: str, run_status: str | None) -> EpisodeResult:
-        """Step rewards of the test split go out as 0.0 until the run completes."""
-        if result.reward is None or not core.results_hidden(split, run_status == "complete"):
+    def _shown(result: EpisodeResult, record: repo.EpisodeRecord, run_status: str | None) -> EpisodeResult:
+        """The result as this episode may show it (:func:`service.env.feedback`): in a run, step
+        rewards go out as 0.0 until it completes; on the test split, no score ever."""
+        fb = core.feedback(record.split, record.run_id is not None, run_status == "complete")
+        reward, observation = result.reward, result.observation
+        if reward is not None and not fb.step_rewards:
+            reward = 0.0
+        if not fb.episode_score and (observation.get("score") is not None or observation.get("resolved") is not None):
+            observation = {**observation, "score": None, "resolved": None}
+        if reward == result.reward and observation is result.observation:
             return result
-        return EpisodeResult(result.episode_id, result.observation, 0.0, result.done, result.metadata)
+        return EpisodeResult(result.episode_id, observation, reward, result.done, result.metadata)
 
     async def _load(self, episode_id: str | None) -> repo.EpisodeRecord:
         if not episode_id:
@@ -237,7 +251,7 @@ class EpisodeService:
         task_id = choose_task(params.task_id, params.difficulty, seed)
         episode_id = params.episode_id or uuid.uuid4().hex
         try:
-            state, observation = core.reset(task_id, seed, split)
+            state, observation = core.reset(task_id, seed, split, self.dataset)
         except core.EnvError as exc:
             raise InvalidInput(f"cannot start this episode: {exc}", errors=[{"field": "split", "message": str(exc)}]) from exc
         try:
@@ -269,13 +283,17 @@ class EpisodeService:
         run_status = await self._run_status(record, run_token)
         state = core.EpisodeState.model_validate(record.state)
         last = await repo.last_transition(self.db, episode_id)
+        # A finished episode resumes on its final observation (score and all); others on a fresh view.
+        observation = last.observation if last is not None and state.done else wire_observation(
+            episode_id, core.observe(state, dataset=self.dataset)
+        )
         return self._shown(EpisodeResult(
             episode_id,
-            wire_observation(episode_id, core.observe(state)),
+            observation,
             last.reward if last is not None else None,
             state.done,
             self._meta(record, step_count=record.step_count, resumed=True),
-        ), record.split, run_status)
+        ), record, run_status)
 
     async def step(
         self, episode_id: str | None, action_payload: Any, request_id: str | None = None, run_token: str | None = None
@@ -293,7 +311,7 @@ class EpisodeService:
             if done is not None:  # the first copy was applied: answer with its stored transition
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
-                    return self._shown(self._replay(record, stored, action.model_dump(mode="json")), record.split, run_status)
+                    return self._shown(self._replay(record, stored, action.model_dump(mode="json")), record, run_status)
             return await self.step(episode_id, action_payload, request_id, run_token)
         future: asyncio.Future[EpisodeResult | None] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -325,7 +343,7 @@ class EpisodeService:
             if request_id is not None:
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
-                    return self._shown(self._replay(record, stored, action_json), record.split, run_status)
+                    return self._shown(self._replay(record, stored, action_json), record, run_status)
             raise EpisodeFinishedProblem(
                 f"episode {record.id!r} is finished after {record.step_count} steps; "
                 "GET /grader?episode_id=… for its score, or POST /reset for a new episode",
@@ -338,7 +356,7 @@ class EpisodeService:
             )
         state = state if state is not None else core.EpisodeState.model_validate(record.state)
         try:
-            result = core.step(state, action)
+            result = core.step(state, action, self.dataset)
         except core.EpisodeFinished as exc:
             raise EpisodeFinishedProblem(str(exc), episode_id=record.id) from exc
         except core.EnvError as exc:
@@ -366,7 +384,7 @@ class EpisodeService:
             if request_id is not None:
                 winner = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if winner is not None:
-                    return self._shown(self._replay(record, winner, action_json), record.split, run_status)
+                    return self._shown(self._replay(record, winner, action_json), record, run_status)
             fresh = await self._load(record.id)
             current = self.cache.get(record.id)
             if from_cache and (current is None or current.record.version != fresh.version):
@@ -395,17 +413,18 @@ class EpisodeService:
                 updated_at=stored.created_at,
             ),
             result.state,
-            repo.GradeRecord(record.id, grade.score, grade.breakdown, grade.grader_version, stored.created_at) if grade else None,
+            repo.GradeRecord(record.id, grade.score, grade.resolved, grade.breakdown, grade.grader_version, stored.created_at)
+            if grade else None,
         )
         if stored.done and record.run_id is not None and self.runs is not None:
-            run_status = await self.runs.finish_if_complete(record.run_id)
+            await self.runs.finish_if_complete(record.run_id)  # this step is still shown as during the run
         return self._shown(EpisodeResult(
             record.id,
             observation,
             stored.reward,
             stored.done,
             self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=request_id, replayed=False),
-        ), record.split, run_status)
+        ), record, run_status)
 
     def _replay(self, record: repo.EpisodeRecord, stored: repo.TransitionRecord, action_json: dict[str, Any]) -> EpisodeResult:
         if stored.action != action_json:
@@ -437,13 +456,16 @@ class EpisodeService:
         }
 
     async def view(self, episode_id: str) -> dict[str, Any]:
-        """Everything the episode viewer shows; rewards and grades hidden or redacted on the test split."""
+        """Everything the episode viewer shows; never a test-split episode, no rewards during a run."""
+        record = await self._load(episode_id)
+        fb = await self._feedback(record)
+        if not fb.episode_details:
+            raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=episode_id), episode_id=episode_id)
         state = await self.state(episode_id)
-        run_status = (await self.runs.load(state["run_id"])).status if state.get("run_id") and self.runs else None
-        hide = core.results_hidden(state["split"], run_status == "complete")
-        first = core.reset(state["task_id"], state["seed"], state["split"])[1]
+        first = core.reset(state["task_id"], state["seed"], state["split"], self.dataset)[1]
         steps = [
-            {"index": t.step_index, "action": t.action, "observation": t.observation, "reward": None if hide else t.reward, "done": t.done}
+            {"index": t.step_index, "action": t.action, "observation": t.observation,
+             "reward": t.reward if fb.step_rewards else None, "done": t.done}
             for t in await repo.list_transitions(self.db, episode_id)
         ]
         done = state["episode_status"] == "done"
@@ -454,8 +476,8 @@ class EpisodeService:
             "ticket_text": first.ticket,
             "instructions": first.instructions,
             "steps": steps,
-            "grade": await self.grade(episode_id) if done and not hide else None,  # redacted on the test split
-            "results_hidden": hide,
+            "grade": await self.grade(episode_id) if done else None,
+            "rewards_hidden": not fb.step_rewards,
         }
 
     async def grade(self, episode_id: str | None) -> dict[str, Any]:
@@ -471,35 +493,34 @@ class EpisodeService:
                 episode_id=record.id,
                 step_count=record.step_count,
             )
-        # The run is read only when it matters: on a split whose results a complete run reveals.
-        if core.results_hidden(record.split, run_complete=False) and core.results_hidden(
-            record.split, run_complete=await self._run_complete(record)
-        ):
-            raise ResultsHidden(
-                f"episode {record.id!r} is on the test split: its score is hidden until its run completes "
-                "(GET /runs/{run_id} shows progress)",
-                episode_id=record.id,
-            )
+        if not (await self._feedback(record)).episode_score:
+            raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=record.id), episode_id=record.id)
         if stored is None:
             stored = await repo.get_grade(self.db, record.id, core.GRADER_VERSION)
         if stored is None:  # graded by an older grader version: grade again and keep both
-            draft = _draft(core.grade_episode(core.EpisodeState.model_validate(record.state)))
+            draft = _draft(core.grade_episode(core.EpisodeState.model_validate(record.state), self.dataset))
             stored = await repo.save_grade(self.db, record.id, draft)
-        breakdown = core.redact_grade(stored.breakdown) if record.split == core.HIDDEN_SPLIT else stored.breakdown
+        breakdown = stored.breakdown
         return {
             "episode_id": record.id,
             "task_id": record.task_id,
             "score": stored.score,
+            "resolved": stored.resolved,
             "grader_version": stored.grader_version,
             "components": breakdown.get("components", []),
             "clauses": breakdown.get("clauses", []),
             "raw": breakdown.get("raw"),
             "finished": breakdown.get("finished", True),
-            **({"redacted": breakdown["redacted"]} if "redacted" in breakdown else {}),
             "step_count": record.step_count,
             "graded_at": stored.created_at.isoformat(),
         }
 
 
+_PRIVATE_DETAIL = (
+    "episode {episode_id!r} is on the test split: no test episode's score, grade, actions or trajectory is ever "
+    "served, not even after its run completes — only the run's aggregates (GET /runs/{{run_id}})"
+)
+
+
 def _draft(grade: core.Grade) -> repo.GradeDraft:
-    return repo.GradeDraft(grade.score, grade.model_dump(mode="json"), grade.grader_version)
+    return repo.GradeDraft(grade.score, grade.resolved, grade.model_dump(mode="json"), grade.grader_version)

@@ -121,7 +121,7 @@ class BenchmarkController(Controller):
             action_schema=core.Action.model_json_schema(),
         )
 
-    @get("/grader", summary="Score in [0, 1] with breakdown for a finished episode, or a run's summary", responses=problem_responses(404, 409))
+    @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(403, 404, 409))
     async def grader(
         self,
         episodes: NamedDependency[EpisodeService],
@@ -131,7 +131,7 @@ class BenchmarkController(Controller):
         # One dependency: Litestar resolves two or more in a task group, on every request.
         if run_id is not None and episode_id is None and episodes.runs is not None:
             run = await episodes.runs.detail(run_id)
-            return RunGradeResponse(**{k: run[k] for k in RunGradeResponse.model_fields})
+            return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})
         return GraderResponse(**await episodes.grade(episode_id))
 
     @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")

@@ -37,10 +37,11 @@ def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
     described = {
         400: "The body is not JSON, or is nested absurdly deep",
         401: "A run episode without its run token",
-        403: "The wrong run token, or the test split outside a run",
+        403: "The wrong run or submitter token, the test split outside a run, or a test episode's private results",
         404: "No such episode, run or route",
         409: "The episode or run is in a state that does not allow this (finished, raced, hidden results, exhausted run)",
         413: "The body is larger than MAX_BODY_BYTES",
+        429: "Too many requests for this key or client (see Retry-After)",
         422: "Invalid fields (listed in `errors`)",
     }
     codes = sorted({400, 413, 422, *statuses})
@@ -146,16 +147,38 @@ class RunNotActive(Problem):
     title = "Run is not active"
 
 
-class ResultsHidden(Problem):
-    status = 409
-    slug = "results-hidden"
-    title = "Results are hidden until the run completes"
-
-
 class TestSplitNeedsRun(Problem):
     status = 403
     slug = "test-split-needs-run"
     title = "The test split is played only as a run"
+
+
+class TestResultsPrivate(Problem):
+    status = 403
+    slug = "test-results-private"
+    title = "Test-split episodes are never shown one by one"
+
+
+class SubmitterKeyMissing(Problem):
+    status = 401
+    slug = "submitter-key-required"
+    title = "Submitter key required"
+
+
+class SubmitterKeyInvalid(Problem):
+    status = 403
+    slug = "submitter-key-invalid"
+    title = "Submitter key not recognised"
+
+
+class QuotaExceeded(Problem):
+    status = 429
+    slug = "quota-exceeded"
+    title = "Too many test runs"
+
+    def __init__(self, detail: str, retry_after_s: int, **extra: Any) -> None:
+        super().__init__(detail, retry_after_s=retry_after_s, **extra)
+        self.headers = {"Retry-After": str(retry_after_s)}
 
 
 def bearer(request: Request[Any, Any, Any]) -> str | None:
@@ -170,7 +193,7 @@ def problem_response(status: int, title: str, detail: str, slug: str, **extra: A
 
 
 def _problem_handler(_: Request[Any, Any, Any], exc: Problem) -> Response[dict[str, Any]]:
-    return Response(content=exc.body(), status_code=exc.status, media_type=PROBLEM_JSON)
+    return Response(content=exc.body(), status_code=exc.status, media_type=PROBLEM_JSON, headers=getattr(exc, "headers", None))
 
 
 def _validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:

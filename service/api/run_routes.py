@@ -37,9 +37,10 @@ def wants_html(request: Request[Any, Any, Any]) -> bool:
 class RunController(Controller):
     tags = ["runs"]
 
-    @post("/runs", status_code=201, summary="Create a run: the server fixes its manifest and returns a run token", responses=problem_responses())
-    async def create(self, runs: NamedDependency[RunService], data: JSONBody[CreateRun]) -> dict[str, Any]:
-        return await runs.create(data)
+    @post("/runs", status_code=201, summary="Create a run: the server fixes its manifest and returns a run token "
+          "(test split: Authorization: Bearer <submitter key>)", responses=problem_responses(401, 403, 429))
+    async def create(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], data: JSONBody[CreateRun]) -> dict[str, Any]:
+        return await runs.create(data, submitter_key=bearer(request))
 
     @post("/runs/{run_id:str}/next", status_code=200, summary="Start the run's next episode (Bearer run token)", responses=problem_responses(401, 403, 404, 409))
     async def next_episode(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> ObservationResponse:
@@ -56,7 +57,7 @@ class RunController(Controller):
             return Template(template_name="run.html", context={"run": run, "tasks": core.TASKS}, media_type=MediaType.HTML)
         return run
 
-    @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line", media_type="application/x-ndjson", responses=problem_responses(401, 403, 404, 409))
+    @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line (never on test)", media_type="application/x-ndjson", responses=problem_responses(401, 403, 404, 409))
     async def trajectories(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Stream:
         lines = runs.trajectories(run_id, bearer(request))
         first = await anext(lines, None)  # surface 4xx problems before the stream starts
@@ -76,7 +77,7 @@ class RunController(Controller):
             return Template(template_name="leaderboard.html", context={"board": board, "chart": chart(board["rows"])}, media_type=MediaType.HTML)
         return board
 
-    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown", responses=problem_responses(404))
+    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown (never a test episode)", responses=problem_responses(403, 404))
     async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: FromPath[str]) -> Any:
         view = await episodes.view(episode_id)
         if wants_html(request):

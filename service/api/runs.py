@@ -3,14 +3,17 @@
 A run is an agent/model evaluated on a split's task list with k trials. The server fixes the
 manifest (every ticket of every chosen task, k times), hands entries out one at a time
 (``POST /runs/{id}/next``), grades every episode itself from stored transitions, and ranks
-finished runs. The run token (shown once, stored hashed) guards every episode of the run.
-On the test split, rewards and scores stay hidden until the run completes, and gold labels,
-clause ids and grader rationales are never served.
+finished runs on their resolved rate. The run token (shown once, stored hashed) guards every
+episode of the run; step rewards are withheld until the run completes.
+
+The test split is secret: a test run needs a submitter key issued by the operator, covers the
+whole split, counts against the key's quota, and publishes only aggregates rounded to two
+decimals — and only when the Ladder releases them (the run beats the submitter's best). Nothing
+per episode is ever served.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
@@ -23,13 +26,24 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from service import env as core
+from service.api.deployment import hash_secret
 from service.api.episodes import EpisodeResult, wire_observation
-from service.api.problems import InvalidInput, ResultsHidden, RunNotActive, RunNotFound, RunTokenInvalid, RunTokenMissing
+from service.api.problems import (
+    InvalidInput,
+    QuotaExceeded,
+    RunNotActive,
+    RunNotFound,
+    RunTokenInvalid,
+    RunTokenMissing,
+    SubmitterKeyInvalid,
+    SubmitterKeyMissing,
+    TestResultsPrivate,
+)
 from service.db import repository as repo
 from service.db import run_store
 from service.db.engine import Database
 from service.db.models import utcnow
-from service.stats import RESOLVED_THRESHOLD, rank_bands, summarize_manifest
+from service.stats import LADDER_MARGIN, PUBLISHED_DECIMALS, Trial, ladder, published, rank_bands, summarize
 
 log = logging.getLogger("service.runs")
 
@@ -40,10 +54,14 @@ class CreateRun(BaseModel):
 
     agent: str = Field(min_length=1, max_length=128, description="Agent name shown on the leaderboard.")
     model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
-    split: str = Field(default="dev", pattern="^(train|dev|test)$")
+    split: str = Field(default="dev", pattern="^(train|dev|test)$", description="test needs a submitter key (Authorization: Bearer).")
     trials: int = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
-    task_ids: list[str] | None = Field(default=None, min_length=1, max_length=len(core.TASKS), description="A subset of tasks (not ranked).")
-    limit_per_task: int | None = Field(default=None, ge=1, description="Play only the first N tickets of each task (not ranked).")
+    task_ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=len(core.TASKS), description="A subset of tasks (not ranked; not on test)."
+    )
+    limit_per_task: int | None = Field(
+        default=None, ge=1, description="Play only the first N tickets of each task (not ranked; not on test)."
+    )
 
 
 class Usage(BaseModel):
@@ -56,10 +74,6 @@ class Usage(BaseModel):
     cost_usd: float | None = Field(default=None, ge=0)
 
 
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def episode_id_for(run_id: str, index: int) -> str:
     return f"{run_id}-{index:05d}"
 
@@ -70,9 +84,14 @@ def index_of(episode_id: str) -> int:
 
 
 class RunService:
-    def __init__(self, db: Database, ttl_s: float) -> None:
+    def __init__(
+        self, db: Database, ttl_s: float, quota: int = 3, quota_period_s: float = 24 * 3600.0, dataset: core.Dataset = core.PUBLIC
+    ) -> None:
         self.db = db
         self.ttl = timedelta(seconds=ttl_s)
+        self.quota = quota
+        self.quota_period = timedelta(seconds=quota_period_s)
+        self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
 
     # ------------------------------------------------------------------------------ access
 
@@ -94,7 +113,7 @@ class RunService:
                 f"episodes of run {run.id!r} need its token: send `Authorization: Bearer <run_token>` (or `run_token` in the body)",
                 run_id=run.id,
             )
-        if not hmac.compare_digest(_hash(token), run.token_sha256):
+        if not hmac.compare_digest(hash_secret(token), run.token_sha256):
             raise RunTokenInvalid(f"that is not the token of run {run.id!r}; use the run_token POST /runs returned", run_id=run.id)
 
     async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunRecord:
@@ -111,31 +130,67 @@ class RunService:
 
     # ---------------------------------------------------------------------------- lifecycle
 
-    async def create(self, body: CreateRun) -> dict[str, Any]:
+    async def create(self, body: CreateRun, submitter_key: str | None = None) -> dict[str, Any]:
         try:
             manifest = core.run_manifest(body.split, body.task_ids, body.trials, body.limit_per_task)
         except ValueError as exc:
             raise InvalidInput(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
+        full = body.task_ids is None or set(body.task_ids) == set(core.TASKS)
+        full_split = full and body.limit_per_task is None
+        test: dict[str, Any] = {}
+        quota = None
+        if body.split == core.HIDDEN_SPLIT:
+            if not full_split:
+                raise InvalidInput(
+                    "a test run covers the whole test split: drop task_ids and limit_per_task (only aggregates of the "
+                    "whole split are published; subsets would turn them back into per-ticket answers)",
+                    errors=[{"field": "task_ids" if not full else "limit_per_task", "message": "not allowed on the test split"}],
+                )
+            submitter = await self._submitter(submitter_key)
+            test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
+            limit = submitter.quota if submitter.quota is not None else self.quota
+            quota = (limit, utcnow() - self.quota_period)
         run_id = "run_" + secrets.token_hex(8)
         token = secrets.token_urlsafe(32)
-        full = body.task_ids is None or set(body.task_ids) == set(core.TASKS)
-        run = await run_store.insert_run(
-            self.db,
-            id=run_id,
-            token_sha256=_hash(token),
-            agent=body.agent,
-            model=body.model,
-            split=body.split,
-            trials=body.trials,
-            task_ids=body.task_ids or list(core.TASKS),
-            full_split=full and body.limit_per_task is None,
-            manifest=[e.model_dump() for e in manifest],
-            episodes_total=len(manifest),
-            dataset_version=core.DATASET_VERSION,
-            grader_version=core.GRADER_VERSION,
-        )
+        try:
+            run = await run_store.insert_run(
+                self.db,
+                quota=quota,
+                id=run_id,
+                token_sha256=hash_secret(token),
+                agent=body.agent,
+                model=body.model,
+                split=body.split,
+                trials=body.trials,
+                task_ids=body.task_ids or list(core.TASKS),
+                full_split=full_split,
+                manifest=[e.model_dump() for e in manifest],
+                episodes_total=len(manifest),
+                dataset_version=core.DATASET_VERSION,
+                grader_version=core.GRADER_VERSION,
+                **test,
+            )
+        except run_store.QuotaExceeded as exc:
+            assert quota is not None
+            retry = max(1, int((exc.retry_at + self.quota_period - utcnow()).total_seconds()) + 1)
+            raise QuotaExceeded(
+                f"submitter {test['submitter']!r} has used its {quota[0]} test run(s) per "
+                f"{self.quota_period.total_seconds():g} s; try again in {retry} s",
+                retry_after_s=retry,
+            ) from exc
         log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
         return {**self.view(run), "run_token": token, "manifest": run.manifest}
+
+    async def _submitter(self, key: str | None) -> run_store.SubmitterRecord:
+        if not key:
+            raise SubmitterKeyMissing(
+                "test runs need a submitter key issued by this deployment's operator: send `Authorization: Bearer "
+                "<submitter key>` with POST /runs (the operator creates one with `python -m service.submitters create NAME`)"
+            )
+        submitter = await run_store.submitter_by_key(self.db, hash_secret(key))
+        if submitter is None or submitter.revoked_at is not None:
+            raise SubmitterKeyInvalid("that submitter key is not valid here (unknown or revoked); ask the operator for one")
+        return submitter
 
     async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult:
         run = await self.authorized(run_id, token, active=True)
@@ -143,7 +198,7 @@ class RunService:
 
         def make_episode(index: int) -> dict[str, Any]:
             entry = run.manifest[index]
-            state, observation = core.reset(entry["task_id"], entry["seed"], run.split)
+            state, observation = core.reset(entry["task_id"], entry["seed"], run.split, self.dataset)
             started.update(state=state, observation=observation, entry=entry)
             return dict(
                 id=episode_id_for(run.id, index), task_id=entry["task_id"], split=run.split, seed=entry["seed"],
@@ -177,8 +232,12 @@ class RunService:
             return run.status
         episodes = await run_store.run_episodes(self.db, run.id, run.grader_version)
         summary = await anyio.to_thread.run_sync(lambda: summarize_run(run, episodes))
-        await run_store.set_summary(self.db, run.id, summary)
-        log.info("run complete run_id=%s mean=%s", run.id, summary["mean"])
+        if run.split == core.HIDDEN_SPLIT:
+            released = await run_store.set_summary_released(self.db, run, summary, ladder)
+            log.info("test run complete run_id=%s submitter=%s released=%s", run.id, run.submitter, released)
+        else:
+            await run_store.set_summary(self.db, run.id, summary)
+            log.info("run complete run_id=%s resolved=%s mean=%s", run.id, summary["resolved"], summary["mean"])
         return run.status
 
     async def set_usage(self, run_id: str, token: str | None, usage: Usage) -> dict[str, Any]:
@@ -190,6 +249,7 @@ class RunService:
 
     @staticmethod
     def view(run: run_store.RunRecord) -> dict[str, Any]:
+        test = run.split == core.HIDDEN_SPLIT
         return {
             "run_id": run.id,
             "status": run.status,
@@ -204,6 +264,8 @@ class RunService:
             "episodes_done": run.episodes_done,
             "dataset_version": run.dataset_version,
             "grader_version": run.grader_version,
+            "submitter": run.submitter if test else None,
+            "test_key_fingerprint": run.key_fingerprint if test else None,
             "usage": run.usage,
             "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
@@ -217,20 +279,38 @@ class RunService:
         if run.status == "complete" and run.summary is None:
             await self.finish_if_complete(run.id)
             run = await self.load(run_id)
-        hide = core.results_hidden(run.split, run.status == "complete")
+        test = run.split == core.HIDDEN_SPLIT
         started = {e.episode_id: e for e in await run_store.run_episodes(self.db, run.id, run.grader_version)}
         rows = []
         for entry in run.manifest:
             ep = started.get(episode_id_for(run.id, entry["index"]))
-            rows.append({
-                **entry,
-                "episode_id": ep.episode_id if ep else None,
-                "status": "pending" if ep is None else ep.status,
-                "step_count": ep.step_count if ep else 0,
-                "score": None if ep is None or hide else ep.score,
-            })
-        return {**self.view(run), "episodes": rows, "summary": None if hide else run.summary,
-                "results_hidden": hide}
+            row = {**entry, "episode_id": ep.episode_id if ep else None, "status": "pending" if ep is None else ep.status,
+                   "step_count": ep.step_count if ep else 0}
+            if not test:
+                row.update(score=ep.score if ep else None, resolved=ep.resolved if ep else None)
+            rows.append(row)
+        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": not test}
+        if test:
+            body.update(await self._test_result(run))
+        return body
+
+    async def _test_result(self, run: run_store.RunRecord) -> dict[str, Any]:
+        """What a test run publishes: aggregates, rounded, only when the Ladder released them."""
+        best = await run_store.best_released(self.db, run) if run.summary is not None else None
+        released = run.released is not None
+        return {
+            "summary": published(run.summary) if run.summary is not None and released else None,
+            "ladder": {
+                "released": run.released,
+                "submitter_best": best,
+                "margin": LADDER_MARGIN,
+                "note": (
+                    "test results are aggregates of the whole split, rounded to "
+                    f"{PUBLISHED_DECIMALS} decimals, released only when a run beats its submitter's best resolved rate "
+                    f"by {LADDER_MARGIN} (the Ladder); per-episode results are never served"
+                ),
+            },
+        }
 
     async def leaderboard(self, split: str) -> dict[str, Any]:
         await self.expire_idle()
@@ -239,56 +319,77 @@ class RunService:
             if run.summary is None:  # completed by a process that stopped before summarising
                 await self.finish_if_complete(run.id)
         complete = await run_store.list_runs(self.db, split=split, status="complete")
-        ranked = [r for r in complete if r.full_split and r.summary]
-        ranks = rank_bands({r.id: (r.summary["mean"], *r.summary["ci95"]) for r in ranked})  # type: ignore[index]
-        rows = sorted((self._row(r, ranks[r.id]) for r in ranked), key=lambda row: (-row["mean"], row["finished_at"]))
-        unranked = [self._row(r, None) for r in complete if not r.full_split and r.summary]
+        current = [r for r in complete if r.summary and r.dataset_version == core.DATASET_VERSION
+                   and r.grader_version == core.GRADER_VERSION]
+        if split == core.HIDDEN_SPLIT:
+            current = _best_release_per_submitter(
+                [r for r in current if r.released is not None and r.key_fingerprint == self.dataset.test_fingerprint]
+            )
+        ranked = [r for r in current if r.full_split]
+        ranks = rank_bands({r.id: (r.summary["resolved"], *r.summary["resolved_ci95"]) for r in ranked})  # type: ignore[index]
+        rows = sorted((self._row(r, ranks[r.id]) for r in ranked), key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]))
+        unranked = [self._row(r, None) for r in current if not r.full_split]
         return {
             "split": split,
             "dataset_version": core.DATASET_VERSION,
             "grader_version": core.GRADER_VERSION,
-            "resolved_threshold": RESOLVED_THRESHOLD,
-            "method": "mean of per-ticket mean scores; 95% CI: percentile bootstrap over tickets (trials resampled together); "
-                      "rank = 1 + number of runs whose CI lies entirely above this run's CI",
+            "test_key_fingerprint": self.dataset.test_fingerprint if split == core.HIDDEN_SPLIT else None,
+            "method": "ranked on the resolved rate (an episode is resolved when every required check of its task passes): "
+                      "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
+                      "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
+                      "partial score is shown beside it. Test rows: aggregates rounded to 2 decimals, each submitter's best "
+                      "run released by the Ladder, under this deployment's test key only.",
             "rows": rows,
             "unranked": unranked,
         }
 
     def _row(self, run: run_store.RunRecord, rank: int | None) -> dict[str, Any]:
         s = run.summary or {}
+        if run.split == core.HIDDEN_SPLIT:
+            s = published(s)
         return {
             "rank": rank,
             "run_id": run.id,
             "agent": run.agent,
             "model": run.model,
+            "submitter": run.submitter,
             "trials": run.trials,
+            "resolved": s.get("resolved"),
+            "resolved_ci95": s.get("resolved_ci95"),
             "mean": s.get("mean"),
             "ci95": s.get("ci95"),
             "pass_hat_k": s.get("pass_hat_k"),
             "per_family": s.get("per_family"),
             "per_difficulty": s.get("per_difficulty"),
+            "per_task": s.get("per_task"),
             "episodes": s.get("episodes"),
             "errors": s.get("errors"),
             "dataset_version": run.dataset_version,
             "grader_version": run.grader_version,
+            "test_key_fingerprint": run.key_fingerprint,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "usage": run.usage,
             "run_url": f"/runs/{run.id}",
         }
 
     async def trajectories(self, run_id: str, token: str | None) -> AsyncIterator[str]:
-        """One JSON line per finished episode: observations, actions, rewards, score."""
+        """One JSON line per finished episode: observations, actions, rewards, score. Never on test."""
         run = await self.load(run_id)
+        if run.split == core.HIDDEN_SPLIT:
+            raise TestResultsPrivate(
+                f"run {run_id!r} is on the test split: its trajectories are never served (they would reveal the "
+                "hidden labels); GET /runs/{run_id} shows its released aggregates",
+                run_id=run_id,
+            )
         if run.status != "complete":
             self.authorize(run, token)
-        if core.results_hidden(run.split, run.status == "complete"):
-            raise ResultsHidden(f"run {run_id!r} is on the test split and not complete; export it once every episode is done", run_id=run_id)
         for ep in await run_store.run_episodes(self.db, run.id, run.grader_version):
             if ep.status != "done":
                 continue
             entry = run.manifest[index_of(ep.episode_id)]
-            _, first = core.reset(ep.task_id, ep.seed, run.split)
+            _, first = core.reset(ep.task_id, ep.seed, run.split, self.dataset)
             steps = await repo.list_transitions(self.db, ep.episode_id)
+            shown = core.feedback(run.split, True, run.status == "complete")
             yield json.dumps({
                 "episode_id": ep.episode_id,
                 "run_id": run.id,
@@ -298,13 +399,37 @@ class RunService:
                 "split": run.split,
                 "observations": [wire_observation(ep.episode_id, first)] + [t.observation for t in steps],
                 "actions": [t.action for t in steps],
-                "rewards": [t.reward for t in steps],
+                "rewards": [t.reward if shown.step_rewards else None for t in steps],
                 "score": ep.score,
+                "resolved": ep.resolved,
                 "grader_version": run.grader_version,
             }, ensure_ascii=False) + "\n"
 
 
+def _best_release_per_submitter(runs: list[run_store.RunRecord]) -> list[run_store.RunRecord]:
+    best: dict[str, run_store.RunRecord] = {}
+    for run in runs:
+        key = run.submitter or run.id
+        if key not in best or (run.released or 0.0) > (best[key].released or 0.0):
+            best[key] = run
+    return list(best.values())
+
+
 def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]) -> dict[str, Any]:
-    """Statistics of a complete run from its graded episodes (pure; runs in a worker thread)."""
-    scores = {index_of(e.episode_id): e.score for e in episodes}
-    return summarize_manifest(run.manifest, run.trials, scores, errors=sum(1 for e in episodes if e.truncated))
+    """Statistics of a complete run from its graded episodes (pure; runs in a worker thread).
+
+    Items are the run's (task, seed) tickets; an episode without a grade counts as unresolved, 0.
+    """
+    graded = {index_of(e.episode_id): e for e in episodes}
+    items: dict[tuple[str, int], list[Trial]] = {}
+    for entry in run.manifest:
+        ep = graded.get(entry["index"])
+        trial = Trial(ep.score or 0.0, bool(ep.resolved)) if ep is not None else Trial(0.0, False)
+        items.setdefault((entry["task_id"], entry["seed"]), []).append(trial)
+    summary = summarize(items, run.trials, groups={
+        "per_task": lambda key: key[0],
+        "per_family": lambda key: core.TASKS[key[0]].family,
+        "per_difficulty": lambda key: core.TASKS[key[0]].difficulty,
+    })
+    summary["errors"] = sum(1 for e in episodes if e.truncated)
+    return summary

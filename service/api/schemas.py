@@ -87,6 +87,7 @@ class GraderResponse(msgspec.Struct, omit_defaults=True):
     episode_id: str
     task_id: str
     score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+    resolved: bool
     grader_version: str
     components: list[dict[str, Any]]
     clauses: list[str]
@@ -94,18 +95,18 @@ class GraderResponse(msgspec.Struct, omit_defaults=True):
     finished: bool
     step_count: int
     graded_at: str
-    redacted: str | None = None  # test split: why details and clause ids are not served
 
 
 class RunGradeResponse(BaseModel):
-    """``GET /grader?run_id=…``: the run's summary (hidden on the test split until it completes)."""
+    """``GET /grader?run_id=…``: the run's summary (on the test split: released aggregates only)."""
 
     run_id: str
     status: str
     episodes_done: int
     episodes_total: int
-    results_hidden: bool
+    per_episode_results: bool
     summary: dict[str, Any] | None
+    ladder: dict[str, Any] | None = None
 
 
 class BaselineTaskScore(BaseModel):

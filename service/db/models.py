@@ -14,10 +14,12 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -103,6 +105,7 @@ class GradeRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     episode_id: Mapped[str] = mapped_column(ForeignKey("episodes.id", ondelete="CASCADE"))
     score: Mapped[float] = mapped_column(Float)
+    resolved: Mapped[bool] = mapped_column(Boolean, server_default=false())  # every required check passed
     breakdown: Mapped[dict[str, Any]] = mapped_column(JSONType)
     grader_version: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -112,6 +115,7 @@ class RunRow(Base):
     """A benchmark run: an agent/model on a split's task list, k trials; the server owns the manifest."""
 
     __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_submitter_created_at", "submitter", "created_at"),)
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     token_sha256: Mapped[str] = mapped_column(String(64))
@@ -133,9 +137,43 @@ class RunRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Test-split runs: who submitted it (a submitter key's name), under which test key, and the
+    # resolved rate the Ladder released for it (None: nothing new was released).
+    submitter: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    key_fingerprint: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    released: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class SubmitterRow(Base):
+    """A submitter key for test-split runs, issued by the operator and stored hashed."""
+
+    __tablename__ = "submitters"
+    __table_args__ = (
+        UniqueConstraint("name", name="uq_submitters_name"),
+        UniqueConstraint("key_sha256", name="uq_submitters_key_sha256"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(128))
+    key_sha256: Mapped[str] = mapped_column(String(64))
+    quota: Mapped[int | None] = mapped_column(Integer, nullable=True)  # test runs per period (None: the default)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class DeploymentSecretRow(Base):
+    """Secrets a deployment creates for itself at first start (the test split's key)."""
+
+    __tablename__ = "deployment_secrets"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 episodes = EpisodeRow.__table__
 runs = RunRow.__table__
+submitters = SubmitterRow.__table__
+deployment_secrets = DeploymentSecretRow.__table__
 transitions = TransitionRow.__table__
 grades = GradeRow.__table__

@@ -62,6 +62,7 @@ class TransitionRecord:
 class GradeRecord:
     episode_id: str
     score: float
+    resolved: bool
     breakdown: dict[str, Any]
     grader_version: str
     created_at: datetime
@@ -70,6 +71,7 @@ class GradeRecord:
 @dataclass(frozen=True)
 class GradeDraft:
     score: float
+    resolved: bool
     breakdown: dict[str, Any]
     grader_version: str
 
@@ -244,6 +246,7 @@ def _record_step(
             {
                 "episode_id": record.episode_id,
                 "score": grade.score,
+                "resolved": grade.resolved,
                 "breakdown": grade.breakdown,
                 "grader_version": grade.grader_version,
                 "created_at": record.created_at,
@@ -268,13 +271,14 @@ async def save_grade(db: Database, episode_id: str, draft: GradeDraft) -> GradeR
                 insert(grades).values(
                     episode_id=episode_id,
                     score=draft.score,
+                    resolved=draft.resolved,
                     breakdown=draft.breakdown,
                     grader_version=draft.grader_version,
                     created_at=now,
                 )
             )
         )
-        return GradeRecord(episode_id, draft.score, draft.breakdown, draft.grader_version, now)
+        return GradeRecord(episode_id, draft.score, draft.resolved, draft.breakdown, draft.grader_version, now)
     except IntegrityError:
         stored = await get_grade(db, episode_id, draft.grader_version)
         if stored is None:  # the episode itself is gone

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, insert, select, update
+from sqlalchemy import and_, exists, func, insert, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from service.db.engine import Database
-from service.db.models import episodes, grades, runs, utcnow
+from service.db.models import deployment_secrets, episodes, grades, runs, submitters, utcnow
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class RunRecord:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    submitter: str | None
+    key_fingerprint: str | None
+    released: float | None
 
 
 @dataclass(frozen=True)
@@ -55,18 +59,65 @@ class RunEpisode:
     step_count: int
     truncated: bool
     score: float | None
+    resolved: bool | None
+
+
+@dataclass(frozen=True)
+class SubmitterRecord:
+    id: int
+    name: str
+    key_sha256: str
+    quota: int | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class QuotaExceeded(Exception):
+    """The submitter has used its test runs for the period; ``retry_at`` is when one frees up."""
+
+    def __init__(self, used: int, retry_at: datetime) -> None:
+        super().__init__(f"{used} test runs in the period")
+        self.used, self.retry_at = used, retry_at
+
+
+class SubmitterExists(Exception):
+    pass
 
 
 def _run(row: Any) -> RunRecord:
     return RunRecord(**{k: row._mapping[k] for k in RunRecord.__dataclass_fields__})
 
 
-async def insert_run(db: Database, **values: Any) -> RunRecord:
+async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **values: Any) -> RunRecord:
+    """Store a new run. With ``quota = (limit, since)`` and a ``submitter``, refuse (QuotaExceeded)
+    when that submitter already created ``limit`` runs since ``since`` — counted and inserted in one
+    transaction, with the submitter's row locked on PostgreSQL, so racing requests cannot both pass."""
     now = utcnow()
     values = {"next_index": 0, "episodes_done": 0, "status": "active", "usage": None, "summary": None,
-              "created_at": now, "updated_at": now, "finished_at": None, **values}
-    await db.write(lambda conn: conn.execute(insert(runs).values(**values)))
+              "created_at": now, "updated_at": now, "finished_at": None, "submitter": None,
+              "key_fingerprint": None, "released": None, **values}
+
+    def insert_checked(conn: Connection) -> None:
+        if quota is not None:
+            limit, since = quota
+            conn.execute(select(submitters.c.id).where(submitters.c.name == values["submitter"]).with_for_update())
+            recent = conn.execute(
+                select(func.count(), func.min(runs.c.created_at))
+                .where(runs.c.submitter == values["submitter"], runs.c.created_at >= since)
+            ).one()
+            if recent[0] >= limit:
+                raise QuotaExceeded(recent[0], _aware(recent[1]))
+        conn.execute(insert(runs).values(**values))
+
+    await db.write(insert_checked)
     return RunRecord(**values)
+
+
+def _aware(value: datetime) -> datetime:
+    # func.min() bypasses the column type: SQLite hands back naive text-parsed datetimes.
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 async def get_run(db: Database, run_id: str) -> RunRecord | None:
@@ -128,19 +179,59 @@ async def expire_idle(db: Database, cutoff: datetime) -> int:
 async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[RunEpisode]:
     query = (
         select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.status, episodes.c.step_count,
-               episodes.c.state["truncated"].as_boolean().label("truncated"), grades.c.score)
+               episodes.c.state["truncated"].as_boolean().label("truncated"), grades.c.score, grades.c.resolved)
         .select_from(episodes.outerjoin(grades, and_(grades.c.episode_id == episodes.c.id, grades.c.grader_version == grader_version)))
         .where(episodes.c.run_id == run_id)
     )
     rows = await db.read(lambda conn: conn.execute(query).all())
     return [
-        RunEpisode(r.id, r.task_id, r.seed, r.status, r.step_count, bool(r.truncated), r.score)
+        RunEpisode(r.id, r.task_id, r.seed, r.status, r.step_count, bool(r.truncated), r.score,
+                   None if r.resolved is None else bool(r.resolved))
         for r in rows
     ]
 
 
 async def set_summary(db: Database, run_id: str, summary: dict[str, Any]) -> None:
     await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary)))
+
+
+async def set_summary_released(
+    db: Database, run: RunRecord, summary: dict[str, Any], release: Callable[[float, float | None], float | None]
+) -> float | None:
+    """Store a test run's summary and what the Ladder releases for it, in one transaction.
+
+    ``release(resolved, best)`` is given the submitter's best released resolved rate so far under
+    the same test key and versions; what it returns is stored as this run's released value.
+    """
+
+    def store(conn: Connection) -> float | None:
+        best = conn.execute(
+            select(func.max(runs.c.released)).where(
+                runs.c.submitter == run.submitter,
+                runs.c.split == run.split,
+                runs.c.key_fingerprint == run.key_fingerprint,
+                runs.c.dataset_version == run.dataset_version,
+                runs.c.grader_version == run.grader_version,
+                runs.c.id != run.id,
+            )
+        ).scalar()
+        released = release(summary["resolved"], best)
+        conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary, released=released))
+        return released
+
+    return await db.write(store)
+
+
+async def best_released(db: Database, run: RunRecord) -> float | None:
+    """The submitter's best released resolved rate under this run's test key and versions."""
+    query = select(func.max(runs.c.released)).where(
+        runs.c.submitter == run.submitter,
+        runs.c.split == run.split,
+        runs.c.key_fingerprint == run.key_fingerprint,
+        runs.c.dataset_version == run.dataset_version,
+        runs.c.grader_version == run.grader_version,
+    )
+    return await db.read(lambda conn: conn.execute(query).scalar())
 
 
 async def set_usage(db: Database, run_id: str, usage: dict[str, Any]) -> None:
@@ -156,3 +247,76 @@ async def list_runs(db: Database, split: str | None = None, status: str | None =
         query = query.where(runs.c.status == status)
     rows = await db.read(lambda conn: conn.execute(query).all())
     return [_run(r) for r in rows]
+
+
+# ------------------------------------------------------------------------------- submitters
+
+def _submitter(row: Any) -> SubmitterRecord:
+    return SubmitterRecord(**{k: row._mapping[k] for k in SubmitterRecord.__dataclass_fields__})
+
+
+async def create_submitter(db: Database, name: str, key_sha256: str, quota: int | None = None) -> SubmitterRecord:
+    now = utcnow()
+    values = dict(name=name, key_sha256=key_sha256, quota=quota, created_at=now, revoked_at=None)
+    try:
+        await db.write(lambda conn: conn.execute(insert(submitters).values(**values)))
+    except IntegrityError as exc:
+        raise SubmitterExists(name) from exc
+    stored = await submitter_by_name(db, name)
+    assert stored is not None
+    return stored
+
+
+async def upsert_submitter(db: Database, name: str, key_sha256: str) -> None:
+    """Preload a key (``SUBMITTER_KEYS``): create the submitter, or give it this key (un-revoked)."""
+
+    def upsert(conn: Connection) -> None:
+        changed = conn.execute(
+            update(submitters).where(submitters.c.name == name).values(key_sha256=key_sha256, revoked_at=None)
+        ).rowcount
+        if not changed:
+            conn.execute(insert(submitters).values(name=name, key_sha256=key_sha256, quota=None, created_at=utcnow(), revoked_at=None))
+
+    await db.write(upsert)
+
+
+async def revoke_submitter(db: Database, name: str) -> bool:
+    now = utcnow()
+    result = await db.write(
+        lambda conn: conn.execute(update(submitters).where(submitters.c.name == name, submitters.c.revoked_at.is_(None)).values(revoked_at=now))
+    )
+    return bool(result.rowcount)
+
+
+async def submitter_by_name(db: Database, name: str) -> SubmitterRecord | None:
+    row = await db.read(lambda conn: conn.execute(select(submitters).where(submitters.c.name == name)).first())
+    return _submitter(row) if row is not None else None
+
+
+async def submitter_by_key(db: Database, key_sha256: str) -> SubmitterRecord | None:
+    row = await db.read(lambda conn: conn.execute(select(submitters).where(submitters.c.key_sha256 == key_sha256)).first())
+    return _submitter(row) if row is not None else None
+
+
+async def list_submitters(db: Database) -> list[SubmitterRecord]:
+    rows = await db.read(lambda conn: conn.execute(select(submitters).order_by(submitters.c.name)).all())
+    return [_submitter(r) for r in rows]
+
+
+# --------------------------------------------------------------------------- deployment secrets
+
+async def get_or_create_secret(db: Database, name: str, make: Callable[[], str]) -> str:
+    """The deployment secret ``name``, created with ``make()`` on first use. Several workers starting
+    at once agree on one value: the first insert wins and everyone reads it back."""
+
+    def ensure(conn: Connection) -> str:
+        row = conn.execute(select(deployment_secrets.c.value).where(deployment_secrets.c.name == name)).first()
+        if row is not None:
+            return row[0]
+        conn.execute(insert(deployment_secrets).values(name=name, value=make(), created_at=utcnow()))
+        return conn.execute(select(deployment_secrets.c.value).where(deployment_secrets.c.name == name)).scalar_one()
+
+    try:
+        return await db.write(ensure)
+    except IntegrityError:  # another worker inserted it between our read and our insert
+        return await db.write(ensure)
