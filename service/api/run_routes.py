@@ -86,19 +86,19 @@ class RunController(Controller):
 
 
 def chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Geometry of the inline SVG: one bar per ranked run, with its 95% CI as an error bar."""
+    """Geometry of the inline SVG: one bar per ranked run (its resolved rate), with its 95% CI as an error bar."""
     width, bar_h, gap, left = 640, 22, 10, 220
     scale = width - left - 20
     bars = []
     for i, row in enumerate(rows):
-        lo, hi = row["ci95"]
+        lo, hi = row["resolved_ci95"]
         y = i * (bar_h + gap) + 10
         bars.append({
             "label": f"{row['agent']} {row['model']}".strip()[:32],
             "y": y, "text_y": y + bar_h * 0.7,
-            "width": round(row["mean"] * scale, 1),
+            "width": round(row["resolved"] * scale, 1),
             "lo": round(left + lo * scale, 1), "hi": round(left + hi * scale, 1),
-            "mid": y + bar_h / 2, "mean": row["mean"],
+            "mid": y + bar_h / 2, "resolved": row["resolved"],
         })
     return {"width": width, "height": len(rows) * (bar_h + gap) + 30, "left": left, "scale": scale, "bar_h": bar_h,
             "bars": bars, "axis_y": len(rows) * (bar_h + gap) + 12}
