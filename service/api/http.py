@@ -106,9 +106,20 @@ class OpenEnvController(Controller):
     async def schema(self) -> SchemaResponse:
         return SchemaResponse(
             action=core.Action.model_json_schema(),
-            observation=core.Observation.model_json_schema(),
+            observation=wire_observation_schema(),
             state=StateResponse.model_json_schema(),
         )
+
+
+def wire_observation_schema() -> dict[str, Any]:
+    """The observation as it goes out: the core's, plus the ``episode_id`` every observation carries."""
+    schema = core.Observation.model_json_schema()
+    schema["properties"] = {
+        "episode_id": {"type": "string", "description": "The episode this observation belongs to."},
+        **{k: v for k, v in schema["properties"].items() if k not in ("reward", "done")},
+    }
+    schema["required"] = ["episode_id", *(r for r in schema.get("required", []) if r not in ("reward", "done"))]
+    return schema
 
 
 class BenchmarkController(Controller):
