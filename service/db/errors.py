@@ -1,0 +1,196 @@
+"""Database faults, classified in one place: the database is unavailable, or its disk is full.
+
+A driver or SQLAlchemy error that means "the database cannot do this now" becomes
+:class:`DatabaseUnavailable` (answered 503 with ``Retry-After``: retry later) or :class:`DatabaseFull`
+(answered 507: nothing new can be stored until space is freed). Anything else — an
+``IntegrityError``, a bug — is not a fault and is left as it is. ``Database`` raises these from
+every read and write; ``service.api.problems`` turns them into problem details; :class:`FaultLog`
+keeps the log to one line per failure.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+
+from sqlalchemy import exc as sa_exc
+
+RETRY_DETAIL = "a retried step with the same request_id is applied at most once"
+
+
+class DatabaseFault(Exception):
+    """The database could not do the work; retrying later may succeed. ``reason`` is for the log."""
+
+    status = 503
+    retry_after_s = 1
+    slug = "database-unavailable"
+    title = "Database unavailable"
+    detail = f"the database is not answering right now; retry after Retry-After seconds — {RETRY_DETAIL}"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class DatabaseUnavailable(DatabaseFault):
+    """Cannot connect, connection lost, locked or stalled past the bound: answered 503."""
+
+
+class DatabaseFull(DatabaseFault):
+    """The disk (or the database's size limit) is full: answered 507."""
+
+    status = 507
+    retry_after_s = 10
+    slug = "storage-full"
+    title = "Insufficient storage"
+    detail = (
+        "the server's disk is full, so nothing new can be stored (reads still work); retry after Retry-After seconds — "
+        f"{RETRY_DETAIL}"
+    )
+
+
+_SQLITE_FULL = {sqlite3.SQLITE_FULL}
+_SQLITE_UNAVAILABLE = {
+    sqlite3.SQLITE_BUSY,
+    sqlite3.SQLITE_LOCKED,
+    sqlite3.SQLITE_NOMEM,
+    sqlite3.SQLITE_READONLY,  # also SQLITE_READONLY_DBMOVED: the file was renamed or deleted under us
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_CORRUPT,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PROTOCOL,
+    sqlite3.SQLITE_NOTADB,
+    sqlite3.SQLITE_PERM,
+}
+# Errors after which a SQLite connection itself is suspect (reopen it), unlike a lock or a full disk.
+_SQLITE_REOPEN = _SQLITE_UNAVAILABLE - {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM}
+
+_PG_FULL = {"53100"}  # disk_full
+# connection exception (08), insufficient resources (53), operator intervention: query canceled by
+# statement_timeout, shutdown, cannot connect now (57), system/I-O error (58), lock not available,
+# read-only transaction (a replica after a failover).
+_PG_UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
+_PG_UNAVAILABLE = {"55P03", "25006"}
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The error, what it wraps (``orig``) and what caused it, each once."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo.extend((getattr(current, "orig", None), current.__cause__))
+
+
+def classify(exc: BaseException) -> type[DatabaseFault] | None:
+    """Which fault ``exc`` is, or None when it is not a database fault (the caller's own error)."""
+    if isinstance(exc, DatabaseFault):
+        return type(exc)
+    if isinstance(exc, sa_exc.IntegrityError):
+        return None
+    for err in _chain(exc):
+        if isinstance(err, sqlite3.Error):
+            code = getattr(err, "sqlite_errorcode", None)
+            if code is not None:
+                primary = code & 0xFF
+                if primary in _SQLITE_FULL:
+                    return DatabaseFull
+                if primary in _SQLITE_UNAVAILABLE:
+                    return DatabaseUnavailable
+        state = getattr(err, "sqlstate", None)
+        if isinstance(state, str) and len(state) == 5:
+            if state in _PG_FULL:
+                return DatabaseFull
+            if state.startswith(_PG_UNAVAILABLE_CLASSES) or state in _PG_UNAVAILABLE:
+                return DatabaseUnavailable
+        if isinstance(err, OSError):  # refused, reset, connect/command timeout (TimeoutError), ENOSPC
+            return DatabaseFull if err.errno in (errno.ENOSPC, errno.EDQUOT) else DatabaseUnavailable
+        if isinstance(err, sa_exc.TimeoutError | sa_exc.DisconnectionError):  # pool wait, lost connection
+            return DatabaseUnavailable
+        if isinstance(err, sa_exc.DBAPIError) and err.connection_invalidated:
+            return DatabaseUnavailable
+        if type(err).__name__ in ("InterfaceError", "ConnectionDoesNotExistError") and "asyncpg" in type(err).__module__:
+            return DatabaseUnavailable  # "connection is closed"
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    """One line for the log: the innermost driver message, without SQL or parameters."""
+    inner = exc
+    for err in _chain(exc):
+        if isinstance(err, sqlite3.Error | OSError) or getattr(err, "sqlstate", None):
+            inner = err
+            break
+    text = str(inner).split("\n", 1)[0].strip() or type(inner).__name__
+    name = getattr(inner, "sqlite_errorname", None)
+    return f"{type(inner).__name__}: {text}" + (f" ({name})" if name else "")
+
+
+def fault_from(exc: BaseException, context: str = "") -> DatabaseFault | None:
+    """``exc`` as a :class:`DatabaseFault` (chained to it), or None when it is not one."""
+    if isinstance(exc, DatabaseFault):
+        return exc
+    kind = classify(exc)
+    if kind is None:
+        return None
+    fault = kind(f"{context}{describe(exc)}")
+    fault.__cause__ = exc
+    return fault
+
+
+def needs_reopen(exc: BaseException) -> bool:
+    """After this error a SQLite connection is suspect (I/O error, file moved or unreadable): reopen it."""
+    for err in _chain(exc):
+        code = getattr(err, "sqlite_errorcode", None)
+        if isinstance(err, sqlite3.Error) and code is not None:
+            return code & 0xFF in _SQLITE_REOPEN
+    return False
+
+
+class FaultLog:
+    """One log line per failure; its traceback at most once per ``interval_s`` for each kind of fault."""
+
+    def __init__(self, interval_s: float = 60.0) -> None:
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def _traceback_due(self, key: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.interval_s:
+                return False
+            self._last[key] = now
+            return True
+
+    def failure(self, log: logging.Logger, where: str, exc: BaseException) -> None:
+        """Log ``exc`` (a fault, or an unexpected error) met while serving ``where``."""
+        if isinstance(exc, DatabaseFault):
+            key, line = type(exc).__name__, f"{where}: {exc.title.lower()} → {exc.status}: {exc.reason}"
+        else:
+            key, line = type(exc).__name__, f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if self._traceback_due(key):
+            log.warning("%s", line, exc_info=exc)
+        else:
+            log.warning("%s (traceback logged at most every %.0fs)", line, self.interval_s)
+
+
+__all__ = [
+    "DatabaseFault",
+    "DatabaseFull",
+    "DatabaseUnavailable",
+    "FaultLog",
+    "classify",
+    "describe",
+    "fault_from",
+    "needs_reopen",
+]
