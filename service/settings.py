@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from service.db.engine import Database
+from service.db.engine import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_TIMEOUT_S, Database
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/ecomm_support.db"
 
@@ -79,6 +79,11 @@ class Settings:
     test_run_quota_period_s: float = 24 * 3600.0  # ... per period
     sqlite_journal_mode: str = "WAL"  # DELETE on network file systems (WAL needs shared memory)
     sqlite_synchronous: str = "FULL"  # a commit is on disk (fsync) before any step in it is acknowledged
+    # Bounded database waits; past them a request answers 503 with Retry-After instead of hanging.
+    db_connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S  # PostgreSQL connect; SQLite first open at start
+    db_pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S  # a pooled connection (PostgreSQL) / a SQLite thread's queue
+    # each statement (asyncpg command_timeout) / a lock wait (SQLite busy_timeout); None: 5 s / 10 s
+    db_statement_timeout_s: float | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -107,6 +112,9 @@ class Settings:
             test_run_quota_period_s=_float(env, "TEST_RUN_QUOTA_PERIOD_S", 24 * 3600.0),
             sqlite_journal_mode=(env.get("SQLITE_JOURNAL_MODE") or "WAL").upper(),
             sqlite_synchronous=(env.get("SQLITE_SYNCHRONOUS") or "FULL").upper(),
+            db_connect_timeout_s=_float(env, "DB_CONNECT_TIMEOUT_S", DEFAULT_CONNECT_TIMEOUT_S),
+            db_pool_timeout_s=_float(env, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
+            db_statement_timeout_s=_float(env, "DB_STATEMENT_TIMEOUT_S", 0.0) or None,  # unset: the backend default
         )
 
     def database(self) -> Database:
@@ -116,6 +124,9 @@ class Settings:
             schema=self.database_schema,
             sqlite_journal_mode=self.sqlite_journal_mode,
             sqlite_synchronous=self.sqlite_synchronous,
+            connect_timeout_s=self.db_connect_timeout_s,
+            pool_timeout_s=self.db_pool_timeout_s,
+            statement_timeout_s=self.db_statement_timeout_s,
         )
 
     @property

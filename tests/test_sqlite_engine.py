@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import insert, select, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from service.db.engine import Database
 from service.db.migrate import upgrade_to_head
@@ -86,3 +88,199 @@ async def test_acknowledged_writes_survive_a_new_database_object(tmp_path: Path)
         assert await again.read(lambda c: c.execute(select(episodes.c.id)).scalar()) == "ep-7"
     finally:
         await again.dispose()
+
+
+# ---- faults inside the writer: SQLITE_FULL rolls the whole transaction back ------------------------
+#
+# PRAGMA max_page_count makes SQLite fail with SQLITE_FULL exactly as a full disk does, on any machine
+# (tests/test_faults_disk.py fills a real small disk). On SQLITE_FULL mid-transaction SQLite usually
+# rolls the *whole* transaction back by itself; the writer must notice and fail the whole batch.
+
+
+def _big_episode(i: int, size: int = 3000) -> dict:
+    return {**_episode(i), "state": {"pad": "x" * size}}
+
+
+def _limit_file(conn, extra_pages: int) -> None:
+    pages = conn.exec_driver_sql("PRAGMA page_count").scalar()
+    conn.exec_driver_sql(f"PRAGMA max_page_count={pages + extra_pages}")
+
+
+def _unlimit_file(conn) -> None:
+    conn.exec_driver_sql("PRAGMA max_page_count=4294967294")
+
+
+async def _one_batch(db: Database, jobs: list) -> list:
+    """Run ``jobs`` (db.write coroutines) as one writer batch: hold the writer until all are queued.
+
+    Every job must be answered within a bound; an unanswered one is returned as ``"unanswered"``."""
+    started, gate = threading.Event(), threading.Event()
+
+    def hold(_conn) -> None:
+        started.set()
+        gate.wait(5)
+
+    blocker = asyncio.ensure_future(db.write(hold))
+    for _ in range(500):
+        if started.is_set():
+            break
+        await asyncio.sleep(0.01)
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    await asyncio.sleep(0.05)
+    gate.set()
+    await blocker
+    done, pending = await asyncio.wait(tasks, timeout=5)
+    for task in pending:
+        task.cancel()
+    return [(t.exception() or t.result()) if t in done else "unanswered" for t in tasks]
+
+
+@pytest.fixture
+async def loop_errors() -> list[dict]:
+    """Errors the event loop reported (a future resolved twice shows up here as InvalidStateError)."""
+    seen: list[dict] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, context: seen.append(context))
+    return seen
+
+
+@pytest.mark.parametrize("journal_mode", ["WAL", "DELETE"])
+async def test_a_batch_sqlite_rolled_back_is_never_acknowledged(tmp_path: Path, journal_mode: str, loop_errors: list[dict]) -> None:
+    db = await _db(tmp_path, sqlite_journal_mode=journal_mode)
+    try:
+        await db.write(_limit_file, 8)
+
+        def add(conn, i: int) -> int:
+            conn.execute(insert(episodes).values(**_big_episode(i)))
+            return i
+
+        outcomes = await _one_batch(db, [db.write(add, i) for i in range(40)])
+        assert "unanswered" not in outcomes, "a job of the batch was never answered"
+        acked = {o for o in outcomes if isinstance(o, int)}
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        assert failed, "the file limit was never reached: the fault did not happen"
+        stored = await db.read(lambda c: {int(r[0][3:]) for r in c.execute(select(episodes.c.id))})
+        assert acked - stored == set(), f"acknowledged but not stored: {sorted(acked - stored)} of {len(acked)}"
+        assert stored - acked == set(), f"reported failed but stored: {sorted(stored - acked)}"
+        assert {getattr(e, "status", None) for e in failed} == {507}, {repr(e)[:120] for e in failed}
+        assert not loop_errors, loop_errors[:2]
+
+        await db.write(_unlimit_file)  # space returns: the same writer stores again
+        assert await db.write(add, 1000) == 1000
+        assert await db.read(lambda c: c.execute(select(episodes.c.id).where(episodes.c.id == "ep-1000")).scalar()) == "ep-1000"
+    finally:
+        await db.dispose()
+
+
+async def test_a_job_that_hides_a_rolled_back_transaction_fails_its_whole_batch(tmp_path: Path, loop_errors: list[dict]) -> None:
+    """A job catches the database's error itself, so nothing raises — but SQLite has already rolled the
+    transaction back (and the savepoint RELEASE after it fails). Every job is answered exactly once, none
+    of the batch is reported committed unless it is stored, and the writer keeps working."""
+    db = await _db(tmp_path)
+    try:
+        await db.write(_limit_file, 4)
+
+        def add(conn, i: int) -> int:
+            conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
+            return i
+
+        def add_and_swallow(conn, i: int) -> str:
+            try:
+                conn.execute(insert(episodes).values(**_big_episode(i, size=200_000)))  # far past the limit
+            except OperationalError:
+                pass
+            return "swallowed"
+
+        def add_twice(conn, i: int) -> None:  # its own IntegrityError: the batch is re-run with savepoints
+            conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
+            conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
+
+        jobs = [db.write(add, 0), db.write(add, 1), db.write(add_and_swallow, 2), db.write(add, 3), db.write(add_twice, 4), db.write(add, 5)]
+        outcomes = await _one_batch(db, jobs)
+        assert not [c for c in loop_errors if "InvalidStateError" in repr(c)], "a job was resolved twice"
+        assert "unanswered" not in outcomes, f"jobs left unanswered: {outcomes}"
+        acked = {o for o in outcomes if isinstance(o, int)}
+        stored = await db.read(lambda c: {int(r[0][3:]) for r in c.execute(select(episodes.c.id))})
+        assert acked <= stored, f"acknowledged but not stored: {sorted(acked - stored)}"
+        assert outcomes[2] != "swallowed", "a job whose transaction was rolled back was reported committed"
+
+        await db.write(_unlimit_file)
+        assert await db.write(add, 7) == 7
+    finally:
+        await db.dispose()
+
+
+# ---- a connection thread whose first connect fails ---------------------------------------------------
+
+
+async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Path) -> None:
+    """The database file is behind a directory that is renamed away when the threads first connect
+    (the path is a symlink into ``volume/``). Reads and writes fail fast while it is gone and work
+    again — same Database object, no restart — once it is back."""
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    real = Database(f"sqlite+aiosqlite:///{volume / 'e.db'}")
+    await upgrade_to_head(real)
+    await real.write(lambda c: c.execute(insert(episodes).values(**_episode(1))))
+    await real.dispose()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "e.db").symlink_to(volume / "e.db")
+    volume.rename(tmp_path / "volume.away")
+
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'data' / 'e.db'}")
+    try:
+        for attempt in (
+            lambda: db.read(lambda c: c.execute(select(episodes.c.id)).scalar()),
+            lambda: db.write(lambda c: c.execute(insert(episodes).values(**_episode(2)))),
+        ):
+            started = time.monotonic()
+            with pytest.raises(Exception) as failed:  # noqa: PT011 - the class is checked below
+                await asyncio.wait_for(attempt(), 3)
+            assert not isinstance(failed.value, TimeoutError), "a database call hung while the file was unreachable"
+            assert time.monotonic() - started < 2.0
+            assert getattr(failed.value, "status", None) == 503, repr(failed.value)
+
+        (tmp_path / "volume.away").rename(volume)  # the file is back
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                assert await asyncio.wait_for(db.read(lambda c: c.execute(select(episodes.c.id)).scalar()), 3) == "ep-1"
+                await asyncio.wait_for(db.write(lambda c: c.execute(insert(episodes).values(**_episode(2)))), 3)
+                break
+            except TimeoutError:
+                pytest.fail("a database call hung after the file came back")
+            except Exception:  # noqa: BLE001 - still reconnecting (backoff)
+                assert time.monotonic() < deadline, "the connection threads never reconnected"
+                await asyncio.sleep(0.1)
+        assert await db.read(lambda c: {r[0] for r in c.execute(select(episodes.c.id))}) == {"ep-1", "ep-2"}
+    finally:
+        await asyncio.wait_for(db.dispose(), 15)
+
+
+async def test_a_caller_waits_at_most_the_bound_and_a_job_given_up_on_never_runs(tmp_path: Path) -> None:
+    """The writer is stuck (here: a job that blocks it) past pool + statement timeout: callers get a
+    503 fault at the bound instead of waiting, and a job whose caller gave up before it started is
+    never run — so a failed answer means "not applied"."""
+    db = await _db(tmp_path, pool_timeout_s=0.2, statement_timeout_s=0.2)
+    running, gate = threading.Event(), threading.Event()
+
+    def block(_conn) -> None:
+        running.set()
+        gate.wait(5)
+
+    try:
+        stuck = asyncio.ensure_future(db.write(block))
+        while not running.is_set():
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        with pytest.raises(Exception) as waited:  # noqa: PT011 - checked below
+            await db.write(lambda c: c.execute(insert(episodes).values(**_episode(1))))
+        assert time.monotonic() - started < 1.0
+        assert getattr(waited.value, "status", None) == 503, repr(waited.value)
+        gate.set()
+        with pytest.raises(Exception):  # noqa: PT011 - the stuck job's caller gave up too
+            await stuck
+        await db.write(lambda c: c.execute(insert(episodes).values(**_episode(2))))  # the writer carries on
+        assert await db.read(lambda c: {r[0] for r in c.execute(select(episodes.c.id))}) == {"ep-2"}
+    finally:
+        gate.set()
+        await db.dispose()

@@ -1,7 +1,8 @@
 """Bring the database to Alembic head at startup, under a lock, so several workers can start at once.
 
 The lock is a file lock next to the SQLite file, or ``pg_advisory_lock`` on PostgreSQL; the
-upgrade runs on the same connection that holds the PostgreSQL lock.
+upgrade runs on the same connection that holds the PostgreSQL lock. Migrations run without the
+request wait bounds (``DB_*_TIMEOUT_S``): waiting for another worker's migration is expected.
 """
 
 from __future__ import annotations
@@ -64,12 +65,12 @@ async def upgrade_to_head(database: Database) -> str | None:
         if path is not None:
             fd = await anyio.to_thread.run_sync(_lock_file, path.with_name(path.name + ".migrate.lock"))
         try:
-            revision = await database.write(_upgrade_on)
+            revision = await database.write_unbounded(_upgrade_on)  # a migration may take longer than a request
         finally:
             if fd is not None:
                 _unlock_file(fd)
     else:
-        async with database.engine.connect() as conn:
+        async with database.unbounded_connection() as conn:  # the lock wait and DDL may take longer than a request
             await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": PG_MIGRATION_LOCK_KEY})
             await conn.commit()
             try:

@@ -3,10 +3,22 @@
 SQLite admits one writer at a time. Instead of every request taking an asyncio lock and then
 making a dozen async round trips to a driver thread while holding SQLite's write lock, requests
 hand a *sync* transaction function to this thread. The thread takes every job that is waiting,
-runs them inside one ``BEGIN IMMEDIATE`` transaction (each job in its own SAVEPOINT, so one job's
-error rolls back only that job), COMMITs once, and only then resolves each job's future. A step
-is acknowledged after the COMMIT that contains it: group commit changes throughput, not
-durability.
+runs them inside one ``BEGIN IMMEDIATE`` transaction, COMMITs once, and only then resolves each
+job's future. A step is acknowledged after the COMMIT that contains it: group commit changes
+throughput, not durability.
+
+Faults. A job's own error (a conflict, a constraint) must cost only that job: the batch is then run
+again with each job in its own SAVEPOINT. But on some errors — SQLITE_FULL and SQLITE_IOERR among
+them — SQLite rolls the *whole* transaction back by itself, and a SAVEPOINT or COMMIT after that
+would silently start or end a new one. So after every job the thread checks that its transaction
+is still open; if it is not (or a RELEASE, ROLLBACK TO or the COMMIT fails), no job of the batch is
+committed and every one of them fails with the fault. A job counts as committed only after its
+savepoint is released *and* the COMMIT succeeded; each future is resolved exactly once.
+
+The connection is opened when the thread starts. If that fails (file unreachable) or the
+connection turns bad (I/O error, file moved), the thread fails the jobs that arrive at once with
+:class:`DatabaseUnavailable` and reconnects with backoff; it never dies. A caller waits at most
+``wait_s`` for its job (then 503); a job whose caller gave up before it started is never run.
 
 Reads use the same mechanism on a second thread and connection (``savepoints=False``, a plain
 deferred transaction per batch): one thread hop per read instead of aiosqlite's one per cursor
@@ -19,6 +31,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,26 +39,46 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
+from service.db.errors import DatabaseFault, DatabaseUnavailable, FaultLog, describe, fault_from, needs_reopen
+
 log = logging.getLogger("service.db.writer")
 
 T = TypeVar("T")
 MAX_BATCH = 256
+RECONNECT_FIRST_S = 0.05  # backoff between connect attempts: doubles up to RECONNECT_MAX_S
+RECONNECT_MAX_S = 2.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Job:
     fn: Callable[[Connection], Any]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
 
 
+Outcome = tuple[_Job, Any, BaseException | None]
+
+
 class _JobFailed(Exception):
-    """A job raised inside a batch run without savepoints."""
+    """A job failed (or its transaction ended) in a batch run without savepoints: run it again with them."""
+
+
+class _BatchAborted(Exception):
+    """The batch's transaction ended before its COMMIT: nothing in it is committed. ``__cause__`` is
+    the job error that ended it, if a job raised one."""
+
+
+_TIMED_OUT = "the database wait bound ran out"
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel(_TIMED_OUT)  # the thread skips a job whose future is done, if it has not started it
 
 
 def _resolve(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
     for future, result, error in outcomes:
-        if future.cancelled():
+        if future.done():  # its caller stopped waiting (timeout, cancelled)
             continue
         if error is not None:
             future.set_exception(error)
@@ -56,14 +89,20 @@ def _resolve(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None
 class SqliteThread:
     """Runs sync transaction functions on a dedicated thread and connection, many per transaction."""
 
-    def __init__(self, engine: Engine, name: str, savepoints: bool) -> None:
+    def __init__(self, engine: Engine, name: str, savepoints: bool, faults: FaultLog | None = None) -> None:
         """``savepoints``: isolate a failing job's writes (writers); readers need no isolation."""
         self.engine = engine
         self.name = name
         self.savepoints = savepoints
+        self.faults = faults or FaultLog()
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._first_attempt = threading.Event()
+        self.connected = threading.Event()  # set while the thread holds an open connection
+        self.last_error: BaseException | None = None  # why the last connect failed
+        self._failing: str | None = None  # the fault the last batch failed with (logged once per spell)
+        self._reopen = False
         self.batches = 0  # commits made (diagnostics and tests)
         self.jobs = 0
 
@@ -74,76 +113,233 @@ class SqliteThread:
                     self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                     self._thread.start()
 
-    async def submit(self, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn(conn)`` inside a write transaction; returns after the COMMIT that includes it."""
+    def start(self, timeout: float) -> bool:
+        """Start the thread and wait (blocking) for its first connect; True if it is connected."""
+        self._ensure_started()
+        self._first_attempt.wait(timeout)
+        return self.connected.is_set()
+
+    async def submit(self, fn: Callable[[Connection], T], wait_s: float | None = None) -> T:
+        """Run ``fn(conn)`` inside a transaction; returns after the COMMIT that includes it.
+
+        Raises :class:`DatabaseFault` when the database fails the job or it is not answered within
+        ``wait_s`` seconds (None: no bound); a job not started by then is never run."""
         self._ensure_started()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._queue.put(_Job(fn, loop, future))
-        return await future
+        if wait_s is None:
+            return await future
+        timer = loop.call_later(wait_s, _expire, future)  # cheaper than asyncio.timeout on the step path
+        try:
+            return await future
+        except asyncio.CancelledError as exc:
+            if exc.args != (_TIMED_OUT,):
+                raise  # the caller itself was cancelled
+            raise DatabaseUnavailable(f"{self.name}: no answer within {wait_s:g}s") from None
+        finally:
+            timer.cancel()
+
+    # ---- the thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:
-        with self.engine.connect() as conn:
-            while True:
-                first = self._queue.get()
-                if first is None:
+        delay = RECONNECT_FIRST_S
+        while True:
+            conn = self._connect()
+            self._first_attempt.set()
+            if conn is None:
+                if self._fail_arrivals(delay):
                     return
-                batch = [first]
-                while len(batch) < MAX_BATCH:
-                    try:
-                        job = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if job is None:
-                        self._queue.put(None)  # stop after this batch
-                        break
-                    batch.append(job)
-                self._commit(conn, batch)
-
-    def _commit(self, conn: Connection, batch: list[_Job]) -> None:
-        try:
-            outcomes = self._attempt(conn, batch, isolate=False)
-        except _JobFailed:
-            # Some job raised after writing (or may have): run the batch again with each job in
-            # its own SAVEPOINT, so a failed job rolls back alone. Jobs are pure functions of
-            # their inputs and the database, so running them again is safe.
+                delay = min(delay * 2, RECONNECT_MAX_S)
+                continue
+            delay = RECONNECT_FIRST_S
             try:
+                stop = self._serve(conn)
+            except Exception as exc:  # noqa: BLE001 - a bug here must not kill the thread (callers are bounded by wait_s)
+                self.faults.failure(log, f"{self.name}: connection thread error, reopening", exc)
+                stop = False
+            finally:
+                self.connected.clear()
+                try:
+                    conn.invalidate()  # closes the DB-API connection for good (no pool keeps it)
+                    conn.close()
+                except Exception:  # noqa: BLE001 - it is being thrown away
+                    pass
+            if stop:
+                return
+
+    def _connect(self) -> Connection | None:
+        try:
+            conn = self.engine.connect()  # opens the file and applies the pragmas (engine._configure_sqlite)
+        except Exception as exc:  # noqa: BLE001 - reported to every job until a connect succeeds
+            if self.last_error is None:
+                log.warning(
+                    "%s: cannot open the database (%s); failing its jobs with 503 and reconnecting with backoff",
+                    self.name, describe(exc),
+                )
+            self.last_error = exc
+            return None
+        if self.last_error is not None:
+            log.warning("%s: connected again", self.name)
+        self.last_error = None
+        self.connected.set()
+        return conn
+
+    def _fail_arrivals(self, delay: float) -> bool:
+        """Until the next connect attempt, answer every job at once: the database cannot be opened.
+        Returns True when asked to stop."""
+        deadline = time.monotonic() + delay
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                job = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                return False
+            if job is None:
+                return True
+            reason = describe(self.last_error) if self.last_error is not None else "not connected"
+            self._answer([(job, None, DatabaseUnavailable(f"{self.name}: cannot open the database: {reason}"))])
+        return False
+
+    def _serve(self, conn: Connection) -> bool:
+        """Run batches until asked to stop (True) or the connection must be reopened (False)."""
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return True
+            batch = [first]
+            while len(batch) < MAX_BATCH:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(job)
+            batch = [job for job in batch if not job.future.done()]  # its caller gave up: never run it
+            if batch and not self._commit(conn, batch):
+                return False
+
+    def _commit(self, conn: Connection, batch: list[_Job]) -> bool:
+        """Run, commit and answer one batch. False when the connection must be reopened."""
+        self._reopen = False
+        try:
+            try:
+                outcomes = self._attempt(conn, batch, isolate=False)
+            except _JobFailed:
+                # A job raised (or its transaction ended): run the batch again with each job in its
+                # own SAVEPOINT, so a failed job rolls back alone. Jobs are pure functions of their
+                # inputs and the database, so running them again is safe.
                 outcomes = self._attempt(conn, batch, isolate=True)
-            except Exception as exc:  # noqa: BLE001 - the COMMIT failed: nothing in the batch is durable
-                log.exception("sqlite batch failed (%d jobs)", len(batch))
-                outcomes = [(job, None, exc) for job in batch]
-        except Exception as exc:  # noqa: BLE001 - the COMMIT failed: nothing in the batch is durable
-            log.exception("sqlite batch failed (%d jobs)", len(batch))
-            outcomes = [(job, None, exc) for job in batch]
+        except Exception as exc:  # noqa: BLE001 - BEGIN, RELEASE, ROLLBACK TO or COMMIT failed, or SQLite ended the transaction
+            outcomes = self._fail_batch(batch, exc)
+        else:
+            if self._failing is not None and not self._reopen:
+                log.warning("%s: the database works again", self.name)
+                self._failing = None
         self.batches += 1
         self.jobs += len(batch)
-        # One wake-up per event loop for the whole batch, not one per job.
+        self._answer(outcomes)
+        return not self._reopen
+
+    def _fail_batch(self, batch: list[_Job], exc: BaseException) -> list[Outcome]:
+        """Nothing in the batch is committed: every job fails with the fault (a new exception each)."""
+        cause = exc.__cause__ if isinstance(exc, _BatchAborted) and exc.__cause__ is not None else exc
+        if needs_reopen(cause):
+            self._reopen = True
+        probe = fault_from(cause)
+        if probe is None:  # not a known fault: log it (rate-limited traceback) and answer "retry"
+            self.faults.failure(log, f"{self.name}: batch of {len(batch)} failed", exc)
+            kind: type[DatabaseFault] = DatabaseUnavailable
+            reason = f"the transaction failed: {describe(cause)}"
+        else:
+            kind, reason = type(probe), probe.reason
+            if self._failing != kind.__name__:
+                log.warning(
+                    "%s: %s (%s); its batches fail with %d until it recovers", self.name, kind.title.lower(), reason, kind.status
+                )
+                self._failing = kind.__name__
+        if isinstance(exc, _BatchAborted):
+            reason = f"SQLite rolled the batch's transaction back: {reason}"
+        outcomes: list[Outcome] = []
+        for job in batch:
+            fault = kind(reason)
+            fault.__cause__ = cause
+            outcomes.append((job, None, fault))
+        return outcomes
+
+    def _job_error(self, exc: BaseException) -> BaseException:
+        """A job's own error, reported to its caller: a fault if it is one (503/507), else as it is."""
+        if needs_reopen(exc):
+            self._reopen = True
+        return fault_from(exc) or exc
+
+    def _attempt(self, conn: Connection, batch: list[_Job], isolate: bool) -> list[Outcome]:
+        """One transaction over the batch. Fast path (no savepoints): the first job error, or a
+        transaction that ended under a job, aborts it with :class:`_JobFailed`; with ``isolate`` each
+        job has a SAVEPOINT and a transaction that ended aborts it with :class:`_BatchAborted`."""
+        raw = conn.connection.dbapi_connection
+        check = self.savepoints  # readers write nothing: a read needs no open transaction to be right
+        outcomes: list[Outcome] = []
+        transaction = conn.begin()  # the engine decides BEGIN IMMEDIATE or DEFERRED (engine._configure_sqlite)
+        try:
+            for job in batch:
+                if not isolate:
+                    try:
+                        result = job.fn(conn)
+                    except Exception as exc:
+                        if check:
+                            raise _JobFailed from exc
+                        outcomes.append((job, None, self._job_error(exc)))
+                        continue
+                    if check and not raw.in_transaction:  # type: ignore[union-attr]
+                        raise _JobFailed  # a job swallowed the error that ended the transaction
+                    outcomes.append((job, result, None))
+                    continue
+                savepoint = conn.begin_nested()
+                try:
+                    result = job.fn(conn)
+                except Exception as exc:
+                    if not raw.in_transaction:  # type: ignore[union-attr]
+                        raise _BatchAborted from exc
+                    savepoint.rollback()  # ROLLBACK TO: only this job's writes
+                    outcomes.append((job, None, self._job_error(exc)))
+                    continue
+                if not raw.in_transaction:  # type: ignore[union-attr]
+                    raise _BatchAborted
+                savepoint.commit()  # RELEASE
+                outcomes.append((job, result, None))
+            if check and not raw.in_transaction:  # type: ignore[union-attr]
+                raise _BatchAborted  # (pysqlite's commit() would silently do nothing)
+            transaction.commit()
+        except BaseException:
+            self._rollback(conn, transaction)
+            raise
+        return outcomes
+
+    def _rollback(self, conn: Connection, transaction: Any) -> None:
+        """Leave no transaction open, whatever state the failure left (SQLite may have ended it)."""
+        try:
+            transaction.rollback()  # also after a failed COMMIT: SQLAlchemy keeps that transaction until rolled back
+        except Exception:  # noqa: BLE001 - the DB-API rollback below decides
+            pass
+        try:
+            raw = conn.connection.dbapi_connection
+            if raw is not None and raw.in_transaction:
+                raw.rollback()
+        except Exception:  # noqa: BLE001 - the connection is in an unknown state: reopen it
+            self._reopen = True
+
+    def _answer(self, outcomes: list[Outcome]) -> None:
+        """Resolve every job once; one wake-up per event loop for the whole batch, not one per job."""
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
         for job, result, error in outcomes:
             by_loop.setdefault(job.loop, []).append((job.future, result, error))
         for loop, resolved in by_loop.items():
-            loop.call_soon_threadsafe(_resolve, resolved)
-
-    def _attempt(self, conn: Connection, batch: list[_Job], isolate: bool) -> list[tuple[_Job, Any, BaseException | None]]:
-        """One transaction over the batch. Fast path (no savepoints): the first job error aborts
-        the whole transaction with :class:`_JobFailed`; with ``isolate`` each job has a SAVEPOINT."""
-        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
-        with conn.begin():  # the engine decides BEGIN IMMEDIATE or DEFERRED (engine._configure_sqlite)
-            for job in batch:
-                if not isolate:
-                    try:
-                        outcomes.append((job, job.fn(conn), None))
-                    except Exception as exc:
-                        if self.savepoints:
-                            raise _JobFailed from exc
-                        outcomes.append((job, None, exc))  # reads write nothing: no need to retry
-                    continue
-                try:
-                    with conn.begin_nested():
-                        outcomes.append((job, job.fn(conn), None))
-                except Exception as exc:  # noqa: BLE001 - the job's own error, reported to its caller
-                    outcomes.append((job, None, exc))
-        return outcomes
+            try:
+                loop.call_soon_threadsafe(_resolve, resolved)
+            except RuntimeError:  # that event loop is closed: nobody is waiting any more
+                pass
 
     def close(self) -> None:
         if self._thread is not None:
