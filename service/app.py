@@ -21,12 +21,13 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
+from pydantic import BaseModel
 
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.mcp import McpSessions, handle_jsonrpc
-from service.api.problems import exception_handlers
+from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RunController
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
@@ -49,6 +50,16 @@ async def index() -> dict[str, Any]:
         "openapi": "/openapi.json",
         "start": "POST /reset, then POST /step with the episode_id it returns; or connect to WS /ws",
     }
+
+
+class ReadyResponse(BaseModel):
+    status: str = "ready"
+
+
+@get("/ready", summary="Readiness: the database answers (GET /health is liveness only)", responses=problem_responses())
+async def ready(state: State) -> ReadyResponse:
+    await state.database.ping()  # a DatabaseFault answers 503 (or 507) through the problem handlers
+    return ReadyResponse()
 
 
 @post("/mcp", status_code=200, summary="MCP JSON-RPC 2.0: initialize, tools/list, tools/call")
@@ -88,6 +99,9 @@ def create_app(settings: Settings) -> Litestar:
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if not await database.start():  # connection threads open now, and keep retrying if they cannot
+            log.warning("the database does not answer yet (%s); requests that need it answer 503 and GET /ready "
+                        "says so until it does", database.describe())
         if settings.migrate_on_start:
             await upgrade_to_head(database)
         episodes.dataset = runs.dataset = await load_dataset(database, settings)
@@ -99,7 +113,7 @@ def create_app(settings: Settings) -> Litestar:
             await database.dispose()
 
     return Litestar(
-        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, openapi_json, index],
+        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index],
         dependencies={
             "episodes": Provide(lambda: episodes, sync_to_thread=False),
             "runs": Provide(lambda: runs, sync_to_thread=False),

@@ -1,7 +1,9 @@
 """RFC 9457 problem details for every error the service returns, and the handlers that make them.
 
-Each problem carries a ``detail`` telling the caller what to do next. Unexpected exceptions
-become a 500 problem without internals (logged server-side with a traceback).
+Each problem carries a ``detail`` telling the caller what to do next. Database faults
+(:mod:`service.db.errors`) become 503 (unavailable) or 507 (disk full) with ``Retry-After``, logged
+one line each. Unexpected exceptions become a 500 problem without internals (logged server-side
+with a traceback).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from litestar.exceptions import HTTPException, NotFoundException, ValidationExce
 from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel, ConfigDict
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from service.db.errors import DatabaseFault, FaultLog
 
 log = logging.getLogger("service.api")
 
@@ -33,7 +37,7 @@ class ProblemDetails(BaseModel):
 
 
 def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
-    """OpenAPI entries for the problem statuses a route can answer (400, 413 and 422 always)."""
+    """OpenAPI entries for the problem statuses a route can answer (400, 413, 422, 503 and 507 always)."""
     described = {
         400: "The body is not JSON, or is nested absurdly deep",
         401: "A run episode without its run token",
@@ -43,8 +47,10 @@ def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
         413: "The body is larger than MAX_BODY_BYTES",
         429: "Too many requests for this key or client (see Retry-After)",
         422: "Invalid fields (listed in `errors`)",
+        503: "The database is unavailable or did not answer in time; retry after Retry-After seconds",
+        507: "The server's disk is full; nothing new can be stored until space is freed (retry after Retry-After)",
     }
-    codes = sorted({400, 413, 422, *statuses})
+    codes = sorted({400, 413, 422, 503, 507, *statuses})
     return {
         code: ResponseSpec(data_container=ProblemDetails, media_type=PROBLEM_JSON, description=described[code], generate_examples=False)
         for code in codes
@@ -246,8 +252,21 @@ def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
     )
 
 
+def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault) -> Response[dict[str, Any]]:
+    # One log line per failure; a traceback at most once a minute (an outage fails every request).
+    faults: FaultLog | None = getattr(getattr(request.app.state, "database", None), "faults", None)
+    if faults is not None:
+        faults.failure(log, f"{request.method} {request.url.path}", exc)
+    else:
+        log.warning("%s %s: %s → %d: %s", request.method, request.url.path, exc.title.lower(), exc.status, exc.reason)
+    response = problem_response(exc.status, exc.title, exc.detail, exc.slug, retry_after_s=exc.retry_after_s)
+    response.headers["Retry-After"] = str(exc.retry_after_s)
+    return response
+
+
 exception_handlers: dict[Any, Any] = {
     Problem: _problem_handler,
+    DatabaseFault: _database_fault_handler,
     ValidationException: _validation_handler,
     NotFoundException: _http_handler,
     HTTPException: _http_handler,

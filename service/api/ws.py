@@ -22,6 +22,7 @@ from sqlalchemy import text
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
 from service.api.mcp import McpSession, McpSessions, handle_jsonrpc, mcp_style_step
 from service.api.problems import Problem
+from service.db.errors import DatabaseFault
 from service.settings import Settings
 
 log = logging.getLogger("service.ws")
@@ -216,6 +217,9 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                 continue
             try:
                 reply = await _handle(frame, session, episodes)
+            except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
+                episodes.db.faults.failure(log, f"ws frame episode_id={session.episode_id}", exc)
+                reply = _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s)
             except Exception as exc:  # noqa: BLE001 - one bad frame must not kill the session
                 log.exception("ws frame failed episode_id=%s", session.episode_id)
                 reply = _error(f"internal error while handling the frame ({type(exc).__name__}); retry", "EXECUTION_ERROR")
