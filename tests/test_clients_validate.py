@@ -93,6 +93,33 @@ def test_openenv_0_10_manifest_declares_the_runtime_plan() -> None:
     assert (ROOT / manifest.execution.dockerfile).is_file()
 
 
+def test_openenv_0_10_observation_schema_check_passes_on_a_live_server(live_server: Any) -> None:
+    """openenv 0.10's own collector and ``runtime.observation_schema`` grader, without the image:
+    the repository's plan plus a longer episode (lookups, a question answered by the customer, a
+    decision), every reset and step observation checked against GET /schema as openenv does it
+    (the nested observation with the top-level ``reward`` and ``done`` put back)."""
+    from openenv.validation.graders.runtime.basic import ObservationSchemaGrader
+    from openenv.validation.manifest import NormalizedManifestV2
+    from openenv.validation.parsers.openenv_yaml import OpenEnvYamlParser
+    from openenv.validation.runtime.collector import collect_runtime_evidence
+    from openenv.validation.runtime.contracts import RuntimePlan, load_runtime_plan
+
+    manifest = OpenEnvYamlParser().parse(ROOT)
+    assert isinstance(manifest, NormalizedManifestV2)
+    longer = RuntimePlan.model_validate({
+        "plan_schema_version": "1",
+        "reset": {"episode_id": "schema-check-longer", "seed": 3, "options": {"task_id": "decision-medium", "split": "dev"}},
+        "actions": [{"lookup": "customer"}, {"decision": "request_info", "reply": "Could you send a photo, please?"},
+                    {"add_tag": "Refund"}, {"decision": "reject", "reply": "We checked.", "close_ticket": True}],
+    })
+    for plan in (load_runtime_plan(ROOT, manifest.execution), longer):
+        evidence = collect_runtime_evidence(live_server.url, plan, episode_timeout_s=60)
+        assert evidence.failure_reason is None, evidence.failure_reason
+        steps = [e for e in evidence.exchanges if e.operation == "step"]
+        assert steps and json.loads(steps[-1].response_json)["data"]["done"] is True
+        assert ObservationSchemaGrader().check(None, evidence) == []
+
+
 class _Subject:
     def __init__(self, base_url: str, stack: ExitStack, log_path: Path) -> None:
         self.base_url, self._stack, self._log = base_url, stack, log_path

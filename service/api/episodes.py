@@ -102,10 +102,30 @@ def parse_action(payload: Any) -> core.Action:
         ) from exc
 
 
+class WireObservation(core.Observation):
+    """The observation as clients get it: the core's plus the episode it belongs to.
+
+    The one definition of both the payload (:func:`wire_observation`) and GET /schema's
+    ``observation``. On the wire ``reward`` and ``done`` sit at the envelope's top level (OpenEnv);
+    validators such as openenv 0.10's ``runtime.observation_schema`` put them back before checking
+    against the schema, so the schema keeps them.
+    """
+
+    episode_id: str = Field(description="The episode this observation belongs to (from POST /reset).")
+
+
+WIRE_LIFTED = frozenset({"reward", "done"})  # sent beside the observation, not inside it
+
+
 def wire_observation(episode_id: str, observation: core.Observation) -> dict[str, Any]:
-    body = observation.model_dump(mode="json", exclude={"reward", "done"})
-    body["episode_id"] = episode_id
-    return body
+    # model_construct: the core's observation is already valid; only the id is added.
+    wire = WireObservation.model_construct(**dict(observation), episode_id=episode_id)
+    return wire.model_dump(mode="json", exclude=WIRE_LIFTED)
+
+
+def wire_observation_schema() -> dict[str, Any]:
+    """JSON schema of an observation with ``reward`` and ``done`` put back (GET /schema)."""
+    return WireObservation.model_json_schema()
 
 
 def choose_task(task_id: str | None, difficulty: str | None, seed: int) -> str:

@@ -14,7 +14,7 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
-from service.api.episodes import EpisodeService, ResetParams, validation_errors
+from service.api.episodes import EpisodeService, ResetParams, validation_errors, wire_observation_schema
 from service.api.problems import InvalidInput, bearer, problem_responses
 from service.api.schemas import (
     BaselineResponse,
@@ -109,17 +109,6 @@ class OpenEnvController(Controller):
             observation=wire_observation_schema(),
             state=StateResponse.model_json_schema(),
         )
-
-
-def wire_observation_schema() -> dict[str, Any]:
-    """The observation as it goes out: the core's, plus the ``episode_id`` every observation carries."""
-    schema = core.Observation.model_json_schema()
-    schema["properties"] = {
-        "episode_id": {"type": "string", "description": "The episode this observation belongs to."},
-        **{k: v for k, v in schema["properties"].items() if k not in ("reward", "done")},
-    }
-    schema["required"] = ["episode_id", *(r for r in schema.get("required", []) if r not in ("reward", "done"))]
-    return schema
 
 
 class BenchmarkController(Controller):
