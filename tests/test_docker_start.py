@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -29,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,31 +227,44 @@ def started(image: Image, cmd: list[str], env: dict[str, str], log_path: Path) -
                 proc.wait(timeout=5)
 
 
+def installed_distributions(python: Path) -> dict[str, dict[str, Any]]:
+    """What ``pip inspect`` reports in this venv, by normalized project name (PEP 503)."""
+    report = json.loads(subprocess.run([str(python), "-m", "pip", "inspect", "--local"], capture_output=True,
+                                       text=True, check=True, timeout=120).stdout)
+    return {re.sub(r"[-_.]+", "-", d["metadata"]["name"]).lower(): d for d in report["installed"]}
+
+
 def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]], tmp_path: Path) -> None:
     image = build_image(parsed, tmp_path)
-    freeze = subprocess.run([str(image.bin / "python"), "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
-    assert "openenv" not in freeze and "gradio" not in freeze  # pruned: the service never imports them
     port, extra = free_port(), free_port()
     env = image_env(parsed, image, tmp_path / "home", data_dir=f"{image.root}/data/")
     env.update(PORT=str(port), EXTRA_PORTS=str(extra))  # only the ports change: free ones instead of 7860/8000
     log_path = tmp_path / "server.log"
-    with installed(image), started(image, json.loads(the(parsed, "CMD")), env, log_path) as proc:
-        health = json.loads(the(parsed, "HEALTHCHECK").split(" CMD ", 1)[1])
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"the start command exited:\n{log_path.read_text()[-4000:]}"
-            check = subprocess.run([str(image.bin / health[0]), *health[1:]], cwd=image.workdir, env=env,
-                                   capture_output=True, timeout=20)
-            if check.returncode == 0:
-                break
-            assert time.monotonic() < deadline, f"HEALTHCHECK never passed:\n{check.stderr!r}\n{log_path.read_text()[-4000:]}"
-            time.sleep(0.3)
-        for p in (port, extra):  # both ports answer: Spaces' 7860 and openenv's 8000
-            with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=5) as resp:  # noqa: S310
-                assert json.loads(resp.read()) == {"status": "healthy"}
-        # the database is the image's: a SQLite file under (the stand-in for) /data, migrated
-        assert (image.root / "data" / Path(env_of(parsed)["DATABASE_URL"].split("////data/", 1)[1])).is_file()
-        req = urllib.request.Request(f"http://127.0.0.1:{extra}/reset", data=b"{}", method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
-            assert resp.status == 200 and json.loads(resp.read())["done"] is False
+    with installed(image):
+        # Inside the install lock: the cached venv's editable install is this test's /app (the test
+        # that installed it last may have been another one, with its own temp dir).
+        dists = installed_distributions(image.bin / "python")
+        assert not {"openenv", "openenv-core", "gradio"} & dists.keys()  # pruned: the service never imports them
+        project = dists["ecomm-support-env"]
+        assert project["direct_url"]["dir_info"].get("editable") is True
+        assert project["direct_url"]["url"] == image.workdir.resolve().as_uri()
+        with started(image, json.loads(the(parsed, "CMD")), env, log_path) as proc:
+            health = json.loads(the(parsed, "HEALTHCHECK").split(" CMD ", 1)[1])
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, f"the start command exited:\n{log_path.read_text()[-4000:]}"
+                check = subprocess.run([str(image.bin / health[0]), *health[1:]], cwd=image.workdir, env=env,
+                                       capture_output=True, timeout=20)
+                if check.returncode == 0:
+                    break
+                assert time.monotonic() < deadline, f"HEALTHCHECK never passed:\n{check.stderr!r}\n{log_path.read_text()[-4000:]}"
+                time.sleep(0.3)
+            for p in (port, extra):  # both ports answer: Spaces' 7860 and openenv's 8000
+                with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=5) as resp:  # noqa: S310
+                    assert json.loads(resp.read()) == {"status": "healthy"}
+            # the database is the image's: a SQLite file under (the stand-in for) /data, migrated
+            assert (image.root / "data" / Path(env_of(parsed)["DATABASE_URL"].split("////data/", 1)[1])).is_file()
+            req = urllib.request.Request(f"http://127.0.0.1:{extra}/reset", data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
+                assert resp.status == 200 and json.loads(resp.read())["done"] is False
