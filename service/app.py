@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
+from service.api.implicit_episode import ImplicitEpisode
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RunController
@@ -95,7 +96,7 @@ def create_app(settings: Settings) -> Litestar:
     database = settings.database()
     runs = RunService(database, ttl_s=settings.run_ttl_s, quota=settings.test_run_quota,
                       quota_period_s=settings.test_run_quota_period_s)
-    episodes = EpisodeService(database, default_split=settings.default_split, runs=runs)
+    episodes = EpisodeService(database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -107,6 +108,9 @@ def create_app(settings: Settings) -> Litestar:
         episodes.dataset = runs.dataset = await load_dataset(database, settings)
         await preload_submitters(database, settings)
         log.info("serving ecomm-support-env; data lives in %s", database.describe())
+        if settings.single_session:
+            log.warning("SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
+                        "latest /reset that named none; serve one client at a time")
         try:
             yield
         finally:
@@ -126,6 +130,7 @@ def create_app(settings: Settings) -> Litestar:
                 "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes),
                 "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
+                "implicit_episode": ImplicitEpisode(settings.single_session),
             }
         ),
         lifespan=[lifespan],

@@ -84,6 +84,18 @@ class Settings:
     db_pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S  # a pooled connection (PostgreSQL) / a SQLite thread's queue
     # each statement (asyncpg command_timeout) / a lock wait (SQLite busy_timeout); None: 5 s / 10 s
     db_statement_timeout_s: float | None = None
+    # For HTTP clients that never send an episode_id and keep no cookie (seed A's `requests.post`
+    # client, written for a one-session server): such a request means the episode of the latest
+    # /reset that named none either. Any client could land in it, so an operator switches it on for
+    # a server that serves one client at a time. Kept in the process: needs WORKERS=1.
+    single_session: bool = False
+    # Tasks a reset that names no task_id or difficulty picks from (ids or the aliases
+    # easy|medium|hard); empty: every task.
+    default_tasks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.single_session and self.workers > 1:
+            raise ValueError("SINGLE_SESSION=1 needs WORKERS=1: the session's episode is kept in the one server process")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -115,6 +127,8 @@ class Settings:
             db_connect_timeout_s=_float(env, "DB_CONNECT_TIMEOUT_S", DEFAULT_CONNECT_TIMEOUT_S),
             db_pool_timeout_s=_float(env, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
             db_statement_timeout_s=_float(env, "DB_STATEMENT_TIMEOUT_S", 0.0) or None,  # unset: the backend default
+            single_session=_bool(env, "SINGLE_SESSION", False),
+            default_tasks=tuple(t.strip() for t in (env.get("DEFAULT_TASKS") or "").split(",") if t.strip()),
         )
 
     def database(self) -> Database:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any
 
+import httpx
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
 from service import env as core
+from service.app import create_app
+from service.settings import Settings
 
 Client = AsyncTestClient[Litestar]
 PROBLEM = "application/problem+json"
@@ -123,6 +131,7 @@ async def test_step_result_matches_the_pure_core(client: Client) -> None:
 
 async def test_step_error_paths(client: Client) -> None:
     eid = (await client.post("/reset", json={"seed": 2})).json()["metadata"]["episode_id"]
+    client.cookies.clear()  # with the reset's cookie, an id-less step means that episode
     assert_problem(await client.post("/step", json={"action": {"decision": "reject"}}), 422, "POST /reset")
     assert_problem(
         await client.post("/step", json={"episode_id": "ghost", "action": {"decision": "reject"}}), 404, "POST /reset"
@@ -164,6 +173,7 @@ async def test_steps_after_done_are_refused_and_grader_reports(client: Client) -
     again = await client.get("/grader", params={"episode_id": eid})
     assert again.json()["score"] == grade["score"] and again.json()["graded_at"] == grade["graded_at"]
     assert_problem(await client.get("/grader", params={"episode_id": "ghost"}), 404)
+    client.cookies.clear()  # with the reset's cookie, an id-less /grader means that episode
     assert_problem(await client.get("/grader"), 422, "episode_id")
 
 
@@ -181,7 +191,7 @@ async def test_health_metadata_schema_tasks(client: Client) -> None:
     meta = (await client.get("/metadata")).json()
     assert meta["name"] == "ecomm-support-env" and meta["description"] and meta["grader_version"] == core.GRADER_VERSION
     schema = (await client.get("/schema")).json()
-    assert schema["action"] == core.Action.model_json_schema()
+    assert schema["action"]["properties"].keys() == {*core.Action.model_json_schema()["properties"], "action_type"}
     assert {"action", "observation", "state"} <= set(schema)
     tasks = (await client.get("/tasks")).json()
     assert [t["id"] for t in tasks["tasks"]] == list(core.TASKS)
@@ -259,3 +269,171 @@ async def test_mcp_jsonrpc(client: Client) -> None:
     assert unknown["error"]["code"] == -32602
     missing = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 6, "method": "nope"})).json()
     assert missing["error"]["code"] == -32601
+
+
+# ------------------------------------------------------------------ clients of other conventions
+# Seed A's client (AdhiShak3008/ecomm-openenv) posts {"action_type": ...} at the top level, sends
+# no episode_id anywhere, asks GET /grader without an id and knows tasks as easy|medium|hard.
+# tests/test_clients_seed_a.py replays its whole call sequence against a live server.
+
+DECISION_TASKS = {t.difficulty: t.id for t in core.TASKS.values() if t.family == "decision"}
+
+
+async def test_step_accepts_the_action_at_the_top_level(client: Client) -> None:
+    task = DECISION_TASKS["easy"]
+    wrapped, top, seed_a = [
+        (await client.post("/reset", json={"task_id": task, "seed": 6})).json()["metadata"]["episode_id"] for _ in range(3)
+    ]
+    first = (await client.post("/step", json={"episode_id": wrapped, "action": {"lookup": "order"}})).json()
+    flat = await client.post("/step", json={"episode_id": top, "lookup": "order"})
+    assert flat.status_code == 200, flat.text
+    strip = lambda o: {k: v for k, v in o.items() if k != "episode_id"}  # noqa: E731
+    assert strip(flat.json()["observation"]) == strip(first["observation"]) and flat.json()["reward"] == first["reward"]
+    last = (await client.post("/step", json={"episode_id": wrapped, "action": {"decision": "reject"}})).json()
+    resp = await client.post("/step", json={"episode_id": seed_a, "action_type": "reject"})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["done"] is True and body["reward"] == core.step(
+        core.reset(task, 6, "train")[0], core.Action(decision="reject")).reward
+    assert body["observation"]["final"] is True and last["done"] is True
+    # bad input is still a 422 problem, and nothing is applied
+    eid = (await client.post("/reset", json={"task_id": task, "seed": 6})).json()["metadata"]["episode_id"]
+    body = assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": "refund_please"}), 422)
+    assert any(e["field"] == "action.action_type" for e in body["errors"]), body
+    assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": "reject", "action": {"lookup": "order"}}),
+                   422, "not both")
+    assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": "reject", "decision": "approve_refund"}),
+                   422, "action_type")
+    assert_problem(await client.post("/step", json={"episode_id": eid, "colour": "red"}), 422, "action")
+    assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": None}), 422)
+    assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 0
+
+
+async def test_schema_allows_what_step_accepts(client: Client) -> None:
+    from jsonschema import Draft202012Validator
+
+    schema = (await client.get("/schema")).json()["action"]
+    validator = Draft202012Validator(schema)
+    for action in ({"action_type": "approve_refund"}, {"decision": "reject", "reply": "Sorry."}, {"lookup": "policy"}):
+        assert not list(validator.iter_errors(action)), action
+    assert list(validator.iter_errors({"action_type": "refund_please"})) and list(validator.iter_errors({"colour": "red"}))
+    tasks = (await client.get("/tasks")).json()
+    assert tasks["action_schema"] == schema and all(t["action_schema"] == schema for t in tasks["tasks"])
+
+
+async def test_task_aliases_name_the_decision_tasks(client: Client) -> None:
+    for alias, task in DECISION_TASKS.items():
+        body = (await client.post("/reset", json={"task_id": alias, "seed": 2})).json()
+        assert body["metadata"]["task_id"] == task and body["observation"]["task_id"] == task
+        got = (await client.get("/reset", params={"task_id": alias, "seed": 2})).json()
+        assert got["metadata"]["task_id"] == task
+    listed = {t["id"]: t.get("aliases", []) for t in (await client.get("/tasks")).json()["tasks"]}
+    assert {alias: task for task, aliases in listed.items() for alias in aliases} == DECISION_TASKS
+    assert_problem(await client.post("/reset", json={"task_id": "expert"}), 422, "easy", "decision-easy")
+    assert_problem(await client.post("/reset", json={"task_id": "easy", "difficulty": "hard"}), 422, "difficulty")
+
+
+class OwnJar:
+    """A client of the app with its own cookie jar, over a shared test client (the app, its
+    lifespan and its event loop run once; only the jars differ)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client, self.cookies = client, httpx.Cookies()
+
+    async def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        self.client.cookies = self.cookies  # copied in ...
+        try:
+            return await self.client.request(method, url, **kwargs)
+        finally:
+            self.cookies = self.client.cookies  # ... and back, with what the response set
+
+    async def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        return await self.request("GET", url, **kwargs)
+
+    async def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return await self.request("POST", url, **kwargs)
+
+
+@asynccontextmanager
+async def two_clients(app: Litestar) -> AsyncIterator[tuple[OwnJar, OwnJar]]:
+    async with AsyncTestClient(app=app) as client:
+        yield OwnJar(client), OwnJar(client)
+
+
+async def test_reset_sets_a_cookie_that_no_other_client_shares(app: Litestar) -> None:
+    """A client with a cookie jar may leave episode_id out after its reset; a client without the
+    cookie is never given that episode (it gets the usual 422, or the stateless /state answer)."""
+    async with two_clients(app) as (a, b):
+        reset = await a.post("/reset", json={"task_id": "easy", "seed": 6})
+        mine = reset.json()["metadata"]["episode_id"]
+        assert "ecomm_episode" in reset.cookies
+        step = await a.post("/step", json={"lookup": "order"})
+        assert step.status_code == 200, step.text
+        assert step.json()["observation"]["episode_id"] == mine
+        assert (await a.get("/state")).json()["episode_id"] == mine
+        assert_problem(await a.get("/grader"), 409, "not finished")
+        # b has no cookie: it cannot step, read or grade a's episode by leaving the id out
+        assert_problem(await b.post("/step", json={"action_type": "reject"}), 422, "episode_id", "cookie")
+        assert (await b.get("/state")).json()["episode_id"] is None
+        assert_problem(await b.get("/grader"), 422, "episode_id")
+        theirs = (await b.get("/reset", params={"task_id": "hard", "seed": 1})).json()["metadata"]["episode_id"]
+        assert (await b.post("/step", json={"action_type": "reject"})).json()["observation"]["episode_id"] == theirs
+        assert (await a.get("/state")).json() == (await a.get("/state", params={"episode_id": mine})).json()
+        assert (await a.get("/state")).json()["step_count"] == 1  # b's step went to b's episode
+        # an explicit id wins over the cookie
+        assert (await a.get("/state", params={"episode_id": theirs})).json()["episode_id"] == theirs
+        done = (await a.post("/step", json={"action_type": "reject"})).json()
+        assert done["done"] is True and done["observation"]["episode_id"] == mine
+        grade = (await a.get("/grader")).json()
+        assert grade["episode_id"] == mine and grade["score"] == done["observation"]["score"]
+        # a cookie naming no episode is a 404 problem, not another episode
+        a.cookies.set("ecomm_episode", "ghost")
+        assert_problem(await a.post("/step", json={"action_type": "reject"}), 404)
+
+
+async def test_single_session_mode_serves_a_client_without_id_or_cookie(settings: Settings) -> None:
+    """SINGLE_SESSION=1 (an operator's choice, off by default): a request that names no episode
+    and has no cookie means the episode of the latest reset that named none either."""
+    off = create_app(settings)
+    async with AsyncTestClient(app=off) as c:
+        await c.get("/reset")
+        c.cookies.clear()  # a client like `requests.post(...)`: no cookie jar
+        assert_problem(await c.post("/step", json={"action_type": "reject"}), 422, "SINGLE_SESSION")
+    on = create_app(replace(settings, single_session=True))
+    async with two_clients(on) as (c, other):
+        eid = (await c.get("/reset")).json()["metadata"]["episode_id"]
+        c.cookies.clear()
+        # a client naming its own episodes never moves the session
+        mine = (await other.post("/reset", json={"episode_id": "explicit-ep", "task_id": "medium"})).json()
+        assert mine["metadata"]["episode_id"] == "explicit-ep"
+        other.cookies.clear()
+        for _ in range(core.TASKS[(await c.get("/state")).json()["task_id"]].max_steps):
+            resp = await c.post("/step", json={"action_type": "request_info"})
+            c.cookies.clear()
+            assert resp.status_code == 200, resp.text
+            assert resp.json()["observation"]["episode_id"] == eid
+            if resp.json()["done"]:
+                break
+        else:
+            resp = await c.post("/step", json={"action_type": "reject"})
+            assert resp.json()["done"] is True
+        grade = await c.get("/grader")
+        assert grade.status_code == 200 and grade.json()["episode_id"] == eid
+        assert (await c.get("/state", params={"episode_id": "explicit-ep"})).json()["step_count"] == 0
+
+
+def test_single_session_setting() -> None:
+    assert Settings.from_env({}).single_session is False
+    assert Settings.from_env({"SINGLE_SESSION": "1"}).single_session is True
+    assert Settings.from_env({"DEFAULT_TASKS": "easy, medium,hard"}).default_tasks == ("easy", "medium", "hard")
+    with pytest.raises(ValueError, match="WORKERS"):
+        Settings.from_env({"SINGLE_SESSION": "1", "WORKERS": "2"})
+
+
+async def test_default_tasks_limit_resets_that_name_no_task(settings: Settings) -> None:
+    app = create_app(replace(settings, default_tasks=("easy", "medium", "hard")))
+    async with AsyncTestClient(app=app) as c:
+        chosen = {(await c.get("/reset", params={"seed": s})).json()["metadata"]["task_id"] for s in range(12)}
+    assert chosen == set(DECISION_TASKS.values())
+    with pytest.raises(ValueError, match="DEFAULT_TASKS"):
+        create_app(replace(settings, default_tasks=("nope",)))

@@ -85,16 +85,33 @@ def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, 
     return out
 
 
+# Seed A's name for `decision` (its server's only action field). Mapped here, once, for every
+# transport; GET /schema's action declares it (wire_action_schema).
+ACTION_TYPE = "action_type"
+
+
 def parse_action(payload: Any) -> core.Action:
     if not isinstance(payload, dict):
         raise InvalidInput(
             "`action` must be a JSON object such as {\"decision\": \"request_info\"}; GET /schema shows every field",
             errors=[{"field": "action", "message": "must be an object", "type": "dict_type"}],
         )
+    aliased = ACTION_TYPE in payload
+    if aliased:
+        payload = dict(payload)
+        decision = payload.pop(ACTION_TYPE)
+        if payload.get("decision") is not None and payload["decision"] != decision:
+            raise InvalidInput(
+                "give the decision once: `decision` or its alias `action_type`, not both with different values",
+                errors=[{"field": "action.action_type", "message": "conflicts with action.decision", "type": "conflict"}],
+            )
+        payload["decision"] = decision
     try:
         return core.Action.model_validate(payload)
     except ValidationError as exc:
         errors = validation_errors(exc, "action")
+        if aliased:  # name the field the client sent
+            errors = [{**e, "field": e["field"].replace("action.decision", "action.action_type", 1)} for e in errors]
         fields = ", ".join(e["field"] for e in errors)
         raise InvalidInput(
             f"invalid action ({fields}): " + "; ".join(e["message"] for e in errors) + " — GET /schema shows the action schema",
@@ -128,15 +145,56 @@ def wire_observation_schema() -> dict[str, Any]:
     return WireObservation.model_json_schema()
 
 
-def choose_task(task_id: str | None, difficulty: str | None, seed: int) -> str:
-    """The task for a reset: the one asked for, else one of the asked difficulty, else by seed."""
+def wire_action_schema() -> dict[str, Any]:
+    """JSON schema of the action :func:`parse_action` accepts: the core's, plus ``action_type``."""
+    schema = core.Action.model_json_schema()
+    decision = schema["properties"]["decision"]
+    schema["properties"][ACTION_TYPE] = {
+        **decision, "title": "Action Type", "description": "Seed A's name for `decision`; give one of the two."
+    }
+    return schema
+
+
+# Seed A's task names (its openenv.yaml: easy, medium, hard; every case a refund decision) name
+# our decision tasks of that difficulty.
+TASK_ALIASES: dict[str, str] = {t.difficulty: t.id for t in core.TASKS.values() if t.family == "decision"}
+
+
+def canonical_task_id(task_id: str) -> str:
+    """A task id, with an alias replaced by the task it names (unknown ids are returned as given)."""
+    return TASK_ALIASES.get(task_id, task_id)
+
+
+def aliases_of(task_id: str) -> list[str]:
+    return [alias for alias, task in TASK_ALIASES.items() if task == task_id]
+
+
+def unknown_task(task_id: str) -> InvalidInput:
+    aliases = ", ".join(f"{a} ({t})" for a, t in TASK_ALIASES.items())
+    return InvalidInput(
+        f"unknown task_id {task_id!r}; choose one of: {', '.join(core.TASKS)}, or an alias: {aliases} (GET /tasks)",
+        errors=[{"field": "task_id", "message": "unknown task", "type": "unknown_task"}],
+    )
+
+
+def default_task_pool(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The task ids of the DEFAULT_TASKS setting (ids or aliases); every task when empty."""
+    ids = tuple(dict.fromkeys(canonical_task_id(n) for n in names))
+    unknown = [i for i in ids if i not in core.TASKS]
+    if unknown:
+        raise ValueError(f"DEFAULT_TASKS names unknown tasks {unknown}; use ids ({', '.join(core.TASKS)}) or aliases "
+                         f"({', '.join(TASK_ALIASES)})")
+    return ids or tuple(core.TASKS)
+
+
+def choose_task(task_id: str | None, difficulty: str | None, seed: int, pool: tuple[str, ...] | None = None) -> str:
+    """The task for a reset: the one asked for, else one of the asked difficulty, else one of
+    ``pool`` (every task by default) by seed."""
     tasks = list(core.TASKS.values())
     if task_id is not None:
+        task_id = canonical_task_id(task_id)
         if task_id not in core.TASKS:
-            raise InvalidInput(
-                f"unknown task_id {task_id!r}; choose one of: {', '.join(core.TASKS)} (GET /tasks)",
-                errors=[{"field": "task_id", "message": "unknown task", "type": "unknown_task"}],
-            )
+            raise unknown_task(task_id)
         spec = core.TASKS[task_id]
         if difficulty is not None and spec.difficulty != difficulty:
             raise InvalidInput(
@@ -154,7 +212,8 @@ def choose_task(task_id: str | None, difficulty: str | None, seed: int) -> str:
             )
         preferred = [t for t in matching if t.family == "decision"] or matching
         return preferred[seed % len(preferred)].id
-    return tasks[seed % len(tasks)].id
+    ids = pool or tuple(core.TASKS)
+    return ids[seed % len(ids)]
 
 
 @dataclass(frozen=True)
@@ -194,10 +253,16 @@ class EpisodeService:
     """Reset, resume, step, read and grade persisted episodes."""
 
     def __init__(
-        self, db: Database, default_split: str = "train", runs: RunService | None = None, dataset: core.Dataset = core.PUBLIC
+        self,
+        db: Database,
+        default_split: str = "train",
+        runs: RunService | None = None,
+        dataset: core.Dataset = core.PUBLIC,
+        default_tasks: tuple[str, ...] = (),
     ) -> None:
         self.db = db
         self.default_split = default_split
+        self.default_tasks = default_task_pool(default_tasks)
         self.runs = runs
         self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
         self.cache = EpisodeCache()
@@ -268,7 +333,7 @@ class EpisodeService:
                 "the test split is played only as a server-assigned run: POST /runs {\"agent\": …, \"split\": \"test\"}, "
                 "then POST /runs/{run_id}/next with its token"
             )
-        task_id = choose_task(params.task_id, params.difficulty, seed)
+        task_id = choose_task(params.task_id, params.difficulty, seed, self.default_tasks)
         episode_id = params.episode_id or uuid.uuid4().hex
         try:
             state, observation = core.reset(task_id, seed, split, self.dataset)

@@ -7,14 +7,23 @@ import asyncio
 from typing import Annotated, Any
 
 import anyio
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
-from service.api.episodes import EpisodeService, ResetParams, validation_errors, wire_observation_schema
+from service.api.episodes import (
+    EpisodeResult,
+    EpisodeService,
+    ResetParams,
+    aliases_of,
+    validation_errors,
+    wire_action_schema,
+    wire_observation_schema,
+)
+from service.api.implicit_episode import COOKIE_DOC, ImplicitEpisode
 from service.api.problems import InvalidInput, bearer, problem_responses
 from service.api.schemas import (
     BaselineResponse,
@@ -36,19 +45,36 @@ ENV_DESCRIPTION = (
     "replies, tags, routes and closes it under an executable store policy, and is graded."
 )
 
-EpisodeIdQuery = Annotated[str | None, QueryParameter(max_length=255, description="From POST /reset.")]
+EpisodeIdQuery = Annotated[
+    str | None,
+    QueryParameter(max_length=255, description="From POST /reset; without it, the episode of the ecomm_episode cookie."),
+]
+
+
+def implicit(request: Request[Any, Any, Any]) -> ImplicitEpisode:
+    # app state, not a dependency: a second dependency costs every request a task group
+    fallback: ImplicitEpisode = request.app.state.implicit_episode
+    return fallback
+
+
+def started(request: Request[Any, Any, Any], params: ResetParams, result: EpisodeResult) -> Response[ObservationResponse]:
+    """The reset's answer, with the cookie naming its episode (see service.api.implicit_episode)."""
+    return Response(ObservationResponse.of(result), cookies=[implicit(request).started(params, result.episode_id)])
 
 
 class OpenEnvController(Controller):
     tags = ["openenv"]
 
-    @post("/reset", status_code=200, summary="Start a persisted episode", responses=problem_responses(401, 403, 404, 409))
+    @post("/reset", status_code=200, summary="Start a persisted episode", responses=problem_responses(401, 403, 404, 409),
+          response_cookies=[COOKIE_DOC])
     async def reset_post(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
-    ) -> ObservationResponse:
-        return ObservationResponse.of(await episodes.reset(data or ResetParams(), bearer(request)))
+    ) -> Response[ObservationResponse]:
+        params = data or ResetParams()
+        return started(request, params, await episodes.reset(params, bearer(request)))
 
-    @get("/reset", summary="Start a persisted episode (query parameters)", responses=problem_responses(401, 403, 404, 409))
+    @get("/reset", summary="Start a persisted episode (query parameters)", responses=problem_responses(401, 403, 404, 409),
+         response_cookies=[COOKIE_DOC])
     async def reset_get(
         self,
         request: Request[Any, Any, Any],
@@ -60,22 +86,27 @@ class OpenEnvController(Controller):
         difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
         run_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
         run_token: Annotated[str | None, QueryParameter(max_length=128)] = None,
-    ) -> ObservationResponse:
+    ) -> Response[ObservationResponse]:
         params = _validated_reset(
             seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id,
             run_token=run_token
         )
-        return ObservationResponse.of(await episodes.reset(params, bearer(request)))
+        return started(request, params, await episodes.reset(params, bearer(request)))
 
     @post("/step", status_code=200, summary="Apply an action to an episode", responses=problem_responses(401, 403, 404, 409))
     async def step(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]
     ) -> ObservationResponse:
         token = bearer(request) or data.run_token
-        return ObservationResponse.of(await episodes.step(data.episode_id, data.action, data.request_id, token))
+        action = data.the_action()
+        episode_id = implicit(request).resolve(request, data.episode_id)
+        return ObservationResponse.of(await episodes.step(episode_id, action, data.request_id, token))
 
     @get("/state", summary="Episode id, step count, status and ticket state", responses=problem_responses(404))
-    async def state(self, episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None) -> StateResponse:
+    async def state(
+        self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None
+    ) -> StateResponse:
+        episode_id = implicit(request).resolve(request, episode_id)
         if episode_id is None:
             # The stateless OpenEnv subset asks without an id: answer in its shape, with a hint.
             return StateResponse(
@@ -105,7 +136,7 @@ class OpenEnvController(Controller):
     @get("/schema", summary="JSON schemas of action, observation and state")
     async def schema(self) -> SchemaResponse:
         return SchemaResponse(
-            action=core.Action.model_json_schema(),
+            action=wire_action_schema(),
             observation=wire_observation_schema(),
             state=StateResponse.model_json_schema(),
         )
@@ -116,14 +147,17 @@ class BenchmarkController(Controller):
 
     @get("/tasks", summary="Every task with its grader description and the action schema")
     async def tasks(self) -> TasksResponse:
+        action_schema = wire_action_schema()
         return TasksResponse(
-            tasks=[t.model_dump(mode="json") for t in core.TASKS.values()],
-            action_schema=core.Action.model_json_schema(),
+            tasks=[{**t.model_dump(mode="json"), "action_schema": action_schema, "aliases": aliases_of(t.id)}
+                   for t in core.TASKS.values()],
+            action_schema=action_schema,
         )
 
     @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(403, 404, 409))
     async def grader(
         self,
+        request: Request[Any, Any, Any],
         episodes: NamedDependency[EpisodeService],
         episode_id: EpisodeIdQuery = None,
         run_id: Annotated[str | None, QueryParameter(max_length=64, description="From POST /runs.")] = None,
@@ -132,7 +166,7 @@ class BenchmarkController(Controller):
         if run_id is not None and episode_id is None and episodes.runs is not None:
             run = await episodes.runs.detail(run_id)
             return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})
-        return GraderResponse(**await episodes.grade(episode_id))
+        return GraderResponse(**await episodes.grade(implicit(request).resolve(request, episode_id)))
 
     @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")
     async def baseline(self, state: State, settings: NamedDependency[Settings]) -> BaselineResponse:

@@ -98,7 +98,9 @@ class MissingEpisodeId(Problem):
 
     def __init__(self) -> None:
         super().__init__(
-            "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id)",
+            "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id); over HTTP, "
+            "a client that sends back the ecomm_episode cookie /reset sets may leave it out, and for one that keeps no "
+            "cookies the operator can start the server with SINGLE_SESSION=1 (one client per server)",
             errors=[{"field": "episode_id", "message": "field required"}],
         )
 

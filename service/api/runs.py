@@ -23,11 +23,11 @@ from datetime import timedelta
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service import env as core
 from service.api.deployment import hash_secret
-from service.api.episodes import EpisodeResult, wire_observation
+from service.api.episodes import EpisodeResult, canonical_task_id, wire_observation
 from service.api.problems import (
     InvalidInput,
     QuotaExceeded,
@@ -62,6 +62,11 @@ class CreateRun(BaseModel):
     limit_per_task: int | None = Field(
         default=None, ge=1, description="Play only the first N tickets of each task (not ranked; not on test)."
     )
+
+    @field_validator("task_ids")
+    @classmethod
+    def _aliases(cls, task_ids: list[str] | None) -> list[str] | None:
+        return None if task_ids is None else [canonical_task_id(t) for t in task_ids]  # easy|medium|hard too
 
 
 class Usage(BaseModel):

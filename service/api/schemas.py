@@ -12,18 +12,30 @@ from typing import Annotated, Any
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.api.episodes import EpisodeResult, ResetParams
+from service import env as core
+from service.api.episodes import ACTION_TYPE, EpisodeResult, ResetParams
+from service.api.problems import InvalidInput
 
 __all__ = ["ResetParams"]
 
 
 class StepRequest(BaseModel):
-    """Body of ``POST /step``. ``action`` holds the action fields (GET /schema → action)."""
+    """Body of ``POST /step``: the action fields (GET /schema → action) in ``action``, or at the top
+    level of the body (seed A's ``{"action_type": "reject"}``), not both."""
 
     model_config = ConfigDict(extra="allow")
 
-    action: dict[str, Any] = Field(description="The action, e.g. {\"decision\": \"request_info\"}.")
-    episode_id: str | None = Field(default=None, max_length=255, description="From POST /reset.")
+    action: dict[str, Any] | None = Field(
+        default=None, description="The action, e.g. {\"decision\": \"request_info\"}; or put its fields at the top level."
+    )
+    action_type: str | None = Field(
+        default=None, max_length=64, description="Seed A's top-level form: the decision, e.g. \"approve_refund\"."
+    )
+    episode_id: str | None = Field(
+        default=None, max_length=255,
+        description="From POST /reset. Without it: the episode of the ecomm_episode cookie POST /reset sets "
+        "(or, on a SINGLE_SESSION server, of the latest reset).",
+    )
     request_id: str | None = Field(
         default=None, min_length=1, max_length=255, description="Idempotency key: a retry returns the stored result."
     )
@@ -31,6 +43,29 @@ class StepRequest(BaseModel):
     run_token: str | None = Field(
         default=None, max_length=128, description="For episodes of a run (or send `Authorization: Bearer <run_token>`)."
     )
+
+    def the_action(self) -> Any:
+        """The action payload, wherever the body put it (parsed by ``parse_action``)."""
+        top = {k: v for k, v in (self.model_extra or {}).items() if k in TOP_LEVEL_ACTION_FIELDS}
+        if "action_type" in self.model_fields_set:
+            top[ACTION_TYPE] = self.action_type
+        if self.action is not None and top:
+            raise InvalidInput(
+                "give the action either inside `action` or as top-level fields, not both "
+                f"(top level: {', '.join(sorted(top))})",
+                errors=[{"field": "action", "message": "given twice", "type": "conflict"}],
+            )
+        if self.action is None and not top:
+            raise InvalidInput(
+                "send the action: {\"action\": {\"decision\": \"request_info\"}} or its fields at the top level "
+                "({\"action_type\": \"reject\"}); GET /schema shows every field",
+                errors=[{"field": "action", "message": "field required", "type": "missing"}],
+            )
+        return self.action if self.action is not None else top
+
+
+# Action fields a body may carry at its top level instead of inside `action` (with `action_type`).
+TOP_LEVEL_ACTION_FIELDS = frozenset(core.Action.model_fields)
 
 
 class ObservationResponse(msgspec.Struct):
