@@ -69,3 +69,10 @@ def test_readme_snippet_on_openenv_core_0_3_0(live_server: Any) -> None:
     _check(_run(python, SNIPPET_ASYNC, live_server.url))
     old = _run(python, OLD_SNIPPET, live_server.url)  # the snippet as it was: why it changed
     assert old.returncode != 0 and "EnvClient is async by default" in old.stderr
+
+
+def test_readme_shows_the_snippet_tested_here() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert SNIPPET_SYNC.strip() in readme
