@@ -5,6 +5,8 @@
   answers and its own lookups. It never reads gold labels or hidden facts.
 - ``oracle``: reads the policy verdict of the ticket. For tests only: it proves every task can be
   solved with score 1.0.
+- ``observable-oracle``: reconstructs the facts only from what an agent sees and runs the policy on
+  them. For tests only: it proves every ticket is solvable from visible information.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import re
 from statistics import mean
 from typing import Any, Protocol
 
+from service.env import customer
 from service.env.core import reset, step
 from service.env.dataset import PUBLIC, Dataset
 from service.env.generator import stable_seed
 from service.env.grading import grade_episode
 from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Grade, Observation
-from service.env.policy import ESCALATION_THRESHOLD, evaluate
+from service.env.policy import ESCALATION_THRESHOLD, Verdict, evaluate
 from service.env.tasks import TASKS, get_task
 
 
@@ -57,107 +60,173 @@ class RandomAgent:
         return Action(**parts)
 
 
-# -------------------------------------------------------------------------------- heuristic
+# ------------------------------------------------------------------------------------ replies
 
-_ISSUE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("duplicate_charge", ("charged twice", "two charges", "two payments", "double charge", "charged me twice", "billed twice", "double-charged", "charged double")),
-    ("not_received", ("never arrived", "hasn't arrived", "has not arrived", "didn't arrive", "not arrived", "never got", "never received", "not received", "still waiting", "nothing here", "where is my", "no sign of")),
-    ("wrong_item", ("wrong item", "wrong colour", "wrong color", "wrong size", "different item", "not what i ordered", "sent me the wrong", "different product", "wrong one", "instead of")),
-    ("damaged", ("broken", "cracked", "smashed", "dent", "damaged", "shattered", "crushed", "torn", "ripped", "scratched")),
-    ("defective", ("stopped working", "won't turn on", "wont turn on", "doesn't work", "does not work", "faulty", "defective", "dead", "won't charge", "malfunction", "not working", "broke down")),
-    ("size_issue", ("too small", "too big", "too large", "too tight", "too loose", "doesn't fit", "does not fit", "didn't fit", "size")),
-    ("item_used", ("used it", "i've used", "i have used", "after using", "tried it for", "been using")),
-    ("changed_mind", ("changed my mind", "don't need", "do not need", "don't want", "no longer", "by mistake", "cheaper", "not for me", "don't like", "return it")),
-)
-_USED = ("worn", "wore", "washed", "used it", "been using", "tried it on a few", "used a few", "used once", "used twice")
-_UNUSED = ("unused", "unworn", "tags on", "tags still", "never used", "never worn", "unopened", "sealed", "original packaging", "not used", "brand new", "still in the box")
-_WEAR = ("wear", "worn", "faded", "scuff", "months of use", "normal use", "used a lot", "everyday use")
-_FOUND = ("found it", "found the", "turned up", "neighbour had", "neighbor had", "was there", "sorry for the trouble", "located it")
 _QUESTIONS = {
     "photos": "Could you please send photos of the item showing the problem?",
     "usage": "Could you tell me the item's condition — has it been used, worn or washed, and are the tags still on?",
-    "delivery": "Could you please check with your neighbours, the porch and any parcel locker to see whether the parcel was delivered there?",
+    "delivery": "Could you please check with your neighbours, the porch and any parcel locker to see whether the parcel has turned up?",
     "details": "Could you describe what happened and what exactly the problem with your order is?",
 }
-_DAYS = re.compile(r"delivered (\d+) days? ago")
+_REASON_SENTENCES = {
+    "window": "this falls outside our 30-day return window, so we can't accept it",
+    "used": "the item has been used, so we can't accept this return: only unused items can be returned",
+    "final_sale": "this is a final-sale, hygiene or perishable item, so it can't be returned for a change of mind or size",
+    "warranty": "the warranty on this item has ended, so we can't cover the fault",
+    "normal_wear": "the photos show ordinary wear and tear rather than a defect, so we can't accept this claim",
+    "in_transit": "your parcel is still in transit with the carrier and on its way to you, so we can't issue a refund or replacement yet",
+    "parcel_found": "we're glad the parcel has turned up, so there is nothing for us to refund or replace",
+    "not_charged_twice": "our payment record shows only one charge for this order, so there is no duplicate to refund",
+    "unverifiable": "we're unable to verify this claim from our order and carrier records, so we can't approve it",
+}
+_TEAMS = {"Returns": "returns", "Billing": "billing", "Escalations": "escalations", "Fraud": "claims review"}
+
+
+def resolution_reply(decision: str, reason: str | None, order_id: str, amount: float | None = None) -> str:
+    """A reply that states the decision (and, declining, the reason) plainly and courteously."""
+    opening = f"Thank you for contacting us about order {order_id}."
+    if decision == "reject":
+        return f"{opening} I'm sorry, but {_REASON_SENTENCES.get(reason or '', _REASON_SENTENCES['unverifiable'])}."
+    if decision == "approve_refund":
+        what = f"a full refund of ${amount:.2f}" if amount is not None else "a full refund"
+        return f"{opening} I'm sorry for the trouble: I've issued {what} to your original payment method."
+    return f"{opening} I'm sorry for the trouble: we're sending you a replacement at no cost, and it will ship shortly."
+
+
+def holding_reply(queue: str, order_id: str) -> str:
+    return (f"Thank you for your patience with order {order_id}. I've passed your request to our {_TEAMS.get(queue, 'support')} "
+            "team, who will review it and get back to you shortly.")
+
+
+def _outcome_tag(decision: str, reason: str | None) -> str:
+    if reason == "unverifiable":
+        return "Fraud_Risk"
+    return {"approve_refund": "Refund", "approve_replacement": "Replacement", "reject": "Policy_Denied", "request_info": "Needs_Info"}[decision]
+
+
+# -------------------------------------------------------------------------------- heuristic
+
+_ISSUE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("duplicate_charge", ("charged twice", "two charges", "two payments", "double charge", "charged me twice", "billed twice", "double-charged", "charged double", "two times")),
+    ("not_received", ("never arrived", "hasn't arrived", "has not arrived", "didn't arrive", "not arrived", "never got", "never received", "not received", "still waiting", "nothing here", "where is my", "no sign of", "hasn't turned up", "never showed up", "haven't received")),
+    ("wrong_item", ("wrong item", "wrong colour", "wrong color", "wrong size", "different item", "not what i ordered", "sent me the wrong", "different product", "wrong one", "instead of", "different colour", "different model", "something else instead")),
+    ("damaged", ("broken", "cracked", "smashed", "dent", "damaged", "shattered", "crushed", "torn", "ripped", "scratched", "in pieces", "rip down")),
+    ("defective", ("stopped working", "won't turn on", "wont turn on", "doesn't work", "does not work", "faulty", "defective", "dead", "won't charge", "malfunction", "not working", "broke down", "fault with", "switching itself off")),
+    ("size_issue", ("too small", "too big", "too large", "too tight", "too loose", "doesn't fit", "does not fit", "didn't fit", "comes up large", "size too")),
+    ("item_used", ("used it", "i've used", "i have used", "after using", "tried it for", "been using", "proper try", "worn it a few", "trying", "for a while", "used the", "used my")),
+    ("changed_mind", ("changed my mind", "don't need", "do not need", "don't want", "no longer", "by mistake", "cheaper", "not for me", "don't like", "return it", "accidentally")),
+)
+_USED = ("worn", "wore", "washed", "used it", "been using", "tried it on a few", "used a few", "used once", "used twice", "has been used", "did use")
+_UNUSED = ("unused", "unworn", "tags on", "tags still", "tags are still", "never used", "never been used", "never worn", "unopened",
+           "sealed", "original packaging", "not used", "brand new", "still in the box", "haven't used", "hasn't been used",
+           "kept all the packaging")
+_WEAR = ("wear", "worn", "faded", "scuff", "normal use", "used a lot", "everyday use", "daily use", "regular use", "bobbly")
+_FOUND = ("found it", "found the", "turned up", "neighbour had", "neighbor had", "was there", "sorry for the trouble", "located it", "had it all along", "was sitting", "had it in the back", "behind the bins")
+
+
+def _has(text: str, phrases: tuple[str, ...]) -> bool:
+    """Whole-word keyword match ("accidentally" does not contain "dent")."""
+    return any(re.search(rf"\b{re.escape(p)}\b", text) for p in phrases)
 
 
 def read_issue(text: str) -> str:
     low = text.lower()
     for issue, words in _ISSUE_WORDS:
-        if any(w in low for w in words):
+        if issue == "item_used" and _has(low, _UNUSED):
+            continue  # "I haven't used it" is not a used-item return
+        if _has(low, words):
             return issue
     return "vague"
 
 
+_HEADER_DAYS = re.compile(r"delivered (\d+) days? ago")
+_SAID_AGO = re.compile(r"\b(\d+|a|one|two|three|four|five|six|seven|eight|ten|twelve)\s+(day|week|month)s?\s+ago")
+_WORD_NUMBER = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "ten": 10, "twelve": 12}
+
+
 class HeuristicAgent:
-    """Keyword rules over the observation, plus the order and customer lookups it makes itself."""
+    """Keyword rules over the observation, plus the order and customer lookups it makes itself.
+
+    Honest and shallow, as a quick script would be: the claim from keywords (the first one it
+    recognises), the day count from the record or the header — or, when the ticket gives only dates,
+    from what the customer says ("about two weeks ago") —, the order's first item and its total. It
+    does not do date arithmetic, match the claimed item among several, weigh two claims (P13), or
+    know that a warranty claim needs photos too (P11)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.order: dict[str, Any] | None = None
         self.customer: dict[str, Any] | None = None
         self.asked: set[str] = set()
-        self.decided: str | None = None
-        self.replied = False
-        self.tagged = False
-        self.routed = False
         self.looked_policy = False
 
-    # what the agent believes the policy outcome is, from what it has seen
-    def _judge(self, obs: Observation) -> tuple[str, str | None, str | None]:
-        """Returns (decision, topic to ask about, denial reason)."""
+    def _days(self, obs: Observation) -> int | None:
+        assert self.order is not None
+        if self.order.get("days_since_delivery") is not None:
+            return self.order["days_since_delivery"]
+        header = _HEADER_DAYS.search(obs.ticket)
+        if header:
+            return int(header.group(1))
+        said = _SAID_AGO.search(obs.customer_message.lower())
+        if said:
+            n = said.group(1)
+            count = int(n) if n.isdigit() else _WORD_NUMBER.get(n, 1)
+            return count * {"day": 1, "week": 7, "month": 30}[said.group(2)]
+        return None
+
+    def _judge(self, obs: Observation) -> tuple[str, str | None, str | None, float]:  # noqa: C901 - one keyword rule per clause
+        """Returns (decision, topic to ask about, denial reason, refund amount)."""
         assert self.order is not None and self.customer is not None
         msg = obs.customer_message.lower()
         answers = " ".join(e.text.lower() for e in obs.history[1:] if e.role == "customer")
         issue = read_issue(msg)
         if issue == "vague" and answers:
             issue = read_issue(answers)
-        product, carrier = self.order["product"], self.order["carrier"]
-        days = self.order["days_since_delivery"]
-        in_stock = product["in_stock"]
-        approve = "approve_replacement" if in_stock else "approve_refund"
+        item, carrier = self.order["items"][0], self.order["carrier"]
+        days = self._days(obs)
+        approve = "approve_replacement" if item["in_stock"] else "approve_refund"
+        amount = self.order["total"]
         high_risk = self.customer["returns_12m"] >= 5 or self.customer["chargebacks"] > 0 or bool(self.customer["account_flags"])
         if issue == "vague":
-            return "request_info", "details", None
+            return "request_info", "details", None, amount
         if issue == "duplicate_charge":
-            return ("approve_refund", None, None) if self.order["payment"]["charges"] > 1 else ("reject", None, "not_charged_twice")
+            return ("approve_refund", None, None, amount) if self.order["payment"]["charges"] > 1 else ("reject", None, "not_charged_twice", amount)
         verified = issue == "not_received" and (carrier["status"] in ("lost", "returned") or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > 7))
         if high_risk and not verified:
-            return "reject", None, "unverifiable"
+            return "reject", None, "unverifiable", amount
         if issue == "not_received":
             if verified:
-                return approve, None, None
+                return approve, None, None, amount
             if carrier["status"] == "in_transit":
-                return "reject", None, "in_transit"
+                return "reject", None, "in_transit", amount
             if "delivery" not in self.asked:
-                return "request_info", "delivery", None
-            return ("reject", None, "parcel_found") if any(w in answers for w in _FOUND) else (approve, None, None)
-        in_window = days is not None and days <= 30
+                return "request_info", "delivery", None, amount
+            return ("reject", None, "parcel_found", amount) if _has(answers, _FOUND) else (approve, None, None, amount)
+        in_window = days is None or days <= 30
         if issue == "wrong_item":
-            return (approve, None, None) if in_window else ("reject", None, "window")
+            return (approve, None, None, amount) if in_window else ("reject", None, "window", amount)
         if issue in ("damaged", "defective"):
             if in_window:
-                images = "images attached: yes" in obs.ticket.lower()
+                images = "images provided: yes" in obs.ticket.lower()
                 if not images and "photos" not in self.asked:
-                    return "request_info", "photos", None
-                if not images and any(w in answers for w in _WEAR):
-                    return "reject", None, "normal_wear"
-                return approve, None, None
-            if issue == "defective" and days is not None and days <= product["warranty_days"]:
-                return approve, None, None
-            return "reject", None, "warranty" if issue == "defective" else "window"
-        if product["final_sale"] or product["hygiene"] or product["perishable"]:
-            return "reject", None, "final_sale"
+                    return "request_info", "photos", None, amount
+                if not images and _has(answers, _WEAR):
+                    return "reject", None, "normal_wear", amount
+                return approve, None, None, amount
+            if issue == "defective" and days is not None and days <= item["warranty_days"]:
+                return approve, None, None, amount
+            return "reject", None, "warranty" if issue == "defective" else "window", amount
+        if item["final_sale"] or item["hygiene"] or item["perishable"]:
+            return "reject", None, "final_sale", amount
         if not in_window:
-            return "reject", None, "window"
+            return "reject", None, "window", amount
         text = msg + " " + answers
-        if issue == "item_used" or any(w in text for w in _USED):
-            return "reject", None, "used"
-        if not any(w in text for w in _UNUSED):
-            if "usage" not in self.asked:
-                return "request_info", "usage", None
-            return "reject", None, "used"
-        return (approve if issue == "size_issue" else "approve_refund"), None, None
+        if issue != "item_used" and _has(text, _UNUSED):
+            return (approve if issue == "size_issue" else "approve_refund"), None, None, amount
+        if issue == "item_used" or _has(text, _USED):
+            return "reject", None, "used", amount
+        if "usage" not in self.asked:
+            return "request_info", "usage", None, amount
+        return (approve if issue == "size_issue" else "approve_refund"), None, None, amount
 
     def act(self, obs: Observation) -> Action:
         # remember what lookups returned (the observation only carries the latest result)
@@ -171,7 +240,7 @@ class HeuristicAgent:
         if self.customer is None:
             return Action(lookup="customer")
         task = get_task(obs.task_id)
-        decision, topic, reason = self._judge(obs)
+        decision, topic, reason, amount = self._judge(obs)
         order_id = self.order["order_id"]
         if task.family == "decision":
             if decision == "request_info":
@@ -179,24 +248,17 @@ class HeuristicAgent:
                 return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
             return Action(decision=decision)
         if task.id == "workflow-triage":
-            if decision == "request_info":
-                return Action(add_tag="Needs_Info", close_ticket=True)
-            tag = "Fraud_Risk" if reason == "unverifiable" else {"approve_refund": "Refund", "approve_replacement": "Replacement", "reject": "Policy_Denied"}[decision]
-            return Action(add_tag=tag, close_ticket=True)
+            return Action(add_tag=_outcome_tag(decision, reason), close_ticket=True)
         if task.id == "workflow-routing":
             if reason == "unverifiable":
                 queue = "Fraud"
             elif read_issue(obs.customer_message) == "duplicate_charge":
                 queue = "Billing"
-            elif decision == "approve_refund" and self.order["amount"] > ESCALATION_THRESHOLD:
+            elif decision == "approve_refund" and amount > ESCALATION_THRESHOLD:
                 queue = "Escalations"
             else:
                 queue = "Returns"
-            return Action(
-                reassign_queue=queue,
-                reply=f"Thank you for contacting us about order {order_id}. I have passed your request to the right team and they will get back to you shortly.",
-                close_ticket=True,
-            )
+            return Action(reassign_queue=queue, reply=holding_reply(queue, order_id), close_ticket=True)
         # resolution
         if not self.looked_policy:
             self.looked_policy = True
@@ -204,70 +266,93 @@ class HeuristicAgent:
         if decision == "request_info":
             self.asked.add(topic or "details")
             return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
-        return Action(decision=decision, add_tag=_outcome_tag(decision, reason), reply=_resolution_reply(decision, reason, order_id), close_ticket=True)
+        return Action(decision=decision, add_tag=_outcome_tag(decision, reason),
+                      reply=resolution_reply(decision, reason, order_id, amount if decision == "approve_refund" else None),
+                      close_ticket=True)
 
 
-def _outcome_tag(decision: str, reason: str | None) -> str:
-    if reason == "unverifiable":
-        return "Fraud_Risk"
-    return {"approve_refund": "Refund", "approve_replacement": "Replacement", "reject": "Policy_Denied", "request_info": "Needs_Info"}[decision]
+# ----------------------------------------------------------------------------------- oracles
 
+class _PolicyPlayer:
+    """Plays a task perfectly from a verdict function: asks what the policy needs, then acts."""
 
-_REASON_SENTENCES = {
-    "window": "our return window is 30 days from delivery and this request falls outside it",
-    "used": "only unused items can be returned within our 30-day return window, and this item has been used",
-    "final_sale": "this is a final sale or hygiene item, which cannot be returned for a change of mind or size",
-    "warranty": "the warranty period for this product has ended",
-    "normal_wear": "the photos show normal wear rather than a defect, which our 30-day return policy does not cover",
-    "in_transit": "your parcel is still in transit and on its way to you",
-    "parcel_found": "we are glad the parcel was found",
-    "not_charged_twice": "our payment record shows a single charge for this order",
-    "unverifiable": "we are unable to approve this request",
-}
+    def verdict(self, obs: Observation) -> Verdict:
+        raise NotImplementedError
 
+    def order_id(self, obs: Observation) -> str:
+        raise NotImplementedError
 
-def _resolution_reply(decision: str, reason: str | None, order_id: str) -> str:
-    if decision == "reject":
-        why = _REASON_SENTENCES.get(reason or "", "we are unable to approve this request")
-        return f"Thank you for contacting us about order {order_id}. I'm sorry, but {why}, so we cannot accept this claim."
-    what = "a refund to your original payment method" if decision == "approve_refund" else "a replacement at no cost"
-    return f"Thank you for contacting us about order {order_id}. I'm sorry for the trouble; we have arranged {what}."
-
-
-# ----------------------------------------------------------------------------------- oracle
-
-class OracleAgent:
-    """Reads the verdict (gold) of its ticket. Tests only — never served as a baseline."""
-
-    def __init__(self, ticket_id: str, dataset: Dataset = PUBLIC) -> None:
-        self.ticket = dataset.ticket(ticket_id)
-        self.revealed: frozenset[str] = frozenset()
+    def __init__(self) -> None:
         self.stage = 0
 
     def act(self, obs: Observation) -> Action:
         task = get_task(obs.task_id)
-        t = self.ticket
-        v = evaluate(t, self.revealed)
+        v = self.verdict(obs)
+        oid = self.order_id(obs)
         if v.gold == "request_info" and task.id != "workflow-routing":
-            self.revealed = self.revealed | {v.ask_topic or "details"}
             return Action(decision="request_info", reply=_QUESTIONS[v.ask_topic or "details"])
         if task.family == "decision":
             return Action(decision=v.gold)
         if task.id == "workflow-triage":
             return Action(add_tag=v.tag, close_ticket=True)
         if task.id == "workflow-routing":
-            return Action(reassign_queue=v.queue, reply=f"Thank you for your patience with order {t.order.order_id}; the right team will contact you shortly.", close_ticket=True)
+            return Action(reassign_queue=v.queue, reply=holding_reply(v.queue, oid), close_ticket=True)
         if self.stage == 0:
             self.stage = 1
             return Action(lookup="policy")
         reason = v.reason if v.gold == "reject" else None
-        reply = _resolution_reply(v.gold, reason, t.order.order_id)
+        reply = resolution_reply(v.gold, reason, oid, v.refund_amount if v.gold == "approve_refund" else None)
         return Action(decision=v.gold, add_tag=v.tag, reply=reply, close_ticket=True)
 
 
+class OracleAgent(_PolicyPlayer):
+    """Reads the verdict (gold) of its ticket. Tests only — never served as a baseline."""
+
+    def __init__(self, ticket_id: str, dataset: Dataset = PUBLIC) -> None:
+        super().__init__()
+        self.ticket = dataset.ticket(ticket_id)
+        self.revealed: frozenset[str] = frozenset()
+
+    def verdict(self, obs: Observation) -> Verdict:
+        v = evaluate(self.ticket, self.revealed)
+        if v.gold == "request_info":  # it will ask: what the answer states becomes known (volunteered facts too)
+            question = _QUESTIONS[v.ask_topic or "details"]
+            self.revealed = self.revealed | customer.answer(self.ticket, question, 0)[1]
+        return v
+
+    def order_id(self, obs: Observation) -> str:
+        return self.ticket.order.order_id
+
+
+class ObservableOracleAgent(_PolicyPlayer):
+    """Solves tickets from what any agent can see — the ticket text, its lookups, the customer's
+    answers and the policy — read with knowledge of the customers' phrasings
+    (:class:`service.env.readers.TicketReader`), then the policy engine. Tests only: it proves every
+    ticket is solvable from visible information; any ticket it cannot solve is a generator bug."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from service.env.readers import TicketReader
+
+        self.reader = TicketReader()
+
+    def act(self, obs: Observation) -> Action:
+        if self.reader.needs(obs) is not None:
+            self.reader.absorb(obs)
+            target = self.reader.needs(obs)
+            if target is not None:
+                return Action(lookup=target)
+        return super().act(obs)
+
+    def verdict(self, obs: Observation) -> Verdict:
+        return self.reader.verdict(obs)
+
+    def order_id(self, obs: Observation) -> str:
+        return self.reader.order_id()
+
 # --------------------------------------------------------------------------------- evaluator
 
-AGENT_NAMES = ("random", "heuristic", "oracle")
+AGENT_NAMES = ("random", "heuristic", "oracle", "observable-oracle")
 
 
 def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) -> Agent:
@@ -277,6 +362,8 @@ def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) 
         return HeuristicAgent(seed)
     if name == "oracle":
         return OracleAgent(ticket_id, dataset)
+    if name == "observable-oracle":
+        return ObservableOracleAgent()
     raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(AGENT_NAMES)}")
 
 

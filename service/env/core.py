@@ -85,7 +85,7 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
             rounds = sum(1 for e in history if e.role == "customer")
             answer, topics = customer.answer(ticket, action.reply, rounds)
             history.append(HistoryEntry(role="customer", text=answer))
-            for topic in sorted(topics - set(revealed)):
+            for topic in sorted(topics - set(revealed)):  # what the customer stated counts, whatever was asked
                 revealed.append(topic)
                 acts.append(Act(step=n, kind="revealed", value=topic))
         elif task.family == "decision":
@@ -178,18 +178,29 @@ def public_state(state: EpisodeState) -> dict[str, Any]:
 
 
 def ticket_text(t: Ticket) -> str:
-    """Seed A's plain-text ticket: a header of what the helpdesk shows, then the message."""
+    """Seed A's plain-text ticket: a header of what the helpdesk shows, then the message.
+
+    Easy and medium tickets say how many days ago the parcel was delivered; hard ones give only the
+    dates (order, delivery, ticket opened), so the agent counts the days itself (P12)."""
     o = t.order
-    delivered = (
-        f"delivered {o.days_since_delivery} day{'s' if o.days_since_delivery != 1 else ''} ago"
-        if o.days_since_delivery is not None
-        else f"not delivered (ordered on {o.order_date})"
-    )
+    items = [f"{line.product.name} ({line.product.category})" + (f" {line.quantity} × ${line.product.price:.2f}" if line.quantity > 1
+             else f" ${line.product.price:.2f}" if len(o.lines) > 1 else "") for line in o.lines]
+    what = items[0] if len(items) == 1 else f"{len(items)} items: " + ", ".join(items)
+    if t.presentation == "days":
+        delivered = (
+            f"delivered {o.days_since_delivery} day{'s' if o.days_since_delivery != 1 else ''} ago"
+            if o.days_since_delivery is not None
+            else f"not delivered (ordered on {o.order_date})"
+        )
+        order_line = f"Order {o.order_id} · {what} · total ${o.amount:.2f} · {delivered}"
+    else:
+        delivered = f"delivered {o.delivery_date}" if o.delivery_date else "not delivered"
+        order_line = f"Order {o.order_id} placed {o.order_date} · {delivered} · {what} · total ${o.amount:.2f}"
     return (
         f"Ticket {t.ticket_id}: {t.subject}\n"
-        f"Order {o.order_id} · {o.product.name} ({o.product.category}) · total ${o.amount:.2f} · {delivered}\n"
-        f"Images attached: {'yes' if t.claim.images_provided else 'no'} · "
-        f"Customer returns in the last 12 months: {t.customer.returns_12m} · Tier: {t.customer.tier}\n"
+        f"{order_line}\n"
+        f"Images provided: {'yes' if t.claim.images_provided else 'no'} · "
+        f"Past returns: {t.customer.returns_12m} · Tier: {t.customer.tier}\n"
         f"Opened on {t.opened_on}\n\n{t.message}"
     )
 
@@ -200,24 +211,37 @@ def _policy_document() -> str:
 
 
 def _lookup(t: Ticket, target: str) -> dict[str, Any] | str:
-    if target == "policy":
-        return _policy_document()
+    return _policy_document() if target == "policy" else lookup_record(t, target)
+
+
+def lookup_record(t: Ticket, target: str) -> dict[str, Any]:
+    """What ``lookup: order`` / ``lookup: customer`` returns for a ticket (hard tickets' order records
+    carry dates only, no day count)."""
     if target == "order":
-        o, p = t.order, t.order.product
-        return {
+        o = t.order
+        record: dict[str, Any] = {
             "order_id": o.order_id,
-            "product": {
-                "sku": p.sku, "name": p.name, "category": p.category, "price": p.price, "in_stock": p.in_stock,
-                "final_sale": p.final_sale, "hygiene": p.hygiene, "perishable": p.perishable, "warranty_days": p.warranty_days,
-            },
-            "quantity": o.quantity,
-            "amount": o.amount,
             "order_date": o.order_date,
             "delivery_date": o.delivery_date,
-            "days_since_delivery": o.days_since_delivery,
-            "carrier": {"status": o.carrier_status, "days_past_estimate": o.days_past_estimate},
-            "payment": {"method": o.payment_method, "charges": 2 if o.charged_twice else 1},
         }
+        if t.presentation == "days":
+            record["days_since_delivery"] = o.days_since_delivery
+        record.update({
+            "items": [
+                {
+                    "sku": line.product.sku, "name": line.product.name, "category": line.product.category,
+                    "unit_price": line.product.price, "quantity": line.quantity, "amount": line.amount,
+                    "in_stock": line.product.in_stock, "final_sale": line.product.final_sale,
+                    "hygiene": line.product.hygiene, "perishable": line.product.perishable,
+                    "warranty_days": line.product.warranty_days,
+                }
+                for line in o.lines
+            ],
+            "total": o.amount,
+            "carrier": {"status": o.carrier_status, "days_past_estimate": o.days_past_estimate},
+            "payment": {"method": o.payment_method, "charges": o.charges},
+        })
+        return record
     c = t.customer
     return {
         "customer_id": c.customer_id,

@@ -1,14 +1,17 @@
 """The seeded ticket generator.
 
-A ticket is built from a *scenario* — a recipe that fixes the few facts that matter for one
-policy path (say "damaged on arrival, no photos, in stock") and draws everything else at random.
-The gold label is never written by the recipe: :func:`service.env.policy.evaluate` computes it, and
-the generator only checks that the recipe produced the path it meant to (a guard against recipe
-bugs, not a source of labels).
+Every split is made of six *pools*, one per (family, difficulty) cell. A pool declares the claims
+it holds (:data:`POOLS`): the claim kinds, dealt round-robin so each appears equally often, and how
+every other fact is drawn — days since delivery, photos, the item's condition, stock, final-sale
+and hygiene flags, carrier status, the payment record, the customer's risk, several items per
+order, a second claim, the customer's own (possibly wrong) account of the dates. The deciding facts
+are drawn **independently of the claim kind**, so no single field gives the label away: the label
+needs the facts combined. The gold label is never written by the generator: the policy engine
+computes it (:func:`service.env.policy.evaluate`), and a consistency check rejects incoherent
+tickets (a parcel that "never arrived" and "came in a dented box", months of wear on an item
+delivered last week).
 
-Every split is made of six *pools*, one per (family, difficulty) cell. Pools are balanced by
-construction: a pool of ``n`` tickets holds the cell's scenarios round-robin, ``n`` entries in all.
-Which ticket of the pool gets which entry is a **keyed permutation**: a shuffle seeded by the
+Which ticket of a pool gets which claim kind is a **keyed permutation**: a shuffle seeded by the
 split's key. Ticket ``k`` of a pool (what ``seed = k`` selects) is therefore unrelated to its label
 unless you hold the key, and every random draw of the ticket is keyed too. Ticket ids are an HMAC
 of the key and the ticket's place: opaque, they carry neither the index nor the split.
@@ -27,29 +30,35 @@ import random
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from service.env import messages
-from service.env.policy import ESCALATION_THRESHOLD, HIGH_RISK_RETURNS, RETURN_WINDOW_DAYS, evaluate
+from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS
 from service.env.world import (
+    CATALOG,
     DIFFICULTIES,
     FAMILIES,
+    CatalogItem,
     Claim,
     Customer,
     Difficulty,
     Family,
     HiddenFacts,
+    IssueType,
     Order,
+    OrderLine,
+    Presentation,
     Product,
+    Remark,
     Split,
     Ticket,
+    Tone,
 )
 
-GENERATOR_VERSION = "2.0.0"
+GENERATOR_VERSION = "3.0.0"
 SPLIT_SIZES: dict[Split, int] = {"train": 1200, "dev": 400, "test": 400}
 # The order in which a split's remainder tickets are handed to cells (easy cells first).
 CELLS: tuple[tuple[Family, Difficulty], ...] = tuple((f, d) for d in DIFFICULTIES for f in FAMILIES)
-_EPOCH = date(2026, 1, 5)
 
 
 def stable_seed(*parts: object) -> int:
@@ -81,221 +90,190 @@ def ticket_id_for(key: bytes, family: Family, difficulty: Difficulty, position: 
     return "tk_" + mac.hexdigest()[:16]
 
 
-# --------------------------------------------------------------------------------------- catalog
-
-@dataclass(frozen=True)
-class _CatalogItem:
-    name: str
-    category: str
-    price: tuple[float, float]
-    warranty_days: int
-    hygiene: bool = False
-    perishable: bool = False
-
-
-CATALOG: tuple[_CatalogItem, ...] = (
-    _CatalogItem("Merino Crew Sweater", "apparel", (45, 120), 90),
-    _CatalogItem("Linen Button-Down Shirt", "apparel", (30, 80), 90),
-    _CatalogItem("Waterproof Rain Jacket", "apparel", (70, 220), 180),
-    _CatalogItem("Slim Fit Chinos", "apparel", (35, 90), 90),
-    _CatalogItem("Seamless Underwear 3-Pack", "apparel", (18, 40), 0, hygiene=True),
-    _CatalogItem("Trail Running Shoes", "footwear", (80, 180), 180),
-    _CatalogItem("Leather Chelsea Boots", "footwear", (110, 260), 365),
-    _CatalogItem("Canvas Sneakers", "footwear", (40, 90), 90),
-    _CatalogItem("Wireless Earbuds", "electronics", (50, 250), 365, hygiene=True),
-    _CatalogItem("Bluetooth Speaker", "electronics", (40, 180), 365),
-    _CatalogItem("27-inch 4K Monitor", "electronics", (280, 650), 730),
-    _CatalogItem("Robot Vacuum", "electronics", (250, 900), 730),
-    _CatalogItem("Smartwatch", "electronics", (150, 450), 365),
-    _CatalogItem("Noise-Cancelling Headphones", "electronics", (120, 420), 365),
-    _CatalogItem("Ceramic Table Lamp", "home", (35, 110), 180),
-    _CatalogItem("Cast Iron Skillet", "home", (30, 80), 3650),
-    _CatalogItem("Espresso Machine", "home", (180, 700), 730),
-    _CatalogItem("Down Duvet", "home", (90, 320), 365),
-    _CatalogItem("Vitamin C Serum", "beauty", (20, 60), 0, hygiene=True),
-    _CatalogItem("Ionic Hair Dryer", "beauty", (45, 220), 365),
-    _CatalogItem("Lipstick Collection", "beauty", (25, 70), 0, hygiene=True),
-    _CatalogItem("Single-Origin Coffee Beans", "grocery", (15, 45), 0, perishable=True),
-    _CatalogItem("Gourmet Chocolate Box", "grocery", (20, 60), 0, perishable=True),
-    _CatalogItem("Building Blocks Castle Set", "toys", (40, 160), 180),
-    _CatalogItem("Remote Control Car", "toys", (35, 140), 180),
-    _CatalogItem("Cork Yoga Mat", "sports", (30, 95), 180),
-    _CatalogItem("Carbon Tennis Racket", "sports", (90, 260), 365),
-    _CatalogItem("Adjustable Dumbbells", "sports", (150, 420), 730),
-)
 _FIRST = ("Ava", "Noah", "Mia", "Liam", "Zoe", "Omar", "Lena", "Ravi", "Chen", "Sofia", "Jonas", "Amara", "Diego", "Hana", "Kofi", "Ines", "Mateo", "Priya", "Tom", "Yuki")
 _LAST = ("Smith", "Garcia", "Okafor", "Nguyen", "Müller", "Rossi", "Khan", "Silva", "Kowalski", "Haddad", "Tanaka", "Dubois", "Johansson", "Mensah", "Patel", "Ortiz")
+_EPOCH = date(2026, 1, 5)
+W = RETURN_WINDOW_DAYS
 
 
-# ------------------------------------------------------------------------------------- scenarios
+# ------------------------------------------------------------------------------------------ pools
 
 @dataclass(frozen=True)
-class Scenario:
-    """A recipe for one policy path. ``facts`` returns overrides for the base draw."""
+class Pool:
+    """How one (family, difficulty) pool's tickets are drawn. Every probability is independent of the
+    claim kind: the facts that decide a ticket vary on their own."""
 
-    name: str
-    expect: str  # the gold decision the recipe is meant to produce (checked, not used as a label)
-    facts: Callable[[random.Random], dict[str, Any]]
-    expect_queue: str | None = None
+    kinds: tuple[tuple[IssueType, IssueType | None], ...]  # (claim, second claim), dealt round-robin
+    presentation: Presentation = "days"
+    tones: tuple[Tone, ...] = ("calm", "calm", "angry")
+    in_window: float = 0.6  # delivered items: P(reported within the 30-day window)
+    late_days: tuple[int, int] = (W + 3, 120)  # days since delivery when outside the window
+    photos: float = 0.5  # damage/defect claims: P(photos attached)
+    wear: float = 0.3  # P(the photos would show ordinary wear) when none are attached
+    usage: tuple[float, float, float] = (0.6, 0.2, 0.2)  # returns: P(unused stated, used stated, unstated)
+    in_stock: float = 0.5
+    final_sale: float = 0.0  # returns: P(final-sale item) — and as often a hygiene or perishable item
+    carriers: tuple[tuple[str, float], ...] = (("lost", 0.3), ("returned", 0.1), ("late", 0.2), ("in_transit", 0.2), ("delivered", 0.2))
+    found: float = 0.4  # delivered-but-missing parcels: P(found when the customer checks)
+    double_charge: float = 0.5
+    high_risk: float = 0.0
+    multi_item: float = 0.0  # P(two or three items in the order)
+    stated_days: float = 0.0  # P(the customer says when it arrived — drawn independently of the records)
+    price: str = "catalog"  # "catalog" | "around_threshold" (escalation matters)
+    vague_actual: tuple[IssueType, ...] = ("damaged", "wrong_item", "changed_mind", "defective")
 
 
-def _r(lo: int, hi: int) -> Callable[[random.Random], int]:
-    return lambda rng: rng.randint(lo, hi)
-
-
-def S(name: str, expect: str, queue: str | None = None, **fixed: Any) -> Scenario:  # noqa: N802
-    def facts(rng: random.Random) -> dict[str, Any]:
-        return {k: (v(rng) if callable(v) else v) for k, v in fixed.items()}
-
-    return Scenario(name, expect, facts, queue)
-
-
-W = RETURN_WINDOW_DAYS
-IN_WIN = _r(1, W)
-PAST_WIN = _r(W + 5, 150)
-CALM = lambda rng: rng.choice(("calm", "calm", "angry"))  # noqa: E731
-ANY_TONE = lambda rng: rng.choice(("calm", "angry", "vague", "multi_issue", "typos"))  # noqa: E731
-HARD_TONE = lambda rng: rng.choice(("angry", "vague", "multi_issue", "typos"))  # noqa: E731
-HIGH_RISK = lambda rng: rng.choice(("returns", "chargeback", "fraud"))  # noqa: E731
-
-_easy_decision = (
-    S("unused_change_of_mind", "approve_refund", issue="changed_mind", used=False, days=IN_WIN, tone=CALM),
-    S("damaged_with_photos", "approve_replacement", issue="damaged", images=True, days=IN_WIN, in_stock=True, tone=CALM),
-    S("change_of_mind_past_window", "reject", issue="changed_mind", used=False, days=PAST_WIN, tone=CALM),
-    S("damaged_without_photos", "request_info", issue="damaged", images=False, days=IN_WIN, tone=CALM),
-    S("duplicate_charge_confirmed", "approve_refund", issue="duplicate_charge", charged_twice=True, tone=CALM),
-    S("wrong_item_in_stock", "approve_replacement", issue="wrong_item", days=IN_WIN, in_stock=True, tone=CALM),
-    S("used_item_return", "reject", issue="item_used", used=True, days=IN_WIN, tone=CALM),
-    S("defective_without_photos", "request_info", issue="defective", images=False, days=IN_WIN, tone=CALM),
-)
-_medium_decision = (
-    S("damaged_out_of_stock", "approve_refund", issue="damaged", images=True, days=IN_WIN, in_stock=False, tone=ANY_TONE),
-    S("size_exchange", "approve_replacement", issue="size_issue", used=False, days=IN_WIN, in_stock=True, tone=ANY_TONE),
-    S("final_sale_change_of_mind", "reject", issue="changed_mind", used=False, days=IN_WIN, final_sale=True, tone=ANY_TONE),
-    S("delivered_but_missing", "request_info", issue="not_received", carrier="delivered", tone=ANY_TONE),
-    S("wrong_item_out_of_stock", "approve_refund", issue="wrong_item", days=IN_WIN, in_stock=False, tone=ANY_TONE),
-    S("lost_in_stock", "approve_replacement", issue="not_received", carrier="lost", in_stock=True, tone=ANY_TONE),
-    S("in_transit_not_late", "reject", issue="not_received", carrier="in_transit", late=_r(0, 5), tone=ANY_TONE),
-    S("size_condition_unstated", "request_info", issue="size_issue", used=None, days=IN_WIN, tone=ANY_TONE),
-    S("duplicate_charge_unconfirmed", "reject", issue="duplicate_charge", charged_twice=False, tone=ANY_TONE),
-    S("hygiene_change_of_mind", "reject", issue="changed_mind", used=False, days=IN_WIN, hygiene=True, tone=ANY_TONE),
-)
-_hard_decision = (
-    S("late_in_transit_out_of_stock", "approve_refund", issue="not_received", carrier="in_transit", late=_r(9, 30), in_stock=False, tone=HARD_TONE),
-    S("warranty_defect", "approve_replacement", issue="defective", days=_r(W + 5, 300), warranty=_r(365, 730), in_stock=True, tone=HARD_TONE),
-    S("high_risk_valid_looking_claim", "reject", issue=lambda rng: rng.choice(("damaged", "wrong_item", "changed_mind")), images=True, used=False, days=IN_WIN, risk=HIGH_RISK, tone=HARD_TONE),
-    S("vague_message", "request_info", issue="vague", tone=lambda rng: rng.choice(("vague", "angry", "typos"))),
-    S("high_risk_lost_parcel", "approve_refund", issue="not_received", carrier="lost", in_stock=False, risk=HIGH_RISK, tone=HARD_TONE),
-    S("hygiene_item_damaged", "approve_replacement", issue="damaged", images=True, days=IN_WIN, hygiene=True, in_stock=True, tone=HARD_TONE),
-    S("defect_past_warranty", "reject", issue="defective", days=_r(200, 400), warranty=_r(90, 180), tone=HARD_TONE),
-    S("multi_issue_no_photos", "request_info", issue="defective", images=False, days=IN_WIN, tone="multi_issue"),
-    S("damage_reported_late", "reject", issue="damaged", images=True, days=PAST_WIN, tone=HARD_TONE),
-    S("used_unstated_change_of_mind", "request_info", issue="changed_mind", used=None, days=IN_WIN, tone=HARD_TONE),
-)
-# Workflow family. Triage: the outcome tag is what matters, so no request_info paths.
-_easy_workflow = (
-    S("unused_change_of_mind", "approve_refund", issue="changed_mind", used=False, days=IN_WIN, price_cap=True, tone=CALM),
-    S("damaged_with_photos", "approve_replacement", issue="damaged", images=True, days=IN_WIN, in_stock=True, tone=CALM),
-    S("change_of_mind_past_window", "reject", issue="changed_mind", used=False, days=PAST_WIN, tone=CALM),
-    S("duplicate_charge_confirmed", "approve_refund", issue="duplicate_charge", charged_twice=True, price_cap=True, tone=CALM),
-    S("wrong_item_in_stock", "approve_replacement", issue="wrong_item", days=IN_WIN, in_stock=True, tone=CALM),
-    S("used_item_return", "reject", issue="item_used", used=True, days=IN_WIN, tone=CALM),
-)
-# Routing: the right queue and a holding reply. Balanced over the four queues.
-_medium_workflow = (
-    S("large_refund", "approve_refund", "Escalations", issue="damaged", images=True, days=IN_WIN, in_stock=False, price_floor=True, tone=ANY_TONE),
-    S("high_risk_claim", "reject", "Fraud", issue=lambda rng: rng.choice(("damaged", "wrong_item", "changed_mind")), images=True, used=False, days=IN_WIN, risk=HIGH_RISK, tone=ANY_TONE),
-    S("duplicate_charge_confirmed", "approve_refund", "Billing", issue="duplicate_charge", charged_twice=True, tone=ANY_TONE),
-    S("wrong_item_in_stock", "approve_replacement", "Returns", issue="wrong_item", days=IN_WIN, in_stock=True, tone=ANY_TONE),
-    S("large_change_of_mind_refund", "approve_refund", "Escalations", issue="changed_mind", used=False, days=IN_WIN, price_floor=True, tone=ANY_TONE),
-    S("high_risk_return", "reject", "Fraud", issue="size_issue", used=False, days=IN_WIN, risk=HIGH_RISK, tone=ANY_TONE),
-    S("duplicate_charge_unconfirmed", "reject", "Billing", issue="duplicate_charge", charged_twice=False, tone=ANY_TONE),
-    S("final_sale_return", "reject", "Returns", issue="changed_mind", used=False, days=IN_WIN, final_sale=True, tone=ANY_TONE),
-)
-# Resolution: decide, tag, reply with the real reason, close. Balanced over the three outcomes.
-_hard_workflow = (
-    S("change_of_mind_past_window", "reject", issue=lambda rng: rng.choice(("changed_mind", "size_issue")), used=False, days=PAST_WIN, tone=ANY_TONE),
-    S("warranty_defect", "approve_replacement", issue="defective", days=_r(W + 5, 300), warranty=_r(365, 730), in_stock=True, tone=ANY_TONE),
-    S("unused_change_of_mind", "approve_refund", issue="changed_mind", used=False, days=IN_WIN, price_cap=True, tone=ANY_TONE),
-    S("final_sale_change_of_mind", "reject", issue="changed_mind", used=False, days=IN_WIN, final_sale=True, tone=ANY_TONE),
-    S("wrong_item_in_stock", "approve_replacement", issue="wrong_item", days=IN_WIN, in_stock=True, tone=ANY_TONE),
-    S("damaged_out_of_stock", "approve_refund", issue="damaged", images=True, days=IN_WIN, in_stock=False, price_cap=True, tone=ANY_TONE),
-    S("defect_past_warranty", "reject", issue="defective", days=_r(200, 400), warranty=_r(90, 180), tone=ANY_TONE),
-    S("lost_in_stock", "approve_replacement", issue="not_received", carrier="lost", in_stock=True, tone=ANY_TONE),
-    S("lost_out_of_stock", "approve_refund", issue="not_received", carrier="lost", in_stock=False, price_cap=True, tone=ANY_TONE),
-    S("used_item_return", "reject", issue="item_used", used=True, days=IN_WIN, tone=ANY_TONE),
-    S("hygiene_item_damaged", "approve_replacement", issue="damaged", images=True, days=IN_WIN, hygiene=True, in_stock=True, tone=ANY_TONE),
-    S("in_transit_not_late", "reject", issue="not_received", carrier="in_transit", late=_r(0, 5), tone=ANY_TONE),
-)
-
-SCENARIOS: dict[tuple[Family, Difficulty], tuple[Scenario, ...]] = {
-    ("decision", "easy"): _easy_decision,
-    ("decision", "medium"): _medium_decision,
-    ("decision", "hard"): _hard_decision,
-    ("workflow", "easy"): _easy_workflow,
-    ("workflow", "medium"): _medium_workflow,
-    ("workflow", "hard"): _hard_workflow,
+_RETURNS = (("changed_mind", None), ("size_issue", None))
+POOLS: dict[tuple[Family, Difficulty], Pool] = {
+    # One visible fact decides: the window, photos, the stated condition, stock, the payment record.
+    ("decision", "easy"): Pool(
+        kinds=(("changed_mind", None), ("damaged", None), ("wrong_item", None), ("item_used", None),
+               ("duplicate_charge", None), ("size_issue", None)),
+        in_window=0.8, photos=0.6, usage=(0.7, 0.15, 0.15), in_stock=0.6, double_charge=0.6,
+    ),
+    # One further fact from the records decides: stock, final-sale/hygiene flags, carrier status,
+    # the condition, the payment record — of the item the claim is about, in orders of several items.
+    ("decision", "medium"): Pool(
+        kinds=(("damaged", None), ("size_issue", None), ("changed_mind", None), ("not_received", None),
+               ("duplicate_charge", None), ("wrong_item", None), ("defective", None)),
+        tones=("calm", "angry", "vague", "multi_issue", "typos"),
+        in_window=0.75, late_days=(W + 1, 400), photos=0.7, usage=(0.55, 0.2, 0.25), final_sale=0.15,
+        multi_item=0.35,
+    ),
+    # Interacting rules: risk and its exemptions, warranty with evidence, late parcels, vague
+    # messages, two claims, several items, dates to compute, customers whose account is wrong.
+    ("decision", "hard"): Pool(
+        kinds=(("defective", None), ("damaged", None), ("not_received", None), ("changed_mind", "damaged"),
+               ("size_issue", None), ("wrong_item", "damaged"), ("vague", None), ("duplicate_charge", None)),
+        presentation="dates", tones=("angry", "vague", "multi_issue", "typos", "calm"),
+        in_window=0.72, late_days=(W + 1, 420), photos=0.45, usage=(0.5, 0.2, 0.3), final_sale=0.15,
+        high_risk=0.15, multi_item=0.5, stated_days=0.35, in_stock=0.45, double_charge=0.6,
+    ),
+    # Triage: the outcome tag of plainly stated claims (Needs_Info when photos are missing).
+    ("workflow", "easy"): Pool(
+        kinds=(("changed_mind", None), ("damaged", None), ("wrong_item", None), ("item_used", None),
+               ("duplicate_charge", None), ("size_issue", None)),
+        in_window=0.8, photos=0.6, usage=(0.8, 0.2, 0.0), wear=0.0, in_stock=0.55, double_charge=0.6,
+    ),
+    # Routing: the owning team — Escalations for refunds above the threshold (of the claimed item),
+    # Fraud for what P7 declines, Billing for billing errors, Returns for the rest.
+    ("workflow", "medium"): Pool(
+        kinds=(("damaged", None), ("wrong_item", None), ("changed_mind", None), ("size_issue", None),
+               ("duplicate_charge", None), ("not_received", None)),
+        tones=("calm", "angry", "vague", "multi_issue", "typos"),
+        in_window=1.0, photos=1.0, usage=(1.0, 0.0, 0.0), in_stock=0.25, final_sale=0.0, double_charge=0.6,
+        carriers=(("lost", 0.5), ("returned", 0.2), ("late", 0.3)), high_risk=0.25, price="around_threshold",
+        multi_item=0.35,
+    ),
+    # Resolution: everything, end to end, asking where the policy needs it.
+    ("workflow", "hard"): Pool(
+        kinds=(("changed_mind", None), ("defective", None), ("damaged", None), ("not_received", None),
+               ("wrong_item", None), ("size_issue", "defective"), ("item_used", None), ("duplicate_charge", None)),
+        presentation="dates", tones=("calm", "angry", "vague", "multi_issue", "typos"),
+        in_window=0.75, late_days=(W + 1, 420), photos=0.5, usage=(0.5, 0.2, 0.3), final_sale=0.12,
+        high_risk=0.12, multi_item=0.5, stated_days=0.3, double_charge=0.6,
+    ),
 }
 
 
-class RecipeMismatch(AssertionError):
-    """A scenario produced a ticket whose policy verdict is not the path it was written for."""
+class InconsistentTicket(AssertionError):
+    """The drawn facts do not make a coherent ticket (the consistency check refused it)."""
 
 
 # ------------------------------------------------------------------------------------- building
 
 @lru_cache(maxsize=64)
 def scenario_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[int, ...]:
-    """Scenario index of every ticket of a pool: the cell's scenarios round-robin, in a keyed order."""
-    cell = SCENARIOS[(family, difficulty)]
-    order = [i % len(cell) for i in range(pool_size(split, family, difficulty))]
+    """Claim kind of every ticket of a pool: the pool's kinds round-robin, in a keyed order."""
+    kinds = POOLS[(family, difficulty)].kinds
+    order = [i % len(kinds) for i in range(pool_size(split, family, difficulty))]
     random.Random(_keyed_seed(key, "scenario-order", split, family, difficulty)).shuffle(order)
     return tuple(order)
 
 
 def generate_ticket(key: bytes, split: Split, family: Family, difficulty: Difficulty, position: int) -> Ticket:
-    """Ticket ``position`` of a pool: a pure function of (generator version, key, split, cell, position)."""
+    """Ticket ``position`` of a pool: a pure function of (generator version, key, split, cell, position).
+
+    A draw the consistency check refuses is redrawn (a keyed attempt counter), so the result stays a
+    pure function of the same inputs."""
     size = pool_size(split, family, difficulty)
     if not 0 <= position < size:
         raise ValueError(f"position {position} is outside the {split} {family}/{difficulty} pool of {size}")
-    scenario = SCENARIOS[(family, difficulty)][scenario_order(key, split, family, difficulty)[position]]
-    rng = random.Random(_keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position))
+    pool = POOLS[(family, difficulty)]
+    kind = pool.kinds[scenario_order(key, split, family, difficulty)[position]]
     ticket_id = ticket_id_for(key, family, difficulty, position)
-    ticket = _build(rng, split, ticket_id, position, family, difficulty, scenario)
-    verdict = evaluate(ticket)
-    if verdict.gold != scenario.expect or (scenario.expect_queue and verdict.queue != scenario.expect_queue):
-        raise RecipeMismatch(f"{scenario.name}: expected {scenario.expect}/{scenario.expect_queue}, policy says {verdict.gold}/{verdict.queue} ({verdict.rationale})")
-    return ticket
+    for attempt in range(50):
+        rng = random.Random(_keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position, attempt))
+        ticket = _build(rng, pool, kind, split, ticket_id, position, family, difficulty)
+        if not messages.inconsistencies(ticket):
+            return ticket
+    raise InconsistentTicket(f"no coherent ticket for {family}/{difficulty} #{position}: {messages.inconsistencies(ticket)}")
+
+
+def _item(rng: random.Random, issue: IssueType, second: IssueType | None, pool: Pool, return_flagged: bool) -> CatalogItem:
+    def fits(c: CatalogItem) -> bool:
+        for claim in (issue, second):
+            if claim == "size_issue" and c.category not in ("apparel", "footwear"):
+                return False
+            if claim == "defective" and (c.perishable or c.category == "apparel"):
+                return False
+        if issue in ("changed_mind", "size_issue", "item_used") and (c.hygiene or c.perishable) != return_flagged:
+            return False
+        return True
+
+    candidates = [c for c in CATALOG if fits(c)]
+    if pool.price == "around_threshold":  # items whose refund can land on either side of the escalation threshold
+        candidates = [c for c in candidates if c.price[1] >= 320] or candidates
+    if not candidates:  # no hygiene item fits these claims: the return is flagged final sale instead
+        return _item(rng, issue, second, pool, return_flagged=False)
+    return rng.choice(candidates)
+
+
+def _price(rng: random.Random, item: CatalogItem, pool: Pool) -> float:
+    lo, hi = item.price
+    value = rng.uniform(lo, hi)
+    if pool.price == "around_threshold" and hi > 300:  # either side of the escalation threshold
+        value = rng.uniform(max(lo, 150), 299) if rng.random() < 0.35 else rng.uniform(305, max(hi, 420))
+    return round(max(round(value) - rng.choice((0.0, 0.01, 0.05)), 5.0), 2)
 
 
 def _build(
-    rng: random.Random, split: Split, ticket_id: str, position: int, family: Family, difficulty: Difficulty, sc: Scenario
+    rng: random.Random, pool: Pool, kind: tuple[IssueType, IssueType | None], split: Split, ticket_id: str, position: int,
+    family: Family, difficulty: Difficulty,
 ) -> Ticket:
-    f = sc.facts(rng)
-    issue = f["issue"]
+    issue, second = kind
+    actual = rng.choice(pool.vague_actual) if issue == "vague" else None
+    main = actual or issue  # the claim the facts are drawn for
 
-    item = rng.choice([c for c in CATALOG if _item_fits(c, f)])
-    lo, hi = item.price
-    if f.get("price_floor"):
-        lo, hi = max(lo, ESCALATION_THRESHOLD + 20), max(hi, ESCALATION_THRESHOLD + 200)
-    if f.get("price_cap"):
-        hi = min(hi, ESCALATION_THRESHOLD - 20)
-    price = round(max(round(rng.uniform(lo, hi)) - rng.choice((0.0, 0.01, 0.05)), 5.0), 2)
+    # P6 for returns: a final-sale flag, or (as often) a hygiene/perishable item.
+    flagged_kind = rng.random() < pool.final_sale * 2 if main in ("changed_mind", "size_issue", "item_used") else False
+    hygiene_item = flagged_kind and rng.random() < 0.5
+    item = _item(rng, main, second, pool, return_flagged=hygiene_item)
+    hygiene_item = hygiene_item and (item.hygiene or item.perishable)
     product = Product(
         sku=f"SKU-{rng.randint(10000, 99999)}",
         name=item.name,
         category=item.category,  # type: ignore[arg-type]
-        price=price,
-        in_stock=f.get("in_stock", rng.random() < 0.7),
-        final_sale=f.get("final_sale", False),
+        price=_price(rng, item, pool),
+        in_stock=rng.random() < pool.in_stock,
+        final_sale=flagged_kind and not hygiene_item,
         hygiene=item.hygiene,
         perishable=item.perishable,
-        warranty_days=f.get("warranty", item.warranty_days),
+        warranty_days=item.warranty_days,
     )
-    quantity = 1
-    amount = round(price * quantity, 2)
+    lines = [OrderLine(product=product, quantity=rng.choice((1, 1, 1, 2)) if pool.multi_item else 1)]
+    if rng.random() < pool.multi_item:
+        for _ in range(rng.randint(1, 2)):
+            other = rng.choice([c for c in CATALOG if c.name != item.name and all(c.name != l.product.name for l in lines)])
+            lines.append(OrderLine(product=Product(
+                sku=f"SKU-{rng.randint(10000, 99999)}", name=other.name, category=other.category,  # type: ignore[arg-type]
+                price=_price(rng, other, pool), in_stock=rng.random() < 0.5, final_sale=rng.random() < 0.2,
+                hygiene=other.hygiene, perishable=other.perishable, warranty_days=other.warranty_days,
+            ), quantity=rng.choice((1, 1, 2))))
+        rng.shuffle(lines)
+    claimed = next(i for i, line in enumerate(lines) if line.product.sku == product.sku)
 
-    risk = f.get("risk")
+    risk = rng.choice(("returns", "chargeback", "fraud")) if rng.random() < pool.high_risk else None
     customer = Customer(
         customer_id=f"C-{rng.randint(100000, 999999)}",
         name=f"{rng.choice(_FIRST)} {rng.choice(_LAST)}",
@@ -308,50 +286,76 @@ def _build(
     )
 
     opened = _EPOCH + timedelta(days=rng.randint(0, 300))
-    carrier = f.get("carrier", "delivered")
-    late = f.get("late", 0)
-    if issue == "not_received" and carrier != "delivered":
-        days = None
-        delivery_date = None
-        order_date = opened - timedelta(days=rng.randint(6, 20) + late)
-    else:
-        days = f.get("days", rng.randint(1, W))
-        if issue == "not_received":
-            days = rng.randint(0, 5)
+    carrier, late, found = "delivered", 0, None
+    if main == "not_received":
+        names, weights = zip(*pool.carriers)
+        carrier = rng.choices(names, weights)[0]
+        if carrier == "late":
+            carrier, late = "in_transit", rng.randint(LATE_IN_TRANSIT_DAYS + 1, 30)
+        elif carrier == "in_transit":
+            late = rng.randint(0, LATE_IN_TRANSIT_DAYS)
+        elif carrier == "lost":
+            late = rng.randint(3, 20)
+    if carrier == "delivered":
+        if main == "not_received":
+            days = rng.randint(1, 6)
+            found = rng.random() < pool.found
+        elif main == "defective":  # warranty claims reach far past the window
+            days = rng.randint(1, W) if rng.random() < pool.in_window else rng.randint(*pool.late_days)
+        else:
+            days = rng.randint(1, W) if rng.random() < pool.in_window else rng.randint(pool.late_days[0], min(pool.late_days[1], 150))
         delivery_date = opened - timedelta(days=days)
         order_date = delivery_date - timedelta(days=rng.randint(2, 7))
+    else:
+        days, delivery_date = None, None
+        order_date = opened - timedelta(days=rng.randint(6, 20) + late)
+    total = round(sum(line.amount for line in lines), 2)
     order = Order(
         order_id=f"ORD-{rng.randint(10_000_000, 99_999_999)}",
-        product=product,
-        quantity=quantity,
-        amount=amount,
+        lines=tuple(lines),
+        amount=total,
         order_date=order_date.isoformat(),
         delivery_date=delivery_date.isoformat() if delivery_date else None,
         days_since_delivery=days,
-        carrier_status=carrier,
+        carrier_status=carrier,  # type: ignore[arg-type]
         days_past_estimate=late if carrier in ("in_transit", "lost") else 0,
         payment_method=rng.choice(("card", "card", "paypal", "gift_card")),
-        charged_twice=f.get("charged_twice", False),
+        charges=2 if main == "duplicate_charge" and rng.random() < pool.double_charge else 1,
     )
 
-    tone = f.get("tone", "calm")
-    # Usage is part of the message only for returns; photos only for claims about the item.
-    used = f.get("used", False) if issue in ("changed_mind", "size_issue", "item_used") else None
-    images = issue in ("damaged", "defective", "wrong_item") and f.get("images", rng.random() < 0.5)
-    # Side complaints that never change the policy path: a late delivery, dented packaging, "other problems".
-    secondary = rng.choice([s for s in ("not_received", "damaged", "vague") if s != issue]) if tone == "multi_issue" else None
-    claim = Claim(issue=issue, images_provided=bool(images), item_used=used, tone=tone, secondary_issue=secondary)
-
-    hidden = HiddenFacts(
-        photos_show=(rng.choice(("damage", "damage", "normal_wear")) if issue in ("damaged", "defective") and not images else None),
-        item_used=(rng.random() < 0.5) if used is None and issue in ("changed_mind", "size_issue") else None,
-        parcel_found=(rng.random() < 0.4) if issue == "not_received" and carrier == "delivered" else None,
-        actual_issue=(rng.choice(("damaged", "wrong_item", "changed_mind", "defective")) if issue == "vague" else None),
-    )
+    tone = rng.choice(pool.tones)
     if issue == "vague":
-        claim = claim.model_copy(update={"images_provided": hidden.actual_issue in ("damaged", "defective", "wrong_item")})
-        if hidden.actual_issue == "changed_mind":
-            hidden = hidden.model_copy(update={"item_used": rng.random() < 0.5})
+        tone = rng.choice(("vague", "angry", "typos", "calm"))
+    returns = ("changed_mind", "size_issue")
+    stated = None
+    if issue in returns:
+        unused, used, _ = pool.usage
+        r = rng.random()
+        stated = False if r < unused else True if r < unused + used else None
+    elif issue == "item_used":
+        stated = True
+    item_claims = ("damaged", "defective", "wrong_item")
+    has_photo_claim = issue in item_claims or second in ("damaged", "defective")
+    images = has_photo_claim and issue != "wrong_item" and rng.random() < pool.photos
+    if issue == "wrong_item" and second is None:
+        images = rng.random() < 0.5  # not needed (P4), sometimes sent anyway
+    photo_claim = main in ("damaged", "defective") or second in ("damaged", "defective")
+    hidden = HiddenFacts(
+        photos_show=("normal_wear" if rng.random() < pool.wear else "damage") if photo_claim and not images else None,
+        item_used=(rng.random() < 0.5) if stated is None and (main in returns) else None,
+        parcel_found=found,
+        actual_issue=actual,
+    )
+    remark: Remark | None = None
+    if tone == "multi_issue":
+        remark = rng.choice(("slow_delivery", "second_contact", "service") if carrier == "delivered" else ("second_contact", "service"))
+    stated_days = None
+    if days is not None and rng.random() < pool.stated_days:
+        stated_days = rng.choice((2, 3, 5, 7, 10, 14, 21, 28, 40, 60, 90))  # recollection, independent of the records
+    claim = Claim(
+        issue=issue, line=claimed, images_provided=bool(images), item_used=stated, tone=tone,
+        second_issue=second, remark=remark, stated_days_ago=stated_days,
+    )
     subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim)
     return Ticket(
         ticket_id=ticket_id,
@@ -359,7 +363,7 @@ def _build(
         split=split,
         family=family,
         difficulty=difficulty,
-        scenario=sc.name,
+        presentation=pool.presentation,
         opened_on=opened.isoformat(),
         customer=customer,
         order=order,
@@ -368,23 +372,3 @@ def _build(
         subject=subject,
         message=body,
     )
-
-
-def _item_fits(item: _CatalogItem, f: dict[str, Any]) -> bool:
-    issue = f["issue"]
-    if f.get("hygiene") and not item.hygiene:
-        return False
-    if f.get("price_floor") and item.price[1] < ESCALATION_THRESHOLD + 50:
-        return False
-    if f.get("price_cap") and item.price[0] > ESCALATION_THRESHOLD - 50:
-        return False
-    # Change-of-mind and size returns only meet P6 when the recipe asks for it.
-    if issue in ("changed_mind", "size_issue", "item_used") and not f.get("hygiene") and (item.hygiene or item.perishable):
-        return False
-    if issue == "size_issue" and item.category not in ("apparel", "footwear"):
-        return False
-    if issue == "defective" and (item.perishable or item.category in ("apparel",)):
-        return False
-    if "warranty" in f and (item.perishable or item.hygiene):
-        return False
-    return True

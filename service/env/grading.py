@@ -22,33 +22,25 @@ from dataclasses import dataclass, field
 
 from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Act, EpisodeState, Grade, GradeComponent
-from service.env.policy import REASONS, REASONS_WITH_WINDOW, Verdict, evaluate, full_information_verdict
+from service.env.policy import Verdict, evaluate
+from service.env.replies import Judgement, judge
 from service.env.tasks import get_task
 from service.env.world import Ticket
 
-GRADER_VERSION = "2.0.0"
+GRADER_VERSION = "3.0.0"
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
 OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})
-
-_COURTESY = ("sorry", "apolog", "thank", "appreciate", "please", "happy to help", "kind regards", "understand")
-_RUDE = ("stupid", "idiot", "shut up", "your fault", "not our problem", "whatever", "ridiculous", "calm down", "dumb")
-_LEAK = ("fraud", "high-risk", "high risk", "risk score", "risk assessment", "flagged", "chargeback", "internal note", "blacklist")
-_PROMISE = (
-    "will refund", "will be refunded", "refund has been", "refund is on its way", "issued a refund", "processed your refund",
-    "approved your refund", "refund approved", "will send a replacement", "replacement is on its way", "approved your",
-)
-_APPROVAL_WORDS = {"approve_refund": ("refund",), "approve_replacement": ("replacement", "replace", "new one")}
 
 
 def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
     """Gold 1.0, alternative 0.5, wrong 0.0, harmful -0.5 — against the verdict the agent faced.
 
-    While the policy still requires information, deciding is wrong, and harmful when the full
-    facts would forbid that decision.
+    While the policy still requires information, any decision is wrong (0): the agent could not see
+    what the answer would have been, so what it would have shown does not change the grade (P11).
     """
     if verdict.gold == "request_info":
-        return HARMFUL if decision in full_information_verdict(ticket).harmful else WRONG
+        return WRONG
     if decision == verdict.gold:
         return GOLD
     if decision in verdict.alternatives:
@@ -58,23 +50,6 @@ def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
     return WRONG
 
 
-def _has(text: str, phrases: tuple[str, ...]) -> bool:
-    return any(p in text for p in phrases)
-
-
-def forbidden_content(reply: str, *, denying: bool) -> list[str]:
-    """What is wrong with a reply: rudeness, leaked internal notes, a promise the decision denies."""
-    text = reply.lower()
-    problems = []
-    if _has(text, _RUDE):
-        problems.append("rude")
-    if _has(text, _LEAK):
-        problems.append("leaks internal risk notes")
-    if denying and _has(text, _PROMISE):
-        problems.append("promises an outcome it denies")
-    return problems
-
-
 # ------------------------------------------------------------------------------- the episode
 
 @dataclass
@@ -82,14 +57,17 @@ class _Walk:
     """The episode's acts folded into the facts graders need."""
 
     decisions: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (decision, revealed before it)
+    decision_steps: list[int] = field(default_factory=list)
     tags: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (tag, revealed before it)
     queues: list[str] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)
+    reply_steps: list[int] = field(default_factory=list)
     lookups: list[str] = field(default_factory=list)
     closed: bool = False
     replied_before_close: bool = False
     decided_before_close: bool = False
     policy_before_decision: bool = False
+    answered_before_close: bool = False
     routed_before_close: bool = False
     tags_before_close: list[str] = field(default_factory=list)
     revealed: set[str] = field(default_factory=set)
@@ -98,6 +76,15 @@ class _Walk:
     def real_decisions(self) -> list[tuple[str, frozenset[str]]]:
         """Decisions other than request_info (asking is not deciding)."""
         return [(d, rev) for d, rev in self.decisions if d != "request_info"]
+
+    @property
+    def answers(self) -> list[str]:
+        """Replies that tell the customer the outcome: those sent with or after the decision (a
+        request_info's question is not the answer)."""
+        steps = [s for (d, _), s in zip(self.decisions, self.decision_steps) if d != "request_info"]
+        if not steps:
+            return []
+        return [r for r, s in zip(self.replies, self.reply_steps) if s >= steps[0]]
 
     @property
     def outcome_tags(self) -> list[str]:
@@ -113,17 +100,20 @@ def _walk(acts: tuple[Act, ...]) -> _Walk:
             if act.value != "request_info" and not w.real_decisions:
                 w.policy_before_decision = "policy" in w.lookups
             w.decisions.append((act.value, frozenset(w.revealed)))
+            w.decision_steps.append(act.step)
         elif act.kind == "tag":
             w.tags.append((act.value, frozenset(w.revealed)))
         elif act.kind == "queue":
             w.queues.append(act.value)
         elif act.kind == "reply":
             w.replies.append(act.value)
+            w.reply_steps.append(act.step)
         elif act.kind == "lookup":
             w.lookups.append(act.value)
         elif act.kind == "close" and not w.closed:
             w.closed = True
             w.replied_before_close = bool(w.replies)
+            w.answered_before_close = bool(w.answers)
             w.decided_before_close = bool(w.real_decisions)
             w.routed_before_close = bool(w.queues)
             w.tags_before_close = [tag for tag, _ in w.tags]
@@ -135,6 +125,12 @@ class _Context:
     ticket: Ticket
     walk: _Walk
     initial: Verdict  # the verdict before the customer answered anything
+    task_id: str
+
+    @property
+    def reply(self) -> Judgement | None:
+        """The reply the task grades: the holding reply when routing, else the answer."""
+        return self.holding if self.task_id == "workflow-routing" else self.answer
 
     @property
     def decision(self) -> tuple[str, Verdict] | None:
@@ -145,9 +141,21 @@ class _Context:
         decision, revealed = real[0]
         return decision, evaluate(self.ticket, revealed)
 
+    def judge_replies(self, replies: list[str], decision: str | None, verdict: Verdict) -> Judgement | None:
+        return judge(" ".join(replies), self.ticket, decision, verdict, frozenset(self.walk.revealed)) if replies else None
+
     @property
-    def text(self) -> str:
-        return " ".join(self.walk.replies).lower()
+    def answer(self) -> Judgement | None:
+        """The resolution reply judged against the agent's own decision."""
+        decided = self.decision
+        if decided is None:
+            return None
+        return self.judge_replies(self.walk.answers, decided[0], decided[1])
+
+    @property
+    def holding(self) -> Judgement | None:
+        """The routing reply, judged as a holding reply."""
+        return self.judge_replies(self.walk.replies, None, self.initial)
 
 
 @dataclass(frozen=True)
@@ -214,8 +222,8 @@ def _closed_routing(c: _Context) -> _Check:
 
 def _closed_resolution(c: _Context) -> _Check:
     w = c.walk
-    return _ok(w.closed and w.replied_before_close and w.decided_before_close, "closed after deciding and replying",
-               "not closed after deciding and replying")
+    return _ok(w.closed and w.answered_before_close and w.decided_before_close, "closed after deciding and replying",
+               "not closed after deciding and telling the customer")
 
 
 def _queue(c: _Context) -> _Check:
@@ -228,50 +236,47 @@ def _queue(c: _Context) -> _Check:
     return _Check(1.0, f"routed to {expected}", c.initial.clauses)
 
 
+def _judged(j: Judgement | None, passed: bool, yes: str, what: str) -> _Check:
+    if j is None:
+        return _Check(0.0, "no reply")
+    return _ok(passed, yes, f"{what}: " + ("; ".join(j.problems) or "see the rubric"))
+
+
 def _reply_courteous(c: _Context) -> _Check:
-    return _ok(bool(c.walk.replies) and _has(c.text, _COURTESY), "courteous", "no courteous reply")
+    j = c.reply
+    return _judged(j, j is not None and j.courteous, "courteous", "not courteous")
 
 
 def _reply_order_id(c: _Context) -> _Check:
-    oid = c.ticket.order.order_id
-    return _ok(oid.lower() in c.text, f"quotes {oid}", "the reply does not quote the order id")
+    j = c.reply
+    return _judged(j, j is not None and j.quotes_order_id, f"quotes {c.ticket.order.order_id}", "does not quote the order id")
 
 
 def _reply_no_outcome(c: _Context) -> _Check:
-    replies = c.walk.replies
-    promising = [r for r in replies if forbidden_content(r, denying=True)]
-    return _ok(bool(replies) and not promising, "a holding reply that promises no outcome",
-               "no reply" if not replies else "the holding reply promises an outcome or has forbidden content")
+    j = c.holding
+    return _judged(j, j is not None and j.no_outcome and j.clean, "a holding reply that says who handles it and promises no outcome",
+                   "not a clean holding reply")
 
 
 def _reply_outcome(c: _Context) -> _Check:
-    decided = c.decision
-    if not c.walk.replies or decided is None:
-        return _Check(0.0, "no reply" if not c.walk.replies else "no decision to state")
-    decision, verdict = decided
-    text = c.text
-    if decision == "reject":
-        reason = verdict.reason
-        reason_ok = reason is not None and _has(text, REASONS[reason])
-        window_ok = reason not in REASONS_WITH_WINDOW or _has(text, REASONS["window"])
-        need = f"the reason ({reason})" + (" and the 30-day window" if reason in REASONS_WITH_WINDOW else "")
-        return _ok(reason_ok and window_ok, f"states {need}", f"does not state {need}")
-    words = _APPROVAL_WORDS.get(decision, ())
-    what = decision.removeprefix("approve_")
-    return _ok(_has(text, words), f"confirms the {what}", f"does not confirm the {what}")
+    j = c.answer
+    return _judged(j, j is not None and j.states_outcome, "states the decision (and the actual reason)", "does not state the outcome")
 
 
 def _reply_clean(c: _Context) -> _Check:
-    denying = c.decision is not None and c.decision[0] == "reject"
-    replies = c.walk.replies
-    bad = sorted({p for r in replies for p in forbidden_content(r, denying=denying)})
-    return _ok(bool(replies) and not bad, "no forbidden content", "no reply" if not replies else "; ".join(bad))
+    j = c.answer
+    return _judged(j, j is not None and j.clean, "no forbidden content", "forbidden content")
 
 
 def _conduct(c: _Context) -> _Check:
-    denying = c.decision is not None and c.decision[0] == "reject"
-    bad = sorted({p for r in c.walk.replies for p in forbidden_content(r, denying=denying)})
-    return _ok(not bad, "no forbidden reply content", "; ".join(bad))
+    """Across every reply of the episode: no rudeness, no leaked risk notes, no promise the agent's own
+    decision denies."""
+    decided = c.decision
+    bad = []
+    for reply in c.walk.replies:
+        j = judge(reply, c.ticket, decided[0] if decided else None, decided[1] if decided else c.initial, frozenset(c.walk.revealed))
+        bad += [p for p in j.problems if p.startswith(("rude", "leaks", "promises"))]
+    return _ok(not bad, "no forbidden reply content", "; ".join(dict.fromkeys(bad)))
 
 
 def _policy_lookup(c: _Context) -> _Check:
@@ -323,7 +328,8 @@ _PENALTIES: dict[str, Callable[[_Context], int]] = {
     "repetition": _repetitions,
     "wrong_queue": lambda c: sum(1 for q in c.walk.queues if q != c.initial.queue),
     "decided": lambda c: int(bool(c.walk.real_decisions)),
-    "closed_without_reply": lambda c: int(c.walk.closed and not c.walk.replied_before_close),
+    "closed_without_reply": lambda c: int(c.walk.closed and not (
+        c.walk.answered_before_close if c.task_id == "workflow-resolution" else c.walk.replied_before_close)),
     "contradiction": lambda c: len({d for d, _ in c.walk.real_decisions}) - 1 if c.walk.real_decisions else 0,
 }
 
@@ -334,7 +340,7 @@ def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
     """Score the episode (finished or not) from its acts. Pure and deterministic."""
     task = get_task(state.task_id)
     ticket = dataset.ticket(state.ticket_id)
-    ctx = _Context(ticket, _walk(state.acts), evaluate(ticket))
+    ctx = _Context(ticket, _walk(state.acts), evaluate(ticket), task.id)
     info_needed = ctx.initial.gold == "request_info"
     criteria = [c for c in task.rubric.criteria if c.applies == "always" or info_needed]
     total = sum(c.weight for c in criteria) or 1.0

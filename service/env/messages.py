@@ -1,10 +1,12 @@
 """Customer text: the first message of a ticket and the scripted replies to ``request_info``.
 
 Both functions are pure: all variety comes from the ``random.Random`` passed in, so the same
-seed always yields the same text. Phrasing depends only on the claim (issue, photos, usage,
-tone, secondary issue), the product (name, category), the order id and the customer's first
-name — never on price, stock, final sale, warranty, carrier status, dates or the customer's
-history, so no phrase can leak the gold decision. Those facts reach the agent through lookups.
+seed always yields the same text. Phrasing depends only on the claim (issue, a second claim,
+photos, usage, tone, a side remark, the customer's own recollection of when it arrived — drawn
+independently of the records), the product (name, category), the order id and the customer's first
+name — never on price, stock, final sale, warranty, carrier status, the recorded dates or the
+customer's history, so no phrase can leak the gold decision. Those facts reach the agent through
+the ticket header and lookups (and the records decide when the customer remembers wrong: P12).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, Product
+from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, Product, Ticket
 
-__all__ = ["ANSWER_TOPICS", "render_customer_answer", "render_message"]
+__all__ = ["ANSWER_TOPICS", "PhraseBook", "inconsistencies", "phrasebook", "render_customer_answer", "render_message"]
 
 ANSWER_TOPICS: tuple[str, ...] = ("photos", "usage", "delivery", "details")
 
@@ -117,19 +120,21 @@ _ISSUE_CLAUSES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Side remarks for multi-issue messages: the main complaint stays first and clear.
-_SECONDARY_REMARKS: dict[str, tuple[str, ...]] = {
-    "damaged": ("the box was dented when it came", "the packaging was damaged too"),
-    "defective": ("something on it seems faulty as well", "one of the buttons doesn't work either"),
-    "wrong_item": ("I'm not even sure it's the colour I picked", "the accessory in the box is the wrong one"),
-    "not_received": ("the delivery was late", "it took ages to get here"),
-    "size_issue": ("it's a bit small anyway", "the fit isn't great either"),
-    "changed_mind": ("honestly I'm not sure I even want it anymore", "I kind of regret ordering it"),
-    "item_used": ("I've used it a bit and I'm not keen on it either", "I tried it out and it's not great"),
-    "duplicate_charge": ("I was charged twice?", "I think there are two payments on my statement"),
-    "vague": ("there are other problems too", "that's not the only thing"),
+# Side remarks of multi-issue messages: complaints that are not claims and change nothing (P13).
+_REMARKS: dict[str, tuple[str, ...]] = {
+    "slow_delivery": ("the delivery took ages to get here", "it came days later than promised"),
+    "second_contact": ("this is the second time I've had to write to you", "nobody answered my last email"),
+    "service": ("your chat line kept me waiting for an hour", "I'm not impressed with the service so far"),
 }
-_SECONDARY_LEADS = ("Also, ", "Oh and ", "On top of that, ", "Plus ", "And ")
+_REMARK_LEADS = ("Also, ", "Oh and ", "On top of that, ", "Plus ", "And ")
+# A second claim about the same item (P13 decides which counts): only clauses that start with the item.
+_SECOND_CLAIM_LEADS = ("On top of that, ", "And to make it worse, ", "Also, ", "What's more, ")
+# The customer's own recollection of the delivery; the records decide (P12).
+_ARRIVED = ("I got it {when}", "it arrived {when}", "it was delivered {when}", "it came {when}")
+_SEVERAL_ITEMS = (
+    "It's one of the items in my order.", "The rest of the order is fine.", "Only this item, the others are fine.",
+    "The other things in the parcel are okay.",
+)
 
 _PHOTO_SENTENCES = (
     "I've attached photos.",
@@ -268,7 +273,7 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
     then adds character noise that never touches the order id, the product name or digits.
     """
     style = _style_of(claim.tone)
-    product = order.product
+    product = order.lines[claim.line].product
     oid = order.order_id if rng.random() < 0.8 else None
     placement = rng.choice(("opening", "item", "trailer")) if oid else None
 
@@ -283,6 +288,10 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
         facts.append(_sentence(usage, style))
     if claim.images_provided:
         facts.append(rng.choice(_PHOTO_SENTENCES_SHORT) if style == "vague" else rng.choice(_PHOTO_SENTENCES))
+    if claim.stated_days_ago is not None:
+        facts.append(_sentence(rng.choice(_ARRIVED) .format(when=_ago(claim.stated_days_ago)), style))
+    if len(order.lines) > 1 and claim.issue not in ("not_received", "duplicate_charge"):
+        facts.append(_sentence(rng.choice(_SEVERAL_ITEMS).rstrip("."), style))
     rng.shuffle(facts)
     # Sometimes fold the usage clause into the issue sentence: "X arrived cracked, and it's unused."
     if usage is not None and style == "calm" and rng.random() < 0.3:
@@ -290,10 +299,12 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
         issue = issue[:-1] + ", and " + usage + "."
 
     secondary = ""
-    if claim.tone == "multi_issue" and claim.secondary_issue is not None:
-        secondary = _sentence(
-            rng.choice(_SECONDARY_LEADS) + rng.choice(_SECONDARY_REMARKS[claim.secondary_issue]), style
-        )
+    if claim.second_issue is not None:
+        starts = [c for c in _fitting_clauses(claim.second_issue, product, claim.item_used) if c.startswith("{item}")]
+        secondary = _sentence(rng.choice(_SECOND_CLAIM_LEADS) + _fmt(rng.choice(starts), item="it"), style)
+    if claim.remark is not None:
+        remark = _sentence(rng.choice(_REMARK_LEADS) + rng.choice(_REMARKS[claim.remark]), style)
+        secondary = f"{secondary} {remark}".strip()
 
     asks = _ASKS_BY_ISSUE[claim.issue] + _ASKS_GENERIC[style]
     ask = rng.choice(asks)
@@ -347,26 +358,31 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
 
 def render_customer_answer(
     rng: random.Random, *, topics: frozenset[str], hidden: HiddenFacts, claim: Claim, order: Order
-) -> str:
-    """The scripted customer's reply to the agent's request for information.
+) -> tuple[str, frozenset[str]]:
+    """The scripted customer's reply to the agent's request for information, and the hidden-fact
+    topics the reply states.
 
     ``topics`` is what the agent asked about, a subset of :data:`ANSWER_TOPICS`; each is answered
     in that fixed order from the hidden facts, or from the visible claim when nothing is hidden
-    about it. An empty set means the question was unclear: the reply asks what is needed and
-    reveals nothing.
+    about it. A fact the customer states counts whatever was asked (the details of a vague claim
+    may say the item is unused: that reveals its condition too). An empty set means the question
+    was unclear: the reply asks what is needed and reveals nothing.
     """
     unknown = set(topics) - set(ANSWER_TOPICS)
     if unknown:
         raise ValueError(f"unknown answer topics {sorted(unknown)}; expected a subset of {ANSWER_TOPICS}")
     style = _style_of(claim.tone)
-    product = order.product
+    product = order.lines[claim.line].product
+    stated: set[str] = set()
     if not topics:
         parts = [rng.choice(_CONFUSED[style])]
     else:
         parts = []
         for topic in ANSWER_TOPICS:  # fixed order: frozenset iteration order is hash-salted
             if topic in topics:
-                parts.append(_ANSWERERS[topic](rng, hidden, claim, product))
+                text, facts = _ANSWERERS[topic](rng, hidden, claim, product, order.days_since_delivery)
+                parts.append(text)
+                stated |= facts
     if style == "angry" and topics:
         parts.insert(0, rng.choice(("Fine.", "Again?!", "I already told you!", "OK, FINE.")))
         parts.append(rng.choice(("Now sort it out!", "Can you PLEASE fix this now?", "Hurry up!")))
@@ -377,7 +393,28 @@ def render_customer_answer(
         text = text[0].lower() + text[1:]
     if claim.tone == "typos":
         text = _add_typos(rng, text, _protected_words(order, None))
-    return text
+    return text, frozenset(stated)
+
+
+def inconsistencies(ticket: Ticket) -> list[str]:
+    """What makes a drawn ticket incoherent (the generator redraws it): facts and text must agree."""
+    problems = []
+    claim, order = ticket.claim, ticket.order
+    delivered = order.carrier_status == "delivered"
+    if claim.remark == "slow_delivery" and not delivered:
+        problems.append("a slow-delivery remark on a parcel that never arrived")
+    if claim.stated_days_ago is not None and not delivered:
+        problems.append("the customer recalls a delivery that never happened")
+    if claim.issue == "not_received" and claim.second_issue is not None:
+        problems.append("a second claim about an item that never arrived")
+    if claim.images_provided and not re.search(r"photo|picture|image|pics?\b|attach", ticket.message, re.IGNORECASE):
+        problems.append("photos attached but the message never says so")
+    days = order.days_since_delivery
+    if ticket.hidden.photos_show == "normal_wear" and days is not None and days < 10:
+        problems.append("ordinary wear on an item delivered days ago")
+    if claim.issue in ("size_issue",) and ticket.product.category not in _SOFT_GOODS:
+        problems.append("a size claim on an item that has no size")
+    return problems
 
 
 # --------------------------------------------------------------------------------------------
@@ -425,105 +462,151 @@ _DEFECT_VIEWS = {
 }
 _WEAR_VIEWS = {
     "footwear": (
-        "the soles are worn down from months of walking in them, but they shouldn't fall apart like this",
-        "there are scuffs all over the toes and the heels are worn after lots of wear, but it's still faulty",
-        "the insoles are flattened and the treads are smooth from daily use, but they should last longer",
+        "the soles are worn down from {period} of walking in them, but they shouldn't fall apart like this",
+        "there are scuffs all over the toes and the heels are worn after {period} of wear, but it's still faulty",
+        "the insoles are flattened and the treads are smooth from {period} of daily use, but they should last longer",
     ),
     "apparel": (
-        "the colour has faded after a lot of washes, but it's obviously a faulty fabric",
-        "the fabric is pilled and stretched from wearing it a lot, but that shouldn't happen",
-        "it's a bit faded and bobbly from regular washing and wearing, but it's clearly defective",
+        "the colour has faded after {period} of washing, but it's obviously a faulty fabric",
+        "the fabric is pilled and stretched from wearing it for {period}, but that shouldn't happen",
+        "it's a bit faded and bobbly from {period} of regular washing and wearing, but it's clearly defective",
     ),
     "electronics": (
-        "the casing is scratched and scuffed from months of everyday use, but it's still faulty",
-        "the buttons are worn shiny and there are scratches from daily use, but it shouldn't be like this",
-        "the finish has worn off the edges after a lot of use, but it's clearly a defect",
+        "the casing is scratched and scuffed from {period} of everyday use, but it's still faulty",
+        "the buttons are worn shiny and there are scratches from {period} of daily use, but it shouldn't be like this",
+        "the finish has worn off the edges after {period} of use, but it's clearly a defect",
     ),
     "other": (
-        "there are scuffs and marks from everyday use over the months, but it's clearly faulty",
-        "it looks a bit worn and faded after lots of regular use, but it shouldn't be like this",
-        "the surface is scratched and worn from use over time, but it's still defective",
+        "there are scuffs and marks from {period} of everyday use, but it's clearly faulty",
+        "it looks a bit worn and faded after {period} of regular use, but it shouldn't be like this",
+        "the surface is scratched and worn from use over {period}, but it's still defective",
     ),
 }
 _PHOTO_LEADS = ("Here are the photos — ", "I've attached photos: ", "Pictures attached, ", "Sending photos now — ")
+Answer = tuple[str, frozenset[str]]
 
 
-def _answer_photos(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+def _period(days: int | None) -> str:
+    """How long the item has been used, in words that fit the delivery date."""
+    if days is None or days <= 21:
+        return "a couple of weeks"
+    if days <= 60:
+        return "several weeks"
+    return "months"
+
+
+def _answer_photos(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:
     lead = rng.choice(_PHOTO_LEADS)
     if hidden.photos_show == "damage":
-        issue = claim.issue if claim.issue in ("damaged", "defective") else hidden.actual_issue
+        issue = claim.issue if claim.issue in ("damaged", "defective") else hidden.actual_issue or claim.second_issue
         if issue == "defective":
             views = _DEFECT_VIEWS["electronics" if product.category == "electronics" else "other"]
         else:
             views = _DAMAGE_VIEWS["soft" if product.category in _SOFT_GOODS else "hard"]
-        return lead + rng.choice(views) + "."
+        return lead + rng.choice(views) + ".", frozenset({"photos"})
     if hidden.photos_show == "normal_wear":
         key = product.category if product.category in _WEAR_VIEWS else "other"
-        return lead + rng.choice(_WEAR_VIEWS[key]) + "."
+        return lead + rng.choice(_WEAR_VIEWS[key]).format(period=_period(days)) + ".", frozenset({"photos"})
     if claim.issue == "not_received":
-        return rng.choice(("There's nothing to photograph — the parcel isn't here.", "I can't send photos of something I never got."))
+        return rng.choice(("There's nothing to photograph — the parcel isn't here.", "I can't send photos of something I never got.")), frozenset()
     if claim.images_provided:
-        return rng.choice(("I already attached photos to my first message.", "The photos are in my first message."))
-    return rng.choice(("I don't have any photos to add, sorry.", "I haven't got anything more to show you."))
+        return rng.choice(("I already attached photos to my first message.", "The photos are in my first message.")), frozenset()
+    return rng.choice(("I don't have any photos to add, sorry.", "I haven't got anything more to show you.")), frozenset()
 
 
-def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+_USED_ANSWERS = ("Yes, I have used it a few times.", "Honestly, yes — I used it for a while before this.")
+_USED_ANSWERS_HARD = ("I did use it, yes.", "OK, I admit it has been used.")
+_USED_ANSWERS_SOFT = ("I did wear it a few times, yes.", "Yes, I've worn it and washed it.")
+_UNUSED_ANSWERS = ("No, it's never been used — still in the original packaging.", "It's completely unused, everything is still in the box.",
+                   "I haven't used it, it's exactly as it arrived.")
+_UNUSED_ANSWERS_HARD = ("Not used at all, it's still sealed in the packaging.",)
+_UNUSED_ANSWERS_SOFT = ("Not used at all, the tags are still on.",)
+_FOUND_PLACES = (
+    "my neighbour had it all along",
+    "it was behind the bins by the side door",
+    "it was sitting in the parcel locker",
+    "the building reception had it in the back",
+)
+_FOUND = "Good news — I checked again and {where}. Sorry for the trouble!"
+_NOT_FOUND = (
+    "I've asked all my neighbours and checked with reception — nothing. Nobody here signed for it.",
+    "I checked the porch, the bins, the neighbours and the building reception. It's not there and nobody signed for anything.",
+    "Nothing anywhere: not with the neighbours, not at reception, not on the porch. No one signed for it.",
+)
+
+
+@dataclass(frozen=True)
+class PhraseBook:
+    """The phrasings customers use, for readers that know them (the observable oracle proves, with it,
+    that every ticket can be solved from what an agent sees)."""
+
+    issue_clauses: dict[str, tuple[str, ...]]
+    used: tuple[str, ...]
+    unused: tuple[str, ...]
+    used_answers: tuple[str, ...]
+    unused_answers: tuple[str, ...]
+    damage_views: tuple[str, ...]
+    wear_views: tuple[str, ...]
+    found: tuple[str, ...]
+    not_found: tuple[str, ...]
+    second_claim_leads: tuple[str, ...]
+
+
+def phrasebook() -> PhraseBook:
+    strip = lambda bank: tuple(t.partition("|")[0] for t in bank)  # noqa: E731 - drop the usage tags
+    return PhraseBook(
+        issue_clauses={issue: strip(bank) for issue, bank in _ISSUE_CLAUSES.items()},
+        used=strip(_USED_CLAUSES),
+        unused=strip(_UNUSED_CLAUSES),
+        used_answers=_USED_ANSWERS + _USED_ANSWERS_HARD + _USED_ANSWERS_SOFT + ("And yes, it has been used.", "As I said, I have used it.", "Like I mentioned, it has been used."),
+        unused_answers=_UNUSED_ANSWERS + _UNUSED_ANSWERS_HARD + _UNUSED_ANSWERS_SOFT + ("It hasn't been used.", "As I said, I haven't used it.", "Like I mentioned, it's unused."),
+        damage_views=tuple(v for bank in (*_DAMAGE_VIEWS.values(), *_DEFECT_VIEWS.values()) for v in bank),
+        wear_views=tuple(v.format(period=p) for bank in _WEAR_VIEWS.values() for v in bank for p in ("a couple of weeks", "several weeks", "months")),
+        found=tuple(_FOUND.format(where=w) for w in _FOUND_PLACES),
+        not_found=_NOT_FOUND,
+        second_claim_leads=_SECOND_CLAIM_LEADS,
+    )
+
+
+def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:
     used = hidden.item_used
     soft = product.category in _SOFT_GOODS
     if used is True:
-        return rng.choice((
-            "Yes, I have used it a few times.",
-            "Honestly, yes — I used it for a while before this.",
-            "I did use it, yes." if not soft else "I did wear it a few times, yes.",
-            "OK, I admit it has been used." if not soft else "Yes, I've worn it and washed it.",
-        ))
+        return rng.choice(_USED_ANSWERS + (_USED_ANSWERS_SOFT if soft else _USED_ANSWERS_HARD)), frozenset({"usage"})
     if used is False:
-        return rng.choice((
-            "No, it's never been used — still in the original packaging.",
-            "It's completely unused, everything is still in the box.",
-            "Not used at all, the tags are still on." if soft else "Not used at all, it's still sealed in the packaging.",
-            "I haven't used it, it's exactly as it arrived.",
-        ))
+        return rng.choice(_UNUSED_ANSWERS + (_UNUSED_ANSWERS_SOFT if soft else _UNUSED_ANSWERS_HARD)), frozenset({"usage"})
     if claim.issue == "not_received":
-        return "I can't have used it — it never arrived."
+        return "I can't have used it — it never arrived.", frozenset()
     if claim.item_used is True:
-        return rng.choice(("As I said, I have used it.", "Like I mentioned, it has been used."))
+        return rng.choice(("As I said, I have used it.", "Like I mentioned, it has been used.")), frozenset()
     if claim.item_used is False:
-        return rng.choice(("As I said, I haven't used it.", "Like I mentioned, it's unused."))
-    return rng.choice(("Nothing much to add on that.", "I don't have anything to add there."))
+        return rng.choice(("As I said, I haven't used it.", "Like I mentioned, it's unused.")), frozenset()
+    return rng.choice(("Nothing much to add on that.", "I don't have anything to add there.")), frozenset()
 
 
-def _answer_delivery(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+def _answer_delivery(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:
     if hidden.parcel_found is True:
-        where = rng.choice((
-            "my neighbour had it all along",
-            "it was behind the bins by the side door",
-            "it was sitting in the parcel locker",
-            "the building reception had it in the back",
-        ))
-        return f"Good news — I checked again and {where}. Sorry for the trouble!"
+        return _FOUND.format(where=rng.choice(_FOUND_PLACES)), frozenset({"delivery"})
     if hidden.parcel_found is False:
-        return rng.choice((
-            "I've asked all my neighbours and checked with reception — nothing. Nobody here signed for it.",
-            "I checked the porch, the bins, the neighbours and the building reception. It's not there and nobody signed for anything.",
-            "Nothing anywhere: not with the neighbours, not at reception, not on the porch. No one signed for it.",
-        ))
+        return rng.choice(_NOT_FOUND), frozenset({"delivery"})
     if claim.issue == "not_received":
-        return rng.choice(("No news on my side, it still hasn't turned up.", "Nothing new to add, it's still not here."))
+        return rng.choice(("No news on my side, it still hasn't turned up.", "Nothing new to add, it's still not here.")), frozenset()
     return rng.choice((
         "The delivery itself was fine, it's the item I'm writing about.",
         "Nothing to add about the delivery.",
-    ))
+    )), frozenset()
 
 
-def _answer_details(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product) -> str:
+def _answer_details(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:
     issue = hidden.actual_issue
+    stated = set()
     if issue is None:
         if claim.issue == "vague":
-            return rng.choice(("I don't know what else to say, I just want it sorted.", "I've told you what I can."))
+            return rng.choice(("I don't know what else to say, I just want it sorted.", "I've told you what I can.")), frozenset()
         issue, lead = claim.issue, rng.choice(("Like I said, ", "As I wrote, "))
     else:
         lead = rng.choice(("To be clear, ", "Sorry, I should have said: ", "What happened is ", "OK, so "))
+        stated.add("details")
     item = rng.choice(("the " + product.name, "my " + product.name))
     clause = _fmt(rng.choice(_fitting_clauses(issue, product, claim.item_used)), item=item)
     parts = [lead + clause + "."]
@@ -532,10 +615,12 @@ def _answer_details(rng: random.Random, hidden: HiddenFacts, claim: Claim, produ
         parts.append("And yes, it has been used.")
     elif used is False:
         parts.append("It hasn't been used.")
+    if used is not None and hidden.item_used is not None:
+        stated.add("usage")  # volunteered: counts as known, whatever was asked
     if claim.images_provided:
         parts.append("The photos I sent show it.")
     out = " ".join(parts)
-    return out[0].upper() + out[1:]
+    return out[0].upper() + out[1:], frozenset(stated)
 
 
 _ANSWERERS = {
@@ -549,6 +634,19 @@ _ANSWERERS = {
 # --------------------------------------------------------------------------------------------
 # Building blocks
 # --------------------------------------------------------------------------------------------
+_NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 10: "ten", 12: "twelve"}
+
+
+def _ago(days: int) -> str:
+    if days % 7 == 0 and days >= 14:
+        return f"about {_NUMBERS.get(days // 7, str(days // 7))} weeks ago"
+    if days % 30 == 0 and days >= 60:
+        return f"about {_NUMBERS.get(days // 30, str(days // 30))} months ago"
+    if days == 7:
+        return "a week ago"
+    return f"{_NUMBERS.get(days, str(days))} days ago"
+
+
 def _style_of(tone: str) -> str:
     """Wording register: typos and multi-issue messages are written in the calm register."""
     return tone if tone in ("angry", "vague") else "calm"
@@ -654,7 +752,9 @@ _WORD = re.compile(r"[A-Za-z']+")
 
 
 def _protected_words(order: Order, customer: Customer | None) -> frozenset[str]:
-    words = set(_WORD.findall(order.order_id)) | set(_WORD.findall(order.product.name))
+    words = set(_WORD.findall(order.order_id))
+    for line in order.lines:
+        words |= set(_WORD.findall(line.product.name))
     if customer is not None:
         words |= set(_WORD.findall(customer.name))
     return frozenset(w.lower() for w in words)

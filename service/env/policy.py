@@ -3,109 +3,160 @@
 Each rule is a :class:`PolicyClause` (id, title, the text agents read). :func:`evaluate` applies
 the rules to a ticket in the documented :data:`RESOLUTION_ORDER` and returns a :class:`Verdict`:
 the gold decision, acceptable alternatives, harmful decisions, the deciding clause ids, a one-line
-rationale, and what the workflow tasks need (queue, tag, the reason a denial must state).
+rationale, the reasons a denial may give, and what the workflow tasks need (queue, tag, refund
+amount).
 
 The Markdown document served to agents (``lookup: policy``) is rendered from the same clauses, so
-the text an agent reads and the code that grades it cannot drift apart.
+the text an agent reads and the code that grades it cannot drift apart. Every case the generator
+produces is settled by a clause (the tests check each one metamorphically).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pydantic import BaseModel, ConfigDict
 
 from service.env.models import Decision, Queue, Tag
-from service.env.world import IssueType, Ticket
+from service.env.world import HYGIENE_ITEMS, IssueType, Ticket
 
 RETURN_WINDOW_DAYS = 30
 LATE_IN_TRANSIT_DAYS = 7
 ESCALATION_THRESHOLD = 300.0
 HIGH_RISK_RETURNS = 5
 
+# Every reason a denial can rest on (``Verdict.reason``); the reply grader reads each in any words.
+REASONS = ("window", "used", "final_sale", "warranty", "normal_wear", "in_transit", "parcel_found", "not_charged_twice",
+           "unverifiable")
+
 # Topics the scripted customer can be asked about; ``evaluate`` says which one a ticket needs.
 INFO_TOPICS = ("photos", "usage", "delivery", "details")
+RETURN_ISSUES: frozenset[IssueType] = frozenset({"changed_mind", "size_issue", "item_used"})
+ITEM_ISSUES: frozenset[IssueType] = frozenset({"damaged", "defective"})
 
 
-@dataclass(frozen=True)
-class PolicyClause:
+class PolicyClause(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     id: str
     title: str
     text: str
 
 
+def _hygiene_examples() -> str:
+    return ", ".join(HYGIENE_ITEMS)
+
+
 CLAUSES: tuple[PolicyClause, ...] = (
     PolicyClause(
-        "P1",
-        "Return window and condition",
-        f"Change-of-mind and size returns are accepted within {RETURN_WINDOW_DAYS} days of delivery, "
-        "and only for unused items (unworn, unwashed, in original packaging). Size issues are exchanged "
-        "for another size when one is in stock, otherwise refunded; change-of-mind returns are refunded. "
-        "If the item's condition is not stated, ask the customer before deciding. Used items and requests "
-        f"after {RETURN_WINDOW_DAYS} days are declined.",
+        id="P1",
+        title="Return window and condition",
+        text=f"Change-of-mind and size returns are accepted within {RETURN_WINDOW_DAYS} days of delivery — day "
+        f"{RETURN_WINDOW_DAYS} still counts — and only for unused items (unworn, unwashed, in original packaging). "
+        "Size issues are exchanged for another size when the item is in stock, otherwise refunded; change-of-mind "
+        "returns are refunded. If the item's condition is not stated, ask the customer before deciding. Used items "
+        f"and requests after {RETURN_WINDOW_DAYS} days are declined.",
     ),
     PolicyClause(
-        "P2",
-        "Damaged or defective on arrival",
-        f"Items that arrive damaged or defective and are reported within {RETURN_WINDOW_DAYS} days of "
-        "delivery need photo evidence. Without photos, ask for them. With photos that show the damage, "
-        "send a replacement when the item is in stock, otherwise refund. Photos that show ordinary wear "
-        f"are not a defect: decline. Shipping damage reported after {RETURN_WINDOW_DAYS} days is declined.",
+        id="P2",
+        title="Damaged or defective on arrival",
+        text=f"Damage or a defect reported within {RETURN_WINDOW_DAYS} days of delivery is decided on photo evidence "
+        "(P11): with photos that show the damage or defect, send a replacement when the item is in stock, otherwise "
+        f"refund. Shipping damage reported after {RETURN_WINDOW_DAYS} days is declined (a defect reported after "
+        f"{RETURN_WINDOW_DAYS} days falls under P3).",
     ),
     PolicyClause(
-        "P3",
-        "Warranty",
-        f"A defect that appears after {RETURN_WINDOW_DAYS} days but inside the product's warranty period "
-        "is covered: replacement when in stock, otherwise refund. Beyond the warranty period, decline.",
+        id="P3",
+        title="Warranty",
+        text=f"A defect reported after {RETURN_WINDOW_DAYS} days is covered by the product's warranty, which runs from "
+        "the delivery date for the number of days the order record shows (its last day included): decided on "
+        "photo evidence (P11), replacement when in stock, otherwise refund. After the warranty has ended, decline.",
     ),
     PolicyClause(
-        "P4",
-        "Wrong item delivered",
-        f"If we shipped the wrong item and it is reported within {RETURN_WINDOW_DAYS} days, send the "
-        "right one when in stock, otherwise refund. No photo is required.",
+        id="P4",
+        title="Wrong item delivered",
+        text=f"If we shipped the wrong item and it is reported within {RETURN_WINDOW_DAYS} days of delivery, send the "
+        f"right one when in stock, otherwise refund. No photo is required. Reported after {RETURN_WINDOW_DAYS} days: "
+        "decline.",
     ),
     PolicyClause(
-        "P5",
-        "Not received",
-        f"If the carrier reports the parcel lost, returned to sender, or still in transit more than "
-        f"{LATE_IN_TRANSIT_DAYS} days past its estimate, send a replacement when in stock, otherwise "
-        "refund. If it is in transit and not yet that late, decline for now: it is on its way. If the "
-        "carrier reports it delivered, ask the customer to check with neighbours and the delivery spot; "
-        "if it is then found, decline; if not, treat it as lost.",
+        id="P5",
+        title="Not received",
+        text="Non-delivery claims have no reporting window. If the carrier reports the parcel lost, returned to "
+        f"sender, or still in transit more than {LATE_IN_TRANSIT_DAYS} days past its estimate, send a replacement "
+        "when in stock, otherwise refund. If it is in transit and not yet that late, decline for now: it is on its "
+        "way (approving it is a harmful decision). If the carrier reports it delivered, ask the customer to check "
+        "with neighbours and the delivery spot; if it is then found, decline; if not, treat it as lost.",
     ),
     PolicyClause(
-        "P6",
-        "Final sale and hygiene items",
-        "Final-sale items, hygiene items (cosmetics, in-ear audio, personal care) and perishables "
-        "cannot be returned for change of mind or size. Damage, defect and wrong-item claims still apply.",
+        id="P6",
+        title="Final sale, hygiene and perishable items",
+        text="Final-sale items, hygiene items and perishables cannot be returned for change of mind or size. The "
+        f"order record flags hygiene items (for example: {_hygiene_examples()}). Damage, defect and wrong-item "
+        "claims still apply.",
     ),
     PolicyClause(
-        "P7",
-        "High-risk accounts",
-        f"For a high-risk customer ({HIGH_RISK_RETURNS} or more returns in the last 12 months, any "
-        "chargeback, or a fraud flag on the account), decline every claim that cannot be verified from "
-        "order or carrier data (only carrier-confirmed non-delivery and billing errors can be). This "
-        "overrides P1-P4 and P6. Never mention the risk assessment to the customer; route to Fraud.",
+        id="P7",
+        title="High-risk accounts",
+        text=f"A customer is high-risk with {HIGH_RISK_RETURNS} or more returns in the last 12 months, any chargeback, "
+        "or a fraud flag on the account. For a high-risk customer, decline every claim that cannot be verified from "
+        "order or carrier data. Only a carrier-confirmed non-delivery (lost, returned to sender, or in transit more "
+        f"than {LATE_IN_TRANSIT_DAYS} days late) and a billing error shown by the payment record can be verified; a "
+        "carrier's 'delivered' is not proof that a parcel is missing. This overrides P1-P4, P6 and P11. Route the "
+        "tickets declined under P7 to Fraud; the claims it exempts follow their own clause's route. Tell the customer "
+        "the claim cannot be verified or approved; never mention the risk assessment, fraud checks, return history "
+        "or chargebacks.",
     ),
     PolicyClause(
-        "P8",
-        "Escalation of large refunds",
-        f"Refunds above ${ESCALATION_THRESHOLD:.0f} are approved by the Escalations team: reassign the "
-        "ticket to Escalations and send the customer a polite holding reply instead of resolving it.",
+        id="P8",
+        title="Escalation of large refunds",
+        text=f"Refunds above ${ESCALATION_THRESHOLD:.0f} are approved by the Escalations team: reassign the ticket to "
+        "Escalations and send the customer a polite holding reply instead of resolving it. The refund is what the "
+        "claim concerns: the claimed item's price times its quantity, or the whole order for a parcel that never "
+        "arrived — not the order total. Billing-error refunds (P10) stay with Billing at any amount.",
     ),
     PolicyClause(
-        "P9",
-        "Unclear requests",
-        "If the message does not say what the problem is, ask the customer for details before deciding.",
+        id="P9",
+        title="Unclear requests",
+        text="If the message does not say what the problem is, ask the customer for details before deciding.",
     ),
     PolicyClause(
-        "P10",
-        "Billing errors",
-        "A duplicate charge confirmed by the payment record is refunded (Billing queue). A reported "
+        id="P10",
+        title="Billing errors",
+        text="A duplicate charge shown by the payment record is refunded (Billing queue, any amount). A reported "
         "duplicate charge that the payment record does not show is declined with an explanation.",
     ),
+    PolicyClause(
+        id="P11",
+        title="Photo evidence and ordinary wear",
+        text="Damage and defect claims (P2, P3) are decided on photos. Without photos, ask for them; deciding such a "
+        "claim without them is a wrong decision, whatever the photos would have shown. Photos that show ordinary "
+        "wear and tear from use are not damage or a defect: decline.",
+    ),
+    PolicyClause(
+        id="P12",
+        title="Records decide",
+        text="Dates, charges, stock, product flags and delivery status come from the order, customer and carrier "
+        "records, not from the customer's recollection. When the customer's account differs from the records, decide "
+        "on the records. Days are counted from the delivery date to the day the ticket was opened.",
+    ),
+    PolicyClause(
+        id="P13",
+        title="Several claims in one message",
+        text="When a message makes two claims about the same item (for example, a change of mind and damage), decide "
+        "the claim whose clause comes first in the resolution order; side remarks that are not claims (a slow "
+        "delivery, earlier contacts) change nothing.",
+    ),
+    PolicyClause(
+        id="P14",
+        title="Replies to customers",
+        text="Be courteous and quote the order id. State the decision plainly and, when declining, the actual reason: "
+        f"the {RETURN_WINDOW_DAYS}-day window when the time limit is the reason, the item's use, the final-sale, "
+        "hygiene or perishable rule, the warranty's end, ordinary wear in the photos, the parcel still on its way or "
+        "found, the payment record's single charge, or — for P7 — that the claim cannot be verified. Any time limit, "
+        "warranty length or amount you state must be the true one. Never promise an outcome you are declining, never "
+        "contradict yourself, never mention internal risk assessments, and never blame the customer. A holding reply "
+        "(routing) says who will handle the ticket and promises no outcome.",
+    ),
 )
-CLAUSE_BY_ID = {c.id: c for c in CLAUSES}
 
 RESOLUTION_ORDER = ("P9", "P10", "P7", "P5", "P4", "P2", "P3", "P6", "P1", "P8")
 """Clauses are tried in this order; the first that decides wins (P8 only routes, never decides)."""
@@ -113,10 +164,11 @@ RESOLUTION_ORDER = ("P9", "P10", "P7", "P5", "P4", "P2", "P3", "P6", "P1", "P8")
 _RESOLUTION_NOTES = (
     "P9 first: nothing can be decided before the claim is known.",
     "P10 next: billing errors are verified from the payment record, for every customer.",
-    "P7 before everything it overrides (P1-P4, P6); carrier-verified non-delivery (P5) is exempt.",
-    "P5, P4, P2, P3 decide claims about the delivery and the item itself.",
-    "P6 before P1: final-sale and hygiene items are never returned for change of mind or size.",
+    "P7 before everything it overrides (P1-P4, P6, P11); carrier-confirmed non-delivery (P5) is exempt.",
+    "P5, P4, P2, P3 (with P11) decide claims about the delivery and the item itself.",
+    "P6 before P1: final-sale, hygiene and perishable items are never returned for change of mind or size.",
     "P8 never changes the decision; it adds the Escalations route to refunds above the threshold.",
+    "P12 says which facts count, P13 which claim counts, P14 how to tell the customer.",
 )
 
 
@@ -133,30 +185,38 @@ class Verdict(BaseModel):
     ask_topic: str | None  # for request_info: what must be asked
     queue: Queue  # where the ticket belongs (workflow tasks)
     tag: Tag  # the tag that records the outcome
-    reason: str | None  # for denials: the reason a reply must state (a key of REASONS)
+    reason: str | None  # for denials: the deciding reason
+    reasons: tuple[str, ...] = ()  # for denials: every reason that alone would decline it (a reply may give any)
+    issue: IssueType  # the claim that decides (P13), as far as it is known
+    refund_amount: float  # what a refund of this claim pays (P8)
 
 
-# What a denial reply must convey for each reason: any one of the phrases counts.
-REASONS: dict[str, tuple[str, ...]] = {
-    "window": ("30 days", "30-day", "thirty days", "return window"),
-    "used": ("used", "worn", "washed", "unused", "condition"),
-    "final_sale": ("final sale", "final-sale", "hygiene"),
-    "warranty": ("warranty",),
-    "normal_wear": ("wear", "normal use", "not a defect"),
-    "in_transit": ("in transit", "on its way", "on the way", "still travelling"),
-    "parcel_found": ("found", "glad"),
-    "not_charged_twice": ("charged once", "single charge", "one charge", "only once", "payment record"),
-    "unverifiable": ("unable to approve", "cannot approve", "can't approve", "not able to approve"),
-}
-# Reasons whose denial reply must also state the return window.
-REASONS_WITH_WINDOW = frozenset({"window", "used", "normal_wear"})
+class _Path(BaseModel):
+    """One claim's path through the rules, before routing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decision: Decision
+    alternatives: tuple[Decision, ...] = ()
+    clauses: tuple[str, ...]
+    rationale: str
+    ask: str | None = None
+    reason: str | None = None
 
 
-def _approve(in_stock: bool) -> tuple[Decision, tuple[Decision, ...]]:
+def _approve(in_stock: bool, clauses: tuple[str, ...], rationale: str) -> _Path:
     """Replacement when in stock (a refund is acceptable too), otherwise refund."""
     if in_stock:
-        return "approve_replacement", ("approve_refund",)
-    return "approve_refund", ()
+        return _Path(decision="approve_replacement", alternatives=("approve_refund",), clauses=clauses, rationale=rationale)
+    return _Path(decision="approve_refund", clauses=clauses, rationale=rationale)
+
+
+def _reject(reason: str, clauses: tuple[str, ...], rationale: str) -> _Path:
+    return _Path(decision="reject", clauses=clauses, rationale=rationale, reason=reason)
+
+
+def _ask(topic: str, clauses: tuple[str, ...], rationale: str) -> _Path:
+    return _Path(decision="request_info", clauses=clauses, rationale=rationale, ask=topic)
 
 
 def effective_issue(ticket: Ticket, revealed: frozenset[str]) -> IssueType:
@@ -166,23 +226,123 @@ def effective_issue(ticket: Ticket, revealed: frozenset[str]) -> IssueType:
     return ticket.claim.issue
 
 
+def carrier_confirms_loss(ticket: Ticket) -> bool:
+    o = ticket.order
+    return o.carrier_status in ("lost", "returned") or (o.carrier_status == "in_transit" and o.days_past_estimate > LATE_IN_TRANSIT_DAYS)
+
+
+def _path(t: Ticket, issue: IssueType, revealed: frozenset[str], *, risk_rule: bool = True) -> _Path:  # noqa: C901 - one branch per clause, in order
+    order, claim, product = t.order, t.claim, t.product
+    days = order.days_since_delivery
+    in_window = days is not None and days <= RETURN_WINDOW_DAYS
+
+    if issue == "vague":  # P9
+        return _ask("details", ("P9",), "The message does not say what the problem is; ask for details.")
+    if issue == "duplicate_charge":  # P10, for every customer
+        if order.charges > 1:
+            return _Path(decision="approve_refund", clauses=("P10",), rationale="The payment record shows the duplicate charge; refund it.")
+        return _reject("not_charged_twice", ("P10",), "The payment record shows a single charge.")
+    verified = issue == "not_received" and carrier_confirms_loss(t)
+    if risk_rule and t.customer.high_risk and not verified:  # P7
+        return _reject("unverifiable", ("P7",), "High-risk account and the claim cannot be verified from order or carrier data.")
+    if issue == "not_received":  # P5
+        if verified:
+            return _approve(product.in_stock, ("P5",), f"The carrier reports the parcel {order.carrier_status.replace('_', ' ')}"
+                            + (" and far past its estimate." if order.carrier_status == "in_transit" else "."))
+        if order.carrier_status == "in_transit":
+            return _reject("in_transit", ("P5",), "The parcel is in transit and not yet late; it is on its way.")
+        if "delivery" not in revealed or t.hidden.parcel_found is None:
+            return _ask("delivery", ("P5",), "The carrier says delivered; ask the customer to check before deciding.")
+        if t.hidden.parcel_found:
+            return _reject("parcel_found", ("P5",), "The customer found the parcel.")
+        return _approve(product.in_stock, ("P5",), "The carrier says delivered but the customer confirmed it is missing; treated as lost.")
+    if issue == "wrong_item":  # P4
+        if not in_window:
+            return _reject("window", ("P4",), f"Wrong item reported after {RETURN_WINDOW_DAYS} days.")
+        return _approve(product.in_stock, ("P4",), "We shipped the wrong item.")
+    if issue in ITEM_ISSUES:  # P2 / P3, decided on evidence (P11)
+        if not in_window and issue == "damaged":
+            return _reject("window", ("P2",), f"Shipping damage reported after {RETURN_WINDOW_DAYS} days.")
+        clause = "P2" if in_window else "P3"
+        if clause == "P3" and (days is None or days > product.warranty_days):
+            return _reject("warranty", ("P3",), "Defect reported after the warranty period ended.")
+        photos = "damage" if claim.images_provided else (t.hidden.photos_show if "photos" in revealed else None)
+        if photos is None:
+            return _ask("photos", (clause, "P11"), "Damage or defect claimed without photos; ask for photos.")
+        if photos == "normal_wear":
+            return _reject("normal_wear", (clause, "P11"), "The photos show ordinary wear, not damage or a defect.")
+        what = "Damage or defect on arrival" if clause == "P2" else "A defect inside the warranty period"
+        return _approve(product.in_stock, (clause, "P11"), f"{what}, evidenced by photos.")
+    if product.final_sale or product.hygiene or product.perishable:  # P6, returns only
+        return _reject("final_sale", ("P6",), "Final-sale, hygiene or perishable item returned for change of mind or size.")
+    if not in_window:  # P1
+        return _reject("window", ("P1",), f"Return requested after the {RETURN_WINDOW_DAYS}-day window.")
+    used = True if issue == "item_used" else claim.item_used
+    if used is None and "usage" in revealed:
+        used = t.hidden.item_used
+    if used is None:
+        return _ask("usage", ("P1",), "Condition of the item not stated; ask whether it was used.")
+    if used:
+        return _reject("used", ("P1",), "The item was used; only unused items can be returned.")
+    if issue == "size_issue":
+        return _approve(product.in_stock, ("P1",), "Unused, inside the window: exchange for another size.")
+    return _Path(decision="approve_refund", clauses=("P1",), rationale="Unused change-of-mind return inside the window.")
+
+
+def _deciding_path(t: Ticket, revealed: frozenset[str], *, risk_rule: bool = True) -> tuple[IssueType, _Path]:
+    """P13: of the message's claims, the one whose clause comes first in the resolution order decides."""
+    issues = [effective_issue(t, revealed)]
+    if t.claim.second_issue is not None and issues[0] != "vague":
+        issues.append(t.claim.second_issue)
+    paths = [(issue, _path(t, issue, revealed, risk_rule=risk_rule)) for issue in issues]
+    return min(paths, key=lambda p: RESOLUTION_ORDER.index(p[1].clauses[0]))
+
+
+def _other_reasons(t: Ticket, issue: IssueType, path: _Path, revealed: frozenset[str]) -> tuple[str, ...]:
+    """Reasons besides the deciding one that would decline the claim on their own (a reply may give any)."""
+    reasons: list[str] = []
+    if path.reason == "unverifiable":  # what the claim would get without P7, if that is a denial
+        _, plain = _deciding_path(t, revealed, risk_rule=False)
+        if plain.reason is not None:
+            reasons += [plain.reason, *_other_reasons(t, issue, plain, revealed)]
+    elif path.reason == "final_sale":  # P6 decided, but P1 may decline too
+        days = t.order.days_since_delivery
+        if days is not None and days > RETURN_WINDOW_DAYS:
+            reasons.append("window")
+        used = True if issue == "item_used" else t.claim.item_used
+        if used is None and "usage" in revealed:
+            used = t.hidden.item_used
+        if used:
+            reasons.append("used")
+    return tuple(dict.fromkeys(r for r in reasons if r != path.reason))
+
+
+def refund_amount(t: Ticket, issue: IssueType) -> float:
+    """P8: what a refund of this claim pays: the claimed item, or the whole order for a missing parcel or a
+    duplicate charge."""
+    return t.order.amount if issue in ("not_received", "duplicate_charge") else t.line.amount
+
+
 def evaluate(ticket: Ticket, revealed: frozenset[str] = frozenset()) -> Verdict:
     """Apply the policy to ``ticket`` given the hidden-fact topics already ``revealed``."""
-    decision, alts, clauses, rationale, ask, reason = _decide(ticket, revealed)
-    harmful = _harmful(decision, clauses, reason)
-    queue, tag = _route(ticket, decision, clauses)
-    if queue == "Escalations":
-        clauses = (*clauses, "P8")
+    issue, path = _deciding_path(ticket, revealed)
+    amount = refund_amount(ticket, issue)
+    queue, tag = _route(path.decision, path.clauses, amount)
+    clauses = (*path.clauses, "P8") if queue == "Escalations" else path.clauses
+    reasons = (path.reason, *_other_reasons(ticket, issue, path, revealed)) if path.reason else ()
     return Verdict(
-        gold=decision,
-        alternatives=alts,
-        harmful=harmful,
+        gold=path.decision,
+        alternatives=path.alternatives,
+        harmful=_harmful(path),
         clauses=clauses,
-        rationale=rationale,
-        ask_topic=ask,
+        rationale=path.rationale,
+        ask_topic=path.ask,
         queue=queue,
         tag=tag,
-        reason=reason,
+        reason=path.reason,
+        reasons=reasons,
+        issue=issue,
+        refund_amount=amount,
     )
 
 
@@ -191,105 +351,15 @@ def full_information_verdict(ticket: Ticket) -> Verdict:
     return evaluate(ticket, frozenset(INFO_TOPICS))
 
 
-_Decided = tuple[Decision, tuple[Decision, ...], tuple[str, ...], str, "str | None", "str | None"]
-
-
-def _decide(t: Ticket, revealed: frozenset[str]) -> _Decided:  # noqa: C901 - one branch per clause, in order
-    order, claim, customer, product = t.order, t.claim, t.customer, t.order.product
-    issue = effective_issue(t, revealed)
-    days = order.days_since_delivery
-    in_window = days is not None and days <= RETURN_WINDOW_DAYS
-    images = claim.images_provided or ("photos" in revealed and t.hidden.photos_show is not None)
-    photos_show = "damage" if claim.images_provided else (t.hidden.photos_show if "photos" in revealed else None)
-
-    # P9: the claim itself is unknown.
-    if issue == "vague":
-        return "request_info", (), ("P9",), "The message does not say what the problem is; ask for details.", "details", None
-
-    # P10: billing, verified from the payment record for every customer.
-    if issue == "duplicate_charge":
-        if order.charged_twice:
-            return "approve_refund", (), ("P10",), "The payment record shows the duplicate charge; refund it.", None, None
-        return "reject", (), ("P10",), "The payment record shows a single charge.", None, "not_charged_twice"
-
-    carrier_verified = issue == "not_received" and (
-        order.carrier_status in ("lost", "returned")
-        or (order.carrier_status == "in_transit" and order.days_past_estimate > LATE_IN_TRANSIT_DAYS)
-    )
-    # P7: high-risk accounts get only carrier-verifiable claims.
-    if customer.high_risk and not carrier_verified:
-        return "reject", (), ("P7",), "High-risk account and the claim cannot be verified from order or carrier data.", None, "unverifiable"
-
-    # P5: not received.
-    if issue == "not_received":
-        if carrier_verified:
-            d, a = _approve(product.in_stock)
-            return d, a, ("P5",), f"Carrier reports the parcel {order.carrier_status.replace('_', ' ')}; it did not arrive.", None, None
-        if order.carrier_status == "in_transit":
-            return "reject", (), ("P5",), "The parcel is in transit and not yet late; it is on its way.", None, "in_transit"
-        # carrier says delivered
-        if "delivery" not in revealed or t.hidden.parcel_found is None:
-            return "request_info", (), ("P5",), "Carrier says delivered; ask the customer to check before deciding.", "delivery", None
-        if t.hidden.parcel_found:
-            return "reject", (), ("P5",), "The customer found the parcel.", None, "parcel_found"
-        d, a = _approve(product.in_stock)
-        return d, a, ("P5",), "Carrier says delivered but the customer confirmed it is missing; treated as lost.", None, None
-
-    # P4: wrong item.
-    if issue == "wrong_item":
-        if not in_window:
-            return "reject", (), ("P4", "P1"), f"Wrong item reported after {RETURN_WINDOW_DAYS} days.", None, "window"
-        d, a = _approve(product.in_stock)
-        return d, a, ("P4",), "We shipped the wrong item.", None, None
-
-    # P2 / P3: damaged or defective.
-    if issue in ("damaged", "defective"):
-        if in_window:
-            if not images:
-                return "request_info", (), ("P2",), "Damage or defect claimed without photos; ask for photos.", "photos", None
-            if photos_show == "normal_wear":
-                return "reject", (), ("P2",), "The photos show ordinary wear, not a defect.", None, "normal_wear"
-            d, a = _approve(product.in_stock)
-            return d, a, ("P2",), "Damage or defect on arrival, evidenced by photos.", None, None
-        if issue == "damaged":
-            return "reject", (), ("P2",), f"Shipping damage reported after {RETURN_WINDOW_DAYS} days.", None, "window"
-        if days is not None and days <= product.warranty_days:
-            d, a = _approve(product.in_stock)
-            return d, a, ("P3",), "Defect inside the warranty period.", None, None
-        return "reject", (), ("P3",), "Defect after the warranty period ended.", None, "warranty"
-
-    # P6: final sale / hygiene, for change-of-mind and size returns.
-    if issue in ("changed_mind", "size_issue", "item_used") and (
-        product.final_sale or product.hygiene or product.perishable
-    ):
-        return "reject", (), ("P6",), "Final-sale or hygiene item returned for change of mind or size.", None, "final_sale"
-
-    # P1: window and condition.
-    if not in_window:
-        return "reject", (), ("P1",), f"Return requested after the {RETURN_WINDOW_DAYS}-day window.", None, "window"
-    used = True if issue == "item_used" else claim.item_used
-    if used is None and "usage" in revealed:
-        used = t.hidden.item_used
-    if used is None:
-        return "request_info", (), ("P1",), "Condition of the item not stated; ask whether it was used.", "usage", None
-    if used:
-        return "reject", (), ("P1",), "The item was used; only unused items can be returned.", None, "used"
-    if issue == "size_issue":
-        d, a = _approve(product.in_stock)
-        return d, a, ("P1",), "Unused, inside the window: exchange for another size.", None, None
-    return "approve_refund", (), ("P1",), "Unused change-of-mind return inside the window.", None, None
-
-
-# Denials that protect the store: approving instead is harmful.
-_PROTECTIVE_REASONS = frozenset({"unverifiable", "final_sale", "used", "window", "warranty", "normal_wear", "parcel_found", "not_charged_twice"})
-# Approvals backed by verified evidence: rejecting instead is harmful.
+# Approvals backed by verified evidence: rejecting instead is harmful. Every denial protects the store:
+# approving instead is harmful (an in-transit parcel included).
 _EVIDENCED_CLAUSES = frozenset({"P2", "P3", "P4", "P5", "P10"})
 
 
-def _harmful(decision: Decision, clauses: tuple[str, ...], reason: str | None) -> tuple[Decision, ...]:
-    if decision == "reject" and reason in _PROTECTIVE_REASONS:
+def _harmful(path: _Path) -> tuple[Decision, ...]:
+    if path.decision == "reject":
         return ("approve_refund", "approve_replacement")
-    if decision in ("approve_refund", "approve_replacement") and clauses[0] in _EVIDENCED_CLAUSES:
+    if path.decision in ("approve_refund", "approve_replacement") and path.clauses[0] in _EVIDENCED_CLAUSES:
         return ("reject",)
     return ()
 
@@ -302,12 +372,12 @@ _TAG: dict[Decision, Tag] = {
 }
 
 
-def _route(ticket: Ticket, decision: Decision, clauses: tuple[str, ...]) -> tuple[Queue, Tag]:
+def _route(decision: Decision, clauses: tuple[str, ...], amount: float) -> tuple[Queue, Tag]:
     if clauses[0] == "P7":
         return "Fraud", "Fraud_Risk"
     if clauses[0] == "P10":
         return "Billing", _TAG[decision]
-    if decision == "approve_refund" and ticket.order.amount > ESCALATION_THRESHOLD:
+    if decision == "approve_refund" and amount > ESCALATION_THRESHOLD:
         return "Escalations", "Refund"
     return "Returns", _TAG[decision]
 
@@ -324,12 +394,4 @@ def render_policy_markdown() -> str:
         lines.append("")
         lines.append(clause.text)
         lines.append("")
-    lines.append("## Replies to customers")
-    lines.append("")
-    lines.append(
-        "Be courteous. Quote the order id. When declining, state the actual reason and, where a time "
-        "limit applies, the window. Never promise a refund you are declining, never mention internal "
-        "risk assessments, and never blame the customer."
-    )
-    lines.append("")
     return "\n".join(lines)

@@ -18,30 +18,38 @@ from service.env.world import Difficulty, Family
 DECISION_MAX_STEPS = 6
 WORKFLOW_MAX_STEPS = 10
 
+_ASKING = (
+    "To ask the customer something, send `decision: request_info` with your question in `reply` (ask in "
+    "your own words for what you need: photos, the item's condition, whether the parcel turned up, or what "
+    "the problem is); their answer arrives in `history`, and whatever they tell you counts as known. Asking "
+    "when the policy needs the answer is required; a question it did not need costs 0.05. Lookups (`lookup`: "
+    "policy, order, customer) are free."
+)
 _DECISION_INSTRUCTIONS = (
     "You are a support agent for an online store. Read the ticket and decide the claim under the store "
-    "policy with the `decision` field: approve_refund, approve_replacement, reject, or request_info. "
-    "A decision other than request_info ends the episode. With request_info, put your question to the "
-    "customer in `reply` (say exactly what you need: photos, the item's condition, whether the parcel "
-    "turned up, or what the problem is); their answer arrives in `history`. You may first look up the "
-    "policy, the order record or the customer record with `lookup`."
+    "policy with the `decision` field: approve_refund, approve_replacement or reject — that decision ends "
+    "the episode. " + _ASKING
 )
 _TRIAGE_INSTRUCTIONS = (
     "Triage this ticket: add the one tag that records the outcome the store policy requires "
     "(Refund, Replacement, Policy_Denied, Needs_Info or Fraud_Risk) with `add_tag`, then close it with "
-    "`close_ticket: true`. Lookups (`lookup`: policy, order, customer) are free."
+    "`close_ticket: true`, which ends the episode. A second outcome tag voids the tag. Lookups (`lookup`: "
+    "policy, order, customer) are free."
 )
 _ROUTING_INSTRUCTIONS = (
     "Route this ticket: reassign it (`reassign_queue`) to the team that owns it under the store policy "
-    "(Returns, Billing, Escalations or Fraud), send the customer a courteous holding reply (`reply`) that "
-    "quotes the order id and promises no outcome, then close your part with `close_ticket: true`. Do not "
-    "decide the claim yourself. Closing without a reply is penalised. Lookups are free."
+    "(Returns, Billing, Escalations or Fraud) — a reassignment to another team counts against you — send "
+    "the customer a courteous holding reply (`reply`) that quotes the order id, says the ticket is with "
+    "the right team and promises no outcome, then close your part with `close_ticket: true`, which ends "
+    "the episode. Do not decide the claim yourself. Lookups are free."
 )
 _RESOLUTION_INSTRUCTIONS = (
     "Resolve this ticket end to end: consult the store policy (`lookup: policy`), decide the claim "
-    "(`decision`), add the outcome tag (`add_tag`: Refund, Replacement, Policy_Denied or Fraud_Risk), "
-    "reply to the customer (`reply`) — courteous, quoting the order id, and when declining stating the "
-    "actual reason and, where a time limit applies, the window — and close it (`close_ticket: true`)."
+    "(`decision`: approve_refund, approve_replacement or reject — the first of these is your decision, "
+    "and changing it later counts against you), add the one outcome tag that records it (`add_tag`: "
+    "Refund, Replacement, Policy_Denied or Fraud_Risk), tell the customer (`reply`, with the decision or "
+    "after it) — courteous, quoting the order id, stating the decision and, when declining, the actual "
+    "reason in your own words — and close it (`close_ticket: true`), which ends the episode. " + _ASKING
 )
 
 
@@ -97,6 +105,20 @@ class Rubric(BaseModel):
         )
 
 
+def render_rubrics_markdown() -> str:
+    """Every task's rubric as a Markdown table (the README embeds it; a test fails when they drift)."""
+    lines = ["| task | check | weight | required | counts only when | applies |", "|---|---|---:|:---:|---|---|"]
+    for task in TASKS.values():
+        for c in task.rubric.criteria:
+            applies = "where the policy requires asking" if c.applies == "information_needed" else "always"
+            lines.append(f"| `{task.id}` | **{c.name}**: {c.description} | {c.weight:g} | {'yes' if c.required else 'no'} | "
+                         f"{c.gate or '—'} | {applies} |")
+    lines += ["", "| task | penalty | amount, each time |", "|---|---|---:|"]
+    for task in TASKS.values():
+        lines += [f"| `{task.id}` | **{p.name}**: {p.description} | −{p.amount:g} |" for p in task.rubric.penalties]
+    return "\n".join(lines) + "\n"
+
+
 class TaskSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -118,7 +140,8 @@ NEEDLESS_QUESTION_COST = 0.05
 _NEEDLESS = Penalty(name="needless_question", amount=NEEDLESS_QUESTION_COST,
                     description="each request_info the policy did not need")
 _CONDUCT = Criterion(name="conduct", weight=0.0, required=True,
-                     description="no reply is rude, leaks internal risk notes, or promises an outcome the policy denies")
+                     description="no reply is rude, leaks internal risk notes, or promises an outcome the agent's own "
+                                 "decision denies")
 _RUDE = Penalty(name="forbidden_reply", amount=0.2, description="a reply that breaks the conduct rule")
 _INFORMATION = Criterion(
     name="information", weight=0.3, required=True, applies="information_needed",
@@ -154,7 +177,9 @@ ROUTING_RUBRIC = Rubric(
         Criterion(name="reply_courteous", weight=0.15, required=True, gate="queue", description="the holding reply is courteous"),
         Criterion(name="reply_order_id", weight=0.1, required=True, gate="queue", description="the holding reply quotes the order id"),
         Criterion(name="reply_no_outcome", weight=0.15, required=True, gate="queue",
-                  description="the holding reply promises no outcome (the owning team decides)"),
+                  description="the holding reply says the ticket is with the right team, neither grants nor refuses "
+                              "anything (a condition like 'if approved, you will be refunded' promises nothing), and "
+                              "states nothing false"),
         Criterion(name="closed", weight=0.2, required=True, gate="queue", description="closed after routing and replying"),
         Criterion(name="hands_off", weight=0.0, required=True, description="does not decide the claim itself"),
         _CONDUCT,
@@ -177,12 +202,13 @@ RESOLUTION_RUBRIC = Rubric(
         Criterion(name="outcome_tag", weight=0.15, required=True, gate="decision",
                   description="exactly one outcome tag is on the ticket, and it records the decision"),
         Criterion(name="reply_outcome", weight=0.12, required=True, gate="decision",
-                  description="the reply states the decision; a denial states the actual reason (and, where a time "
-                              "limit applies, the window)"),
+                  description="the reply (sent with the decision or after it) states the decision plainly; a denial "
+                              "gives the actual reason in any words (the window only when the time limit is the reason)"),
         Criterion(name="reply_order_id", weight=0.06, required=True, gate="decision", description="the reply quotes the order id"),
         Criterion(name="reply_courteous", weight=0.06, required=True, gate="decision", description="the reply is courteous"),
         Criterion(name="reply_clean", weight=0.06, required=True, gate="decision",
-                  description="the reply has no forbidden content (see conduct)"),
+                  description="the reply is not rude, leaks no risk notes, does not contradict itself or promise what "
+                              "it declines, and every reason, time limit, warranty length or amount it states is true"),
         Criterion(name="closed", weight=0.15, required=True, gate="decision", description="closed after deciding and replying"),
         _CONDUCT,
     ),

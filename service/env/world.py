@@ -2,11 +2,14 @@
 
 Every value here is immutable and JSON-serialisable. A :class:`Ticket` carries everything the
 policy engine needs (including facts the agent only learns by asking) and the rendered customer
-message; what an agent may *see* of it is decided in :mod:`service.env.observe`.
+message; what an agent may *see* of it is decided in :mod:`service.env.core` (``observe``,
+``ticket_text``, ``lookup_record``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -26,6 +29,8 @@ IssueType = Literal[
     "vague",
 ]
 Tone = Literal["calm", "angry", "vague", "multi_issue", "typos"]
+Remark = Literal["slow_delivery", "second_contact", "service"]
+Presentation = Literal["days", "dates"]
 Difficulty = Literal["easy", "medium", "hard"]
 Family = Literal["decision", "workflow"]
 Split = Literal["train", "dev", "test"]
@@ -39,11 +44,54 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+@dataclass(frozen=True)
+class CatalogItem:
+    name: str
+    category: str
+    price: tuple[float, float]
+    warranty_days: int
+    hygiene: bool = False
+    perishable: bool = False
+
+
+CATALOG: tuple[CatalogItem, ...] = (
+    CatalogItem("Merino Crew Sweater", "apparel", (45, 120), 90),
+    CatalogItem("Linen Button-Down Shirt", "apparel", (30, 80), 90),
+    CatalogItem("Waterproof Rain Jacket", "apparel", (70, 420), 180),
+    CatalogItem("Slim Fit Chinos", "apparel", (35, 90), 90),
+    CatalogItem("Seamless Underwear 3-Pack", "apparel", (18, 40), 0, hygiene=True),
+    CatalogItem("Trail Running Shoes", "footwear", (80, 180), 180),
+    CatalogItem("Leather Chelsea Boots", "footwear", (110, 460), 365),
+    CatalogItem("Canvas Sneakers", "footwear", (40, 90), 90),
+    CatalogItem("Wireless Earbuds", "electronics", (50, 350), 365, hygiene=True),
+    CatalogItem("Bluetooth Speaker", "electronics", (40, 180), 365),
+    CatalogItem("27-inch 4K Monitor", "electronics", (180, 650), 730),
+    CatalogItem("Robot Vacuum", "electronics", (150, 900), 730),
+    CatalogItem("Smartwatch", "electronics", (150, 450), 365),
+    CatalogItem("Noise-Cancelling Headphones", "electronics", (120, 420), 365),
+    CatalogItem("Ceramic Table Lamp", "home", (35, 110), 180),
+    CatalogItem("Cast Iron Skillet", "home", (30, 80), 3650),
+    CatalogItem("Espresso Machine", "home", (180, 700), 730),
+    CatalogItem("Down Duvet", "home", (90, 420), 365),
+    CatalogItem("Vitamin C Serum", "beauty", (20, 60), 0, hygiene=True),
+    CatalogItem("Ionic Hair Dryer", "beauty", (45, 320), 365),
+    CatalogItem("Lipstick Collection", "beauty", (25, 70), 0, hygiene=True),
+    CatalogItem("Single-Origin Coffee Beans", "grocery", (15, 45), 0, perishable=True),
+    CatalogItem("Gourmet Chocolate Box", "grocery", (20, 60), 0, perishable=True),
+    CatalogItem("Building Blocks Castle Set", "toys", (40, 360), 180),
+    CatalogItem("Remote Control Car", "toys", (35, 140), 180),
+    CatalogItem("Cork Yoga Mat", "sports", (30, 95), 180),
+    CatalogItem("Carbon Tennis Racket", "sports", (90, 360), 365),
+    CatalogItem("Adjustable Dumbbells", "sports", (150, 420), 730),
+)
+HYGIENE_ITEMS: tuple[str, ...] = tuple(c.name for c in CATALOG if c.hygiene)
+
+
 class Product(_Frozen):
     sku: str
     name: str
     category: Category
-    price: float
+    price: float  # unit price
     in_stock: bool
     final_sale: bool
     hygiene: bool
@@ -67,22 +115,30 @@ class Customer(_Frozen):
         return self.returns_12m >= 5 or self.chargebacks > 0 or self.fraud_flag
 
 
-class Order(_Frozen):
-    order_id: str
+class OrderLine(_Frozen):
     product: Product
     quantity: int
-    amount: float
+
+    @property
+    def amount(self) -> float:
+        return round(self.product.price * self.quantity, 2)
+
+
+class Order(_Frozen):
+    order_id: str
+    lines: tuple[OrderLine, ...]
+    amount: float  # the order total
     order_date: str  # ISO date
     delivery_date: str | None  # ISO date; None when the parcel never arrived
-    days_since_delivery: int | None
+    days_since_delivery: int | None  # from the delivery date to the day the ticket was opened
     carrier_status: CarrierStatus
     days_past_estimate: int  # > 0 only while in transit / lost
     payment_method: Literal["card", "paypal", "gift_card"]
-    charged_twice: bool
+    charges: int  # how many times the payment record shows the order charged (2 = a duplicate)
 
 
 class HiddenFacts(_Frozen):
-    """Facts the customer knows but has not written down; revealed only when asked."""
+    """Facts the customer knows but has not written down; revealed only when asked (or volunteered)."""
 
     photos_show: Literal["damage", "normal_wear"] | None = None  # what photos would show
     item_used: bool | None = None  # the true usage state when the message leaves it open
@@ -92,10 +148,13 @@ class HiddenFacts(_Frozen):
 
 class Claim(_Frozen):
     issue: IssueType  # what the message is about (``vague`` when it cannot be told)
+    line: int = 0  # the order line the claim is about
     images_provided: bool
     item_used: bool | None  # None: the message does not say
     tone: Tone
-    secondary_issue: IssueType | None = None  # multi-issue messages mention a second complaint
+    second_issue: IssueType | None = None  # a second claim about the same item (P13 decides which counts)
+    remark: Remark | None = None  # a side remark that never changes the policy path
+    stated_days_ago: int | None = None  # the customer's own recollection of the delivery (records decide: P12)
 
 
 class Ticket(_Frozen):
@@ -104,7 +163,7 @@ class Ticket(_Frozen):
     split: Split
     family: Family
     difficulty: Difficulty
-    scenario: str  # the generator recipe that produced it (internal)
+    presentation: Presentation  # "days": the header says how long ago delivery was; "dates": only dates
     opened_on: str  # ISO date the ticket was opened
     customer: Customer
     order: Order
@@ -112,3 +171,16 @@ class Ticket(_Frozen):
     hidden: HiddenFacts
     subject: str
     message: str
+
+    @property
+    def line(self) -> OrderLine:
+        """The order line the claim is about."""
+        return self.order.lines[self.claim.line]
+
+    @property
+    def product(self) -> Product:
+        return self.line.product
+
+
+def days_between(earlier: str, later: str) -> int:
+    return (date.fromisoformat(later) - date.fromisoformat(earlier)).days

@@ -1,0 +1,759 @@
+"""What a reply to the customer says: read on meaning, deterministically.
+
+:func:`meaning` turns a reply into a :class:`Meaning` — the remedies it grants unconditionally (or
+the claim itself, "your return is approved"), those it only offers, whether it refuses, whether it is
+a holding reply, the denial reasons it asserts, the time limits, warranty lengths and amounts it
+states, the order ids it quotes, courtesy, rudeness (insults, blame, lecturing) and leaked risk notes.
+:func:`judge` compares that meaning with the agent's own decision, the policy's verdict and the
+ticket's facts: the reply checks of the rubrics (:mod:`service.env.tasks`) read its answer.
+
+It reads lemmas on whole tokens within clauses (:mod:`service.env.language`): synonyms and
+paraphrases are alternatives of a concept, and negation is scoped to what it negates ("we can't refund
+used items" asserts use; "it hasn't been used" does not; "no need to send anything back" and "we
+would never refuse" refuse nothing; "we haven't approved or refused anything yet" decides nothing).
+A condition is judged by what it hangs on: a decision or a finding leaves the outcome open ("if the
+team approves it, you'll be refunded" promises nothing, and a fronted "if …," reaches the rest of its
+sentence), the customer's choice makes the remedy an option ("if you'd prefer a refund"), while the
+customer's own action or a step of the process still promises it ("if you post it back we'll refund
+you", "will be sent once our team has finished its review"). Modality ("may", "whether") hedges;
+process words ("our team will finalise it") do not. Reasons are judged as denial reasons only where
+the reply declines: "a replacement is on its way" in an approval is not the in-transit reason.
+``tests/corpus/replies*.jsonl`` holds human-labelled replies; the README reports this reader's
+false-positive and false-negative rates on them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from service.env.language import NEGATORS, TEMPORAL, Clause, Phrases, clauses, lemmas, normalize, sentences, without_idioms
+from service.env.policy import ESCALATION_THRESHOLD, RETURN_WINDOW_DAYS, Verdict
+from service.env.world import Ticket
+
+# ------------------------------------------------------------------------------------ concepts
+
+_REFUND = Phrases(
+    "refund|money back|reimburse|reimbursement|your money|full amount|repay|repayment|credit * card|credit * account|"
+    "credit * payment|back to * card|back to * account|back to * payment|store credit|payment back|back in * account|"
+    "back on * card|back into * account|the money"
+)
+# A new or the right item on its way, in either order: "we've shipped the right earbuds", "the correct
+# one is on its way", "get a new one out to you".
+_DISPATCH = ("send", "ship", "dispatch", "post", "arrange for", "go out", "on * way", "head")
+_ITEM = ("new", "another", "correct", "right", "fresh")
+_REPLACE = Phrases(
+    "replacement|replace|new one|another one|new pair|new unit|new item|fresh one|exchange|swap|right one|correct one|"
+    "right item|correct item|right size|correct size|another size|different size|resend|re send|reship|re ship|"
+    "send * out again|get a new * out|get a new * to you|"
+    + "|".join(f"{verb} * {item}|{item} * {verb}" for verb in _DISPATCH for item in _ITEM)
+)
+# What is new or right is not always the item: "a new tracking number", "the correct address".
+_NOT_THE_ITEM = Phrases("|".join(f"{item} {thing}|{item} * {thing}" for item in _ITEM for thing in (
+    "label", "link", "tracking", "code", "number", "email", "address", "date", "detail", "information", "password",
+    "account", "team", "department", "colleague", "person", "update", "message")))
+_GRANT = Phrases(
+    "approve|approved|issue|process|arrange|send|ship|give|grant|credit|initiate|receive|get|see|authorize|authorise|"
+    "confirm|dispatch|post|start|put through|on * way|go ahead|happy to|glad to|pleased to|refund you|be refund|"
+    "will refund|have refund|back|sort|take care|ask * to refund|ask * to process|ask * to issue|ask * to send|"
+    "ask * to arrange|ask * to credit|will replace|will exchange|will swap|will resend|will reship|have replace|"
+    "have exchange|have swap|have resend|have reship|be replace|be exchange|be swap|be resend|be reship|head|heading|"
+    "expect|follow|arrive|reach you|reach your|be with you|finalise|finalize|complete|release|go through|"
+    "as good as|definitely|certainly|appear on|appear in|show on|show up on|land in|"
+    # overriding the policy: "we'll refund you anyway", "as a goodwill gesture", "just this once"
+    "anyway|regardless|all the same|goodwill|exception|one off|just in case|this once|"
+    "return to * card|return to * account|return to * payment"
+)
+# A remedy verb in the future or the perfect: "we will reimburse you", "we've now fully replaced it".
+_REMEDY_VERBS = frozenset({"refund", "reimburse", "repay", "replace", "exchange", "swap", "credit", "resend", "reship"})
+_ADVERBS = frozenset({"now", "already", "just", "be", "fully", "also", "gladly", "happily", "personally", "promptly",
+                      "quickly", "then", "since"})
+# Modality and undecidedness: a remedy next to these is offered, not granted. Process words ("review",
+# "team will", "request") are not hedges: "approved, and our team will finalise it" decides.
+_HEDGE = Phrases(
+    "might|may|could|possibly|possible|perhaps|probably|likely|potentially|whether|eligible|eligibility|decide|"
+    "decision|assess|consider|evaluate|determine|try|attempt|hope|look into|look at|investigate|see if|pending|"
+    "subject to|in principle|would you like|do you want|prefer|rather|they find|we find|if any|if there be"
+)
+# The agent's own authority, not a grant: "above the amount I can approve myself", "needs sign-off"
+# (and "I can't approve a refund of this size myself": what the agent *can* do on its own).
+_AUTHORITY = Phrases(
+    "my own authority|my approval|my authority|my limit|above what i|beyond what i|amount i can|more than i can|"
+    "limit i can|approve * myself|authorise * myself|authorize * myself|need * approval|need * sign off|"
+    "require * approval|require * sign off|need to be approve|have to be approve|need * authorisation|"
+    "need * authorization"
+)
+# A remedy named as the subject of the ticket, not given: "your refund request", "asked for a replacement",
+# "the team that handles refunds", "they'll get back to you about your refund".
+_TOPIC_OF = ("get back to you about", "in touch about", "in touch regarding", "contact you about", "let you know about",
+             "update you on", "update you about", "next step for", "next step on", "next step regarding", "handle")
+_MENTION = Phrases(
+    "refund request|refund claim|refund query|refund question|refund application|replacement request|"
+    "replacement claim|request * refund|request * replacement|ask for * refund|ask for * replacement|"
+    "ask * about * refund|refund of this size|refunds of this size|large refund|larger refund|higher value refund|"
+    "high value refund|refund of this value|refund of this amount|"
+    + "|".join(f"{t} * {r}" for t in _TOPIC_OF for r in ("refund", "replacement"))
+)
+# Foretelling the team's decision decides it: "they always approve these".
+_ANTICIPATE = Phrases("always approve|always accept|always agree|sure to approve|certain to approve|bound to approve|"
+                      "definitely approve|will definitely|certainly approve|as good as approve|as good as done")
+# Approving the claim itself, without naming a remedy: "your return for order X is approved".
+_CLAIM = Phrases("your return|your claim|your request|your case|this return|this claim|this request")
+_APPROVE = Phrases("approve|accept|authorise|authorize|grant")
+# Conditions that leave the outcome open: a decision or a finding. Others
+# (the customer's own action, a step of the process) still promise: "if you post it back we'll
+# refund you", "will be sent once our team has finished its review".
+_DECIDING = Phrases(
+    "approve|agree|accept|decide|decision|confirm|verify|find|eligible|qualify|authorise|authorize|sign off|"
+    "go through|turn out|show|prove|due|owe|entitle|right|correct|need|"
+    "in stock|available|possible|valid|genuine|pass"
+)
+# The customer's choice: "if you'd like one", "would you prefer a refund?". A remedy on the customer's
+# choice is at their disposal: declining it and offering it so contradicts the decision.
+_CHOICE = Phrases("like|prefer|rather|want|wish|choose")
+_REFUSE_VERB = Phrases("decline|reject|deny|refuse|turn down|unable to|ineligible|not eligible|no longer eligible|"
+                       "too early to|too soon to|hold off")
+_REFUSE_OBJECT = Phrases(
+    "approve|accept|offer|process|issue|provide|give|refund|replace|replacement|exchange|honour|honor|do|help|return|"
+    "cover|covered|eligible|possible|proceed|take back|take * back|accept * back|authorize|authorise|grant|send|qualify"
+)
+# Saying nothing is decided yet is neither a grant nor a refusal: "not approved or refused anything yet".
+_REFUSE_ACT = Phrases("decline|reject|deny|refuse|turn down")
+_DECISION_WORDS = Phrases("approve|accept|agree|decide|decision|refuse|decline|reject|turn down|deny|confirm")
+_UNDECIDED = Phrases("no decision|not * decide|not * make * decision|undecided|not yet * approve|not promise|"
+                     "not guarantee|not say whether|not say * yet|either way|"
+                     "not * approve * or|not * accept * or|nothing * approve|nothing * decide")
+_HOLD = Phrases(
+    "pass|forward|escalate|hand|refer|assign|transfer|team|department|colleague|specialist|review|look into|looking into|"
+    "investigate|get back|be in touch|update you|contact you|follow up|reach out|take it from here|take over|handle|"
+    "send * to|now with|be with our|be with the"
+)
+_COURTESY = Phrases(
+    "thank|thanks|sorry|apologize|apologise|apology|apologies|please|appreciate|understand|happy to help|glad to help|"
+    "regards|sincerely|have a great day|have a good day|have a nice day|our pleasure|hope this help|hope that help|"
+    "kind regard|best wish|take care|we value|happy to|glad to|glad|so glad|enjoy|relief|have a lovely|have a wonderful|"
+    "have a great|have a good|have a nice|hope you|warm regard|warmly|cheers|my pleasure|you be welcome|all the best"
+)
+_RUDE = Phrases(
+    "stupid|idiot|idiotic|dumb|moron|shut up|calm down|your fault|your own fault|not our problem|deal with it|stop complain|"
+    "stop whine|stop bother|read the policy|learn to read|ridiculous|nonsense|pathetic|waste of * time|obviously you|"
+    "should have know|should have read|get over it|tough luck|too bad|whatever|someone else's problem|not believe you|"
+    "not believe your|try not to break|try not to lose|try not to damage|do you even|did you even|have you even|"
+    "do you not read|did you not read|stop send|stop email|stop contact|stop message|not contact us again|"
+    "not email us again|it say so|not add up|you be lie|make it up|make this up|not tell the truth|not be honest"
+)
+# Blame and lecturing: the customer is told what they did wrong or must do better. Read on the reply
+# without its idioms and never where negated, so "not your fault" and "no fault of your own" never count.
+_LECTURE_TIMES = ("next time", "in future", "in the future", "going forward", "from now on")
+_LECTURE_ACTS = ("read", "check", "make sure", "double check", "measure", "ensure", "look at", "follow", "pay attention")
+_BLAME = Phrases(
+    # what the customer did wrong
+    "you * misread|misread your|you * misunderstand|your carelessness|your mistake|your error|user error|you mishandle|"
+    "you misuse|you mistreat|you * damage it|you break it|you drop|you have drop|you leave * out|you forget|you fail to|"
+    "you neglect|you ignore|you do not bother|you have not bother|not even bother|if you have bother|you should know|"
+    "you should be aware|surely you|you must have know|you clearly|"
+    # speculation about how the item was treated
+    "not be look after|look after badly|down to how|how you handle|at your end|on your end|probably drop|"
+    "probably be drop|must have be drop|must have drop|drop at some point|be misuse|"
+    # what it would have taken
+    "if you would read|if you have read|quick if you|easy if you|you would have see|you would have know|"
+    "you would have notice|you would have find|would have be avoid|could have be avoid|if you have look after|"
+    "if you would look after|"
+    # telling them to do better, or that they were told
+    "please be more careful|you be more careful|you to be more careful|please take more care|look after * properly|"
+    "take better care|take more care|read * carefully|more carefully in future|more carefully next time|read * properly|"
+    "as * already explain|as we already|as i already|as already state|already tell you|as i say before|as i have say|"
+    "for the last time|clearly say|clearly state|as it clearly|"
+    + "|".join(f"{t} * {a}|{a} * {t}" for t in _LECTURE_TIMES for a in _LECTURE_ACTS)
+)
+# A request about the customer's future conduct is a lecture ("Please treat your things with more care in
+# future"), unless it invites them back ("next time, feel free to contact us") or is about ourselves.
+_LECTURE_TIME = Phrases("|".join(_LECTURE_TIMES) + "|more care|more carefully|more attention|closer attention")
+_INVITATION = Phrases("feel free|hesitate|contact|get in touch|reach out|let us know|visit|shop|order again|enjoy|"
+                      "use code|discount|welcome|happy to help|glad to help|we will|we be|i will|i be|we can|i can|you can|"
+                      "you may|you be welcome")
+# The customer's record of returns, disputes and claims, with how often: "you've disputed charges with us
+# a few times before", "you've returned several items lately".
+_HISTORY_ACT = Phrases("you have return|you have dispute|you have claim|you have complain|you have request|you have ask for|"
+                       "you have make * claim|you have make * return|you have open * case|you dispute|you return")
+_FREQUENCY = Phrases("a few time|several time|many time|multiple time|number of time|a lot|recently|lately|often|"
+                     "frequent|so many|quite a few|more than once|repeatedly|every time|each time")
+# Hindsight about what the customer did: "you should have tried it on", "you could have checked". Read on
+# the words, as it needs the participle: "you should have received an email" / "have your refund by
+# Friday" state an expectation, and "you might have missed our email" reproaches nobody.
+_HINDSIGHT = re.compile(r"\byou (?:should|ought to|must) have (\w+)"
+                        r"|\byou could have (?:checked|read|looked|asked|measured|contacted)\b")
+_EXPECTED = frozenset({"received", "got", "gotten", "seen", "heard", "been", "had"})
+_PARTICIPLE = re.compile(r"\w+(?:ed|en|wn)|read|known|thought|done|made|told|sent|bought|kept|put|left|tried")
+# "if the charge still shows at your end", "please check on your end": a place, not blame.
+_CHECKING = frozenset({"check", "look", "see", "confirm", "clear", "refresh", "try", "verify", "show", "appear", "still",
+                       "everything", "anything", "if", "fine", "ok", "okay", "display", "pending", "visible"})
+_LEAK = Phrases(
+    # fraud and risk reviews
+    "fraud team|fraud review|fraud check|fraud investigation|fraud flag|fraud department|fraud alert|fraud suspicion|"
+    "fraud risk|fraud prevention|suspect fraud|suspected fraud|suspicion of fraud|fraudulent|high risk|risk score|"
+    "risk assessment|risk rating|risk level|risk profile|risk check|risk team|risk review|blacklist|black list|"
+    "watch list|watchlist|internal note|abuse|pass our check|pass the check|pass check|security check|security team|"
+    "security review|unusual activity|suspicious|under investigation|"
+    # flags and reviews of the account
+    "flag account|account * flag|flag for|flag on your|flag your|flagged your|account review|review of your account|"
+    "account * under review|account be under|"
+    # the customer's history: returns, refunds, claims, disputes, chargebacks, and how often
+    "return history|refund history|claim history|dispute history|account * history|history of refund|"
+    "history of return|history of claim|chargeback|chargebacks|charge back|too many return|number of return|"
+    "several return|many return|several refund|frequent return|return rate|refund rate|claim rate|rate of return|"
+    "high return|return frequency|return pattern|pattern of return|return habit|return a lot|return so many|"
+    "return several|return many|return * lot of|lot of return|number of item you|item you have return|how often you|"
+    "frequently return|often return|previous claim|previous return|earlier return|prior return|prior claim|"
+    "return quite a few|quite a few return|return a number of|number of claim|high number|unusual number|"
+    "dispute on your account|previous dispute|prior dispute|second return|third return|fourth return|fifth return|"
+    "return this month|return this year|return this week|return in the last|return in the past|"
+    # doubting the customer's honesty out loud
+    "whether * be genuine|whether * be legitimate|whether * be real|claim be genuine|if * be genuine"
+)
+
+_WEAR_DESCRIPTION = ("wear and tear|normal wear|ordinary wear|everyday wear|general wear|natural wear|wear from use|"
+                     "wear through use|everyday use|regular use|normal use|daily use|through use|from use|usage over time|"
+                     "age and use|expected wear|use over time")
+_NOT_A_DEFECT = "not a defect|not defective|not a manufacturing|not a fault|not faulty|not a flaw"
+# A sentence describing ordinary wear ("the wear that builds up with regular use") uses "wear" and "use"
+# for that description, not to say the customer used the item.
+_DESCRIBES_WEAR = Phrases(_WEAR_DESCRIPTION)
+
+# Denial reasons. Each is (phrases, self_negating): a self-negating phrase carries its own negation
+# ("not a defect", "only one charge") and is never read as negated.
+_REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
+    "window": (
+        Phrases("return window|returns window|return period|returns period|time limit|time frame|timeframe|deadline|"
+                "window|30 day|30 days|thirty day|thirty days|within a month|one month|a month of|month of delivery|too late|"
+                "time to return|expire|expired|day limit|day return"),
+        None,
+    ),
+    # The item's use, not any "use": "the card you used", "please use the portal" assert nothing.
+    "used": (
+        Phrases("be use|be wear|be wash|be worn|have use|have wear|have wash|you use it|you wear it|you wash it|"
+                "use it|wear it|wash it|wear outside|sign of use|sign of wear|been open and use|not in new condition|"
+                "no longer new|not new|not unused|not in * original condition|not in * resalable condition|not in * sellable|"
+                "after use|after wear|use item|used item|worn item|wear item|use a few time|wear a few time|wear once|use once"),
+        None,
+    ),
+    "final_sale": (
+        Phrases("final sale|final-sale|clearance|non returnable|nonreturnable|not returnable|hygiene|hygienic|personal care|"
+                "perishable|perishables|food item|sanitary|intimate|sealed for|health reason|can not be return for hygiene"),
+        None,
+    ),
+    "warranty": (Phrases("warranty|guarantee|guaranty|warranted|cover period|coverage"), None),
+    "normal_wear": (Phrases(_WEAR_DESCRIPTION + "|" + _NOT_A_DEFECT), Phrases(_NOT_A_DEFECT)),
+    "in_transit": (
+        Phrases("in transit|on its way|on the way|en route|still travel|still travelling|still traveling|still move|"
+                "still moving|with the carrier|carrier network|carrier's network|courier network|not yet arrive|yet to arrive|"
+                "not arrive yet|expect to arrive|expected to arrive|should arrive|due to arrive|out for delivery|still be deliver|"
+                "still being deliver|has not be deliver yet|not be deliver yet|still in the post|still with the courier|"
+                "estimate|estimated delivery|arrive soon|arrive shortly|delivery window|still within|should reach|will reach|"
+                "should be with you|will be with you|expect * deliver"),
+        Phrases("not yet arrive|yet to arrive|not arrive yet|has not be deliver yet|not be deliver yet"),
+    ),
+    # The parcel found, not any finding: "we found only one charge", "whatever they find" assert nothing.
+    "parcel_found": (
+        Phrases("be find|find it|find the parcel|find the package|find your parcel|find your package|parcel * find|"
+                "package * find|you find|neighbour find|neighbor find|be locate|locate it|parcel * locate|package * locate|"
+                "turn up|turned up|arrive after all|arrive safely|arrive in the end|finally arrive|have now arrive|"
+                "glad * arrive|glad you have it|glad you get it|have it now|show up|showed up|got it|get it|reach you|"
+                "safely with you|with you now|neighbour have|neighbor have|you have it|you have receive it|you receive it|"
+                "since you have|as you have it"),
+        None,
+    ),
+    "not_charged_twice": (
+        Phrases("only one charge|single charge|one charge|charged once|charge once|only once|one payment|single payment|"
+                "only one payment|one transaction|single transaction|only one transaction|no duplicate|not * charge twice|"
+                "not * bill twice|not * charge * twice|pending authorization|pending authorisation|pending hold|temporary hold|"
+                "authorization hold|authorisation hold|drop off|fall off|record show one|record show a single|show a single|"
+                "show one|only charge|one debit|single debit|just one"),
+        Phrases("no duplicate|not * charge twice|not * bill twice|not * charge * twice"),
+    ),
+    "unverifiable": (
+        Phrases("verify|verified|verification|confirm|validate|substantiate|corroborate"),
+        None,
+    ),
+}
+# An arrival still to come is the parcel in transit, not found: "it should reach you within a few days".
+_PROSPECTIVE = frozenset({"should", "will", "would", "may", "might", "can", "to", "soon", "expect"})
+# The warranty reason is the warranty's end, stated in the sentence ("covered by a 180-day warranty, and
+# that period has now ended"): its scope ("which our warranty doesn't cover") or a warranty still
+# running ("it may still be covered") is no reason to decline.
+_EXPIRY = Phrases("expire|end|run out|lapse|be over|pass|outside|beyond|out of|no longer|past|finish|close|elapse|"
+                  "last * day|only last|only cover * day")
+_WARRANTY_RUNNING = Phrases("still cover|still under|still within * warranty|still have * warranty|remain under")
+_WINDOW_OK = Phrases("be within|be still within|still within|well within|comfortably within|you be * within|it be * within|"
+                     "be inside|within * window|within the return")
+_LIMIT_STATEMENT = Phrases("only|must|need|have to|accept|allow|policy|require|up to|limit|after|outside|past|beyond|over|"
+                           "exceed|more than|expire|close|end|pass|too late|no longer|late|ago|since")
+_AUX = frozenset({"be", "have", "do", "yet", "ever", "at", "all", "really", "actually", "even", "been", "being", "get", "so", "very"})
+_MONEY = re.compile(r"\$\s?(\d[\d,]*(?:\.\d{1,2})?)|(\d[\d,]*(?:\.\d{1,2})?)\s?(?:usd|dollars)\b")
+_DAYS = re.compile(r"\b(\d{1,4})[\s-]*(day|days|week|weeks|month|months|year|years)\b")
+_WORD_NUMBERS = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ten": 10,
+                 "twelve": 12, "fourteen": 14, "fifteen": 15, "eighteen": 18, "twenty": 20, "thirty": 30, "sixty": 60,
+                 "ninety": 90}
+_WORD_DAYS = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")[\s-]+(day|days|week|weeks|month|months|year|years)\b")
+# A month is a twelfth of a year, so "24 months" is the 730-day warranty and "a month" the 30-day window.
+_UNIT_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "month": 365 / 12, "months": 365 / 12, "year": 365, "years": 365}
+_ORDER_DIGITS = re.compile(r"\b(?:ord[-\s#]*)?(\d{6,})\b")
+
+
+@dataclass(frozen=True)
+class Meaning:
+    grants: frozenset[str]  # granted unconditionally: "refund", "replacement", or "claim" (the claim itself approved)
+    offers: frozenset[str]  # remedies mentioned only on an open condition, hedged or as a question
+    refuses: bool  # an unconditional refusal (of a remedy, the claim, the return)
+    holds: bool  # says the ticket is being passed on / looked into
+    reasons: frozenset[str]  # denial reasons asserted
+    window_days: frozenset[int]  # return-window lengths stated
+    warranty_days: frozenset[int]  # warranty lengths stated
+    amounts: frozenset[float]  # money amounts stated
+    order_digits: frozenset[str]  # order numbers quoted (digits)
+    courteous: bool
+    rude: tuple[str, ...] = field(default=())  # insults, dismissals, blame and lecturing
+    leaks: tuple[str, ...] = field(default=())
+    options: frozenset[str] = frozenset()  # offers left to the customer's choice: "if you'd prefer a refund"
+
+
+def _negated_before(tokens: tuple[str, ...], start: int) -> bool:
+    """A negator governs the phrase at ``start`` (auxiliaries in between allowed)."""
+    i = start - 1
+    while i >= 0 and tokens[i] in _AUX:
+        i -= 1
+    return i >= 0 and tokens[i] in ("not", "no", "never", "nothing", "without", "un")
+
+
+def _asserted(phrases: Phrases, self_negating: Phrases | None, clause: Clause) -> bool:
+    if self_negating is not None and self_negating.in_(clause.lemmas):
+        return True
+    return any(not _negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
+
+
+def _reasons(clause: Clause) -> set[str]:
+    """The denial reasons ``clause`` asserts: each read by its own rule, or else asserted un-negated."""
+    found = set()
+    for name, (phrases, self_negating) in _REASONS.items():
+        reader = _REASON_READERS.get(name)
+        if reader(phrases, clause) if reader is not None else _asserted(phrases, self_negating, clause):
+            found.add(name)
+    return found
+
+
+def _window_reason(phrases: Phrases, clause: Clause) -> bool:
+    """A limit stated as passed or binding, not "you're well within the 30-day return period". The limit
+    may sit in another clause of the sentence: "Our returns period is one month from delivery, and since
+    it arrived 41 days ago, I'm unable to accept the return"."""
+    tokens, sentence = clause.lemmas, lemmas(clause.sentence)
+    if not phrases.in_(tokens) or _WINDOW_OK.in_(tokens):
+        return False
+    return _LIMIT_STATEMENT.in_(sentence) or any(t in NEGATORS for t in without_idioms(sentence))
+
+
+def _used_reason(phrases: Phrases, clause: Clause) -> bool:
+    if _DESCRIBES_WEAR.in_(lemmas(clause.sentence)):
+        return False
+    return any(not _negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
+
+
+def _unverifiable_reason(phrases: Phrases, clause: Clause) -> bool:
+    return phrases.in_(clause.lemmas) and clause.negated  # "we can't verify", never "we verified"
+
+
+def _found_reason(phrases: Phrases, clause: Clause) -> bool:
+    tokens = clause.lemmas
+    return any(not _negated_before(tokens, s) and not _PROSPECTIVE & set(tokens[max(0, s - 2):s])
+               for s, _ in phrases.find(tokens))
+
+
+def _warranty_reason(phrases: Phrases, clause: Clause) -> bool:
+    if not _EXPIRY.in_(lemmas(clause.sentence)) or (_WARRANTY_RUNNING.in_(clause.lemmas) and not clause.negated):
+        return False
+    return _asserted(phrases, None, clause)
+
+
+_REASON_READERS = {"window": _window_reason, "used": _used_reason, "unverifiable": _unverifiable_reason,
+                   "parcel_found": _found_reason, "warranty": _warranty_reason}
+
+
+# ------------------------------------------------------------------------- outcomes, clause by clause
+
+@dataclass(frozen=True)
+class _Outcome:
+    grants: frozenset[str] = frozenset()
+    offers: frozenset[str] = frozenset()
+    refuses: bool = False
+    conditional: bool = False  # on an open condition: it asserts no facts either ("if it turns out to be faulty")
+    options: frozenset[str] = frozenset()
+
+
+def _remedies(tokens: tuple[str, ...]) -> set[str]:
+    tokens = _drop(_drop(tokens, _MENTION), _NOT_THE_ITEM)
+    return {name for name, p in (("refund", _REFUND), ("replacement", _REPLACE)) if p.in_(tokens)}
+
+
+def _drop(tokens: tuple[str, ...], phrases: Phrases) -> tuple[str, ...]:
+    spans = phrases.find(tokens)
+    return tuple(t for i, t in enumerate(tokens) if not any(a <= i < b for a, b in spans)) if spans else tokens
+
+
+def _chooses(part: tuple[str, ...]) -> bool:
+    """The customer chooses a remedy ("if you'd prefer", "if you'd rather have a refund", "if you'd like
+    one") rather than an action of their own ("if you'd like to return it": still a promise)."""
+    choosing = [s for s, _ in _CHOICE.find(part)]
+    return bool(choosing) and (bool(_remedies(part)) or any(part[s + 1:s + 2] != ("to",) for s in choosing))
+
+
+def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | None:
+    """Whether a condition leaves the outcome open ("open"), leaves it to the customer ("choice"), or
+    still promises it (None). A decision or a finding leaves it open ("if our team agrees", "once
+    approved", "if a second charge did go through"); a step of the process ("once our team has
+    finished its review") or the customer's own action ("if you post it back to us") does not."""
+    start, end = span
+    part = tokens[start:end]
+    subject = next((t for t in part[1:] if t not in _AUX), None)
+    if subject == "you" and _chooses(part):
+        return "choice"
+    if _DECIDING.in_(part):
+        return "open"
+    if tokens[start] in TEMPORAL or subject == "you":
+        return None
+    return "open"
+
+
+def _negators(tokens: tuple[str, ...]) -> list[int]:
+    return [i for i, t in enumerate(tokens) if t in NEGATORS and not _REFUSE_VERB.in_(tokens[i:i + 1])]
+
+
+def _refuses(tokens: tuple[str, ...]) -> bool:
+    """A refusal verb that is not itself negated ("we would never refuse" refuses nothing), or a negator
+    governing a refusable act within the same proposition ("we can't accept", "nothing to refund")."""
+    tokens = without_idioms(tokens)  # "no need to send anything back" refuses nothing
+    if any(not _negated_before(tokens, s) for s, _ in _REFUSE_VERB.find(tokens)):
+        return True
+    objects = [s for s, _ in _REFUSE_OBJECT.find(tokens) if not (tokens[s] == "do" and tokens[s + 1:s + 2] == ("not",))]
+    for n in _negators(tokens):
+        if _governs_refusal_verb(tokens, n):
+            continue
+        if any(n < s <= n + 6 and not _new_proposition(tokens[n + 1:s]) for s in objects):
+            return True
+    return False
+
+
+def _governs_refusal_verb(tokens: tuple[str, ...], n: int) -> bool:
+    i = n + 1
+    while i < len(tokens) and tokens[i] in _AUX | {"would", "will", "ever"}:
+        i += 1
+    return any(s == i for s, _ in _REFUSE_VERB.find(tokens))
+
+
+def _new_proposition(between: tuple[str, ...]) -> bool:
+    """"it didn't arrive and we're sending one": "and"/"or" then a subject starts a new proposition."""
+    return any(t in ("and", "or") and nxt in ("we", "i", "you", "they", "it") for t, nxt in zip(between, between[1:]))
+
+
+def _undecided(tokens: tuple[str, ...]) -> bool:
+    """"We haven't approved or refused anything yet", "no decision has been made": neither outcome."""
+    if _UNDECIDED.in_(tokens):
+        return True
+    plain = without_idioms(tokens)
+    if not any(t in NEGATORS for t in plain):
+        return False
+    either = _APPROVE.in_(plain) and _REFUSE_ACT.in_(plain) and ("or" in plain or "nor" in plain)
+    return either or ("yet" in plain and _DECISION_WORDS.in_(plain))
+
+
+def _future_or_done(tokens: tuple[str, ...]) -> bool:
+    for i, token in enumerate(tokens):
+        if token in _REMEDY_VERBS:
+            j = i - 1
+            while j >= 0 and tokens[j] in _ADVERBS:
+                j -= 1
+            if j >= 0 and tokens[j] in ("will", "have", "be", "shall"):
+                return True
+    return False
+
+
+def _authority(tokens: tuple[str, ...]) -> bool:
+    return _AUTHORITY.in_(tokens) or ("myself" in tokens and ("can" in tokens or "able" in tokens))
+
+
+def _claim_approved(tokens: tuple[str, ...]) -> bool:
+    """"Your return for order X is approved": the claim itself is decided, no remedy named."""
+    return _CLAIM.in_(tokens) and any(not _negated_before(tokens, s) and tokens[s - 1:s] != ("to",)
+                                      for s, _ in _APPROVE.find(tokens))
+
+
+def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | None]:
+    """What one clause grants, offers or refuses, and the condition it opens for the rest of its sentence
+    ("If they confirm you were charged twice, the extra charge will be refunded"): None, "open", or
+    "choice" (the customer's: "If you'd prefer a refund instead, just let me know and I'll arrange it")."""
+    tokens, span = clause.lemmas, clause.condition
+    kind = _condition_kind(tokens, span) if span is not None else None
+    opens = kind if span is not None and span[0] <= 1 and span[1] == len(tokens) else None
+    inside: tuple[str, ...] = ()
+    outside = tokens
+    if kind is not None and span is not None:
+        inside, outside = tokens[span[0]:span[1]], tokens[:span[0]] + tokens[span[1]:]
+    offers = _remedies(inside)
+    if kind is not None or inherited is not None:
+        offers |= _remedies(outside)
+        choice = "choice" in (kind, inherited) and not _HEDGE.in_(outside)
+        return _Outcome(offers=frozenset(offers), conditional=True, options=frozenset(offers if choice else ())), opens
+    if _undecided(outside) or _authority(outside):  # "nothing is decided yet", "more than I can approve myself"
+        return _Outcome(offers=frozenset(offers | _remedies(outside))), opens
+    if _refuses(outside):
+        return _Outcome(offers=frozenset(offers), refuses=True), opens
+    remedies = _remedies(outside)
+    plain = without_idioms(outside)
+    if clause.question or _HEDGE.in_(outside) or any(t in NEGATORS for t in plain):
+        asked = clause.question and _CHOICE.in_(outside)  # "would you like a replacement instead?"
+        return _Outcome(offers=frozenset(offers | remedies), options=frozenset(remedies if asked else ())), opens
+    grants = set(remedies) if remedies and (_GRANT.in_(outside) or _future_or_done(outside)) else set()
+    if _claim_approved(outside) or _ANTICIPATE.in_(outside):
+        grants.add("claim")
+    return _Outcome(grants=frozenset(grants), offers=frozenset(offers | (remedies - grants))), opens
+
+
+# ------------------------------------------------------------------------- facts and conduct
+
+def _lengths(text: str) -> list[tuple[int, int, int]]:
+    """(days, start, end) of every stated duration."""
+    out = [(round(int(m.group(1)) * _UNIT_DAYS[m.group(2)]), m.start(), m.end()) for m in _DAYS.finditer(text)]
+    out += [(round(_WORD_NUMBERS[m.group(1)] * _UNIT_DAYS[m.group(2)]), m.start(), m.end()) for m in _WORD_DAYS.finditer(text)]
+    return out
+
+
+# An elapsed time is never a limit: "delivered 223 days ago", "it has been 45 days since delivery".
+_ELAPSED_AFTER = re.compile(r"\s*(?:ago|since)\b")
+_ELAPSED_BEFORE = re.compile(r"\b(?:delivered|arrived|received|waited|been|had it for|used it for)\s+"
+                             r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$")
+# A limit needs its own context: "ship within two days" is no return window.
+_WARRANTY_CONTEXT = re.compile(r"warrant|guarant|coverage")
+_WINDOW_CONTEXT = re.compile(r"return|window|policy|limit|deadline")
+# Words shared by windows and warranties ("180 days from delivery", "warranty period"): a window only
+# where no warranty is in sight.
+_SHARED_CONTEXT = re.compile(r"period|of delivery|from delivery|after delivery|of receiv|of receipt")
+
+
+def _durations(text: str) -> tuple[set[int], set[int]]:
+    """The return-window and warranty lengths stated: each duration goes to the nearer context."""
+    windows, warranties = set(), set()
+    for days, start, end in _lengths(text):
+        before, after = text[max(0, start - 40):start], text[end:end + 50]
+        if _ELAPSED_AFTER.match(after) or _ELAPSED_BEFORE.search(before):
+            continue
+        warranty, window = _distance(_WARRANTY_CONTEXT, before, after), _distance(_WINDOW_CONTEXT, before, after)
+        if warranty is not None and (window is None or warranty <= window):
+            warranties.add(days)
+        elif window is not None or (warranty is None and _distance(_SHARED_CONTEXT, before, after) is not None):
+            windows.add(days)
+    return windows, warranties
+
+
+def _distance(pattern: re.Pattern[str], before: str, after: str) -> int | None:
+    gaps = [len(before) - m.end() for m in pattern.finditer(before)] + [m.start() for m in pattern.finditer(after)]
+    return min(gaps) if gaps else None
+
+
+def _rude(text: str, tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """Insults and dismissals, blame and lecturing, in the normalised ``text`` and its lemmas ``tokens``."""
+    found = {" ".join(tokens[s:e]) for s, e in _RUDE.find(tokens)
+             if not _negated_before(tokens, s) and not _kind_whatever(tokens, s)}
+    plain = without_idioms(tokens)
+    found |= {" ".join(plain[s:e]) for s, e in _BLAME.find(plain) if not _negated_before(plain, s) and not _excused(plain, s, e)}
+    found |= {sentence for sentence in sentences(text) if _lectures(lemmas(sentence))}
+    found |= {m.group(0) for m in _HINDSIGHT.finditer(text)
+              if m.group(1) is None or (_PARTICIPLE.fullmatch(m.group(1)) and m.group(1) not in _EXPECTED)}
+    return tuple(sorted(found))
+
+
+def _lectures(tokens: tuple[str, ...]) -> bool:
+    addressed = "please" in tokens or "you" in tokens or "your" in tokens
+    return addressed and _LECTURE_TIME.in_(tokens) and not _INVITATION.in_(tokens)
+
+
+def _history(text: str) -> tuple[str, ...]:
+    return tuple(s for s in sentences(text) if _HISTORY_ACT.in_(lemmas(s)) and _FREQUENCY.in_(lemmas(s)))
+
+
+def _excused(tokens: tuple[str, ...], start: int, end: int) -> bool:
+    """Blame-shaped phrases that blame nobody: "please check at your end" asks for a check, and "next
+    time we'll check the stock" or "we'll take more care" are about ourselves."""
+    if tokens[end - 1] == "end":
+        return any(t in _CHECKING for t in tokens[max(0, start - 4):start])
+    if not any(t in tokens[start:end] for t in ("time", "future", "forward", "now", "care", "carefully", "clearly")):
+        return False
+    return any(t in ("we", "i", "our", "us") for t in tokens[max(0, start - 2):end])
+
+
+def _kind_whatever(tokens: tuple[str, ...], start: int) -> bool:
+    """"whatever they find" / "whatever you need" is not dismissive; a bare "whatever" is."""
+    return tokens[start] == "whatever" and start + 1 < len(tokens) and tokens[start + 1] in (
+        "they", "you", "the", "we", "it", "your", "is", "be", "happen", "works", "work", "suit")
+
+
+@lru_cache(maxsize=8192)
+def meaning(reply: str) -> Meaning:
+    """What ``reply`` says (pure, cached)."""
+    grants: set[str] = set()
+    offers: set[str] = set()
+    refuses = holds = False
+    reasons: set[str] = set()
+    options: set[str] = set()
+    carried: str | None = None
+    sentence = None
+    for clause in clauses(reply):
+        if clause.sentence != sentence:  # a condition reaches no further than its sentence
+            carried, sentence = None, clause.sentence
+        outcome, opens = _outcome(clause, carried)
+        carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
+        grants |= outcome.grants
+        offers |= outcome.offers
+        options |= outcome.options
+        refuses = refuses or outcome.refuses
+        holds = holds or _HOLD.in_(clause.lemmas)
+        if not outcome.conditional:
+            reasons |= _reasons(clause)
+    text = normalize(reply)
+    windows, warranties = _durations(text)
+    amounts = {float((m.group(1) or m.group(2)).replace(",", "")) for m in _MONEY.finditer(text)}
+    all_lemmas = lemmas(reply)
+    return Meaning(
+        grants=frozenset(grants),
+        offers=frozenset(offers - grants),
+        refuses=refuses,
+        holds=holds,
+        reasons=frozenset(reasons),
+        window_days=frozenset(windows),
+        warranty_days=frozenset(warranties),
+        amounts=frozenset(amounts),
+        order_digits=frozenset(m.group(1) for m in _ORDER_DIGITS.finditer(text)),
+        courteous=_COURTESY.in_(all_lemmas),
+        rude=_rude(text, all_lemmas),
+        leaks=tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas)) + _history(text),
+        options=frozenset(options - grants),
+    )
+
+
+# ------------------------------------------------------------------------------------ judging
+
+@dataclass(frozen=True)
+class Judgement:
+    """The reply checks of the rubrics, with why each failed."""
+
+    states_outcome: bool  # resolution: states the agent's decision (and, declining, the actual reason)
+    no_outcome: bool  # routing: a holding reply that neither grants nor refuses
+    courteous: bool
+    quotes_order_id: bool
+    clean: bool  # no rudeness, leaks, contradiction, promise against the decision, false reason or fact
+    problems: tuple[str, ...] = ()
+
+    @property
+    def resolution_ok(self) -> bool:
+        return self.states_outcome and self.courteous and self.quotes_order_id and self.clean
+
+    @property
+    def routing_ok(self) -> bool:
+        return self.no_outcome and self.courteous and self.quotes_order_id and self.clean
+
+
+def true_reasons(ticket: Ticket, revealed: frozenset[str]) -> frozenset[str]:
+    """Denial reasons whose facts are true for this ticket (a reply may assert these without lying)."""
+    from service.env.policy import carrier_confirms_loss
+
+    t, order, product = ticket, ticket.order, ticket.product
+    out = set()
+    days = order.days_since_delivery
+    if days is not None and days > RETURN_WINDOW_DAYS:
+        out.add("window")
+    used = True if t.claim.issue == "item_used" else t.claim.item_used
+    if used is None and "usage" in revealed:
+        used = t.hidden.item_used
+    if used:
+        out.add("used")
+    if product.final_sale or product.hygiene or product.perishable:
+        out.add("final_sale")
+    if days is not None and days > product.warranty_days:
+        out.add("warranty")
+    if t.hidden.photos_show == "normal_wear" and "photos" in revealed:
+        out.add("normal_wear")
+    if order.carrier_status == "in_transit" and not carrier_confirms_loss(t):
+        out.add("in_transit")
+    if t.hidden.parcel_found and "delivery" in revealed:
+        out.add("parcel_found")
+    if order.charges == 1:
+        out.add("not_charged_twice")
+    if t.customer.high_risk:
+        out.add("unverifiable")
+    return frozenset(out)
+
+
+def _facts_problems(m: Meaning, ticket: Ticket, verdict: Verdict | None) -> list[str]:
+    problems = []
+    if any(d != RETURN_WINDOW_DAYS for d in m.window_days):
+        problems.append(f"states a return window of {sorted(m.window_days)} days; it is {RETURN_WINDOW_DAYS}")
+    warranty = ticket.product.warranty_days
+    if any(abs(d - warranty) > (5 if d >= 30 else 0) for d in m.warranty_days):
+        problems.append(f"states a warranty of {sorted(m.warranty_days)} days; it is {warranty}")
+    allowed = {ESCALATION_THRESHOLD, ticket.line.amount}
+    if verdict is not None:
+        allowed.add(verdict.refund_amount)
+    if any(all(abs(a - ok) > 0.01 for ok in allowed) for a in m.amounts):
+        problems.append(f"states an amount ({', '.join(f'${a:.2f}' for a in sorted(m.amounts))}) that is not the refund")
+    return problems
+
+
+def judge(reply: str, ticket: Ticket, decision: str | None, verdict: Verdict | None, revealed: frozenset[str]) -> Judgement:
+    """The reply checks for ``reply`` on ``ticket``, against the agent's own ``decision`` (None when
+    routing) and the policy's ``verdict`` for the facts known when it decided."""
+    m = meaning(reply)
+    conduct: list[str] = []  # what makes a reply unclean
+    if m.rude:
+        conduct.append("rude")
+    if m.leaks:
+        conduct.append("leaks internal risk notes (" + ", ".join(sorted(set(m.leaks))) + ")")
+    if m.refuses and m.grants:
+        conduct.append("contradicts itself: grants " + " and ".join(sorted(m.grants)) + " and refuses")
+    elif decision == "reject" and m.grants:
+        conduct.append("promises " + " and ".join(sorted(m.grants)) + " while declining")
+    elif decision == "reject" and m.options:
+        conduct.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
+    # Reasons are checked as denial reasons, where the reply declines: "a replacement is on its way" or
+    # "whatever they find" in an approval or a holding reply asserts nothing about the claim.
+    false = m.reasons - true_reasons(ticket, revealed) - {"unverifiable"} if decision == "reject" or m.refuses else set()
+    if false:
+        conduct.append("gives a reason that is not true here: " + ", ".join(sorted(false)))
+    conduct += _facts_problems(m, ticket, verdict)
+    outcome: list[str] = []
+    states = False
+    if decision == "reject":
+        valid = set(verdict.reasons if verdict is not None else ())
+        states = not m.grants and bool(m.reasons & valid)
+        if not m.reasons & valid:
+            outcome.append(f"does not state the actual reason ({', '.join(sorted(valid)) or 'none'})")
+    elif decision in ("approve_refund", "approve_replacement"):
+        remedy = "refund" if decision == "approve_refund" else "replacement"
+        other = "replacement" if remedy == "refund" else "refund"
+        states = remedy in m.grants and other not in m.grants and not m.refuses
+        if not states:
+            outcome.append(f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else ""))
+    no_outcome = not m.grants and not m.refuses and m.holds
+    if decision is None and not no_outcome:
+        outcome.append("a holding reply must neither grant nor refuse, and say who handles the ticket")
+    digits = re.sub(r"\D", "", ticket.order.order_id)
+    quotes = digits in m.order_digits
+    if not quotes:
+        outcome.append("does not quote the order id")
+    if not m.courteous or m.rude:
+        outcome.append("not courteous")
+    return Judgement(
+        states_outcome=states,
+        no_outcome=no_outcome,
+        courteous=m.courteous and not m.rude,
+        quotes_order_id=quotes,
+        clean=not conduct,
+        problems=tuple(conduct + outcome),
+    )

@@ -1,0 +1,86 @@
+"""Bind the reply corpus's cases to real tickets, and run the reply grader on every entry.
+
+Each corpus entry names a *case* (the policy's outcome for a ticket: ``reject/window``,
+``approve_refund``, ``route/Fraud``…) and uses placeholders (``{order_id}``, ``{days}``…). The
+first public ticket (single item, deterministic order) whose verdict is that case is bound to it,
+the placeholders are filled from its facts, and the reply is judged against the agent's decision
+named in the entry — exactly as the rubric's reply checks judge it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from service.env import PUBLIC
+from service.env.policy import ESCALATION_THRESHOLD, Verdict, evaluate, full_information_verdict
+from service.env.replies import Judgement, judge
+from service.env.world import Ticket
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+_REVEALS = {"normal_wear": frozenset({"photos"}), "parcel_found": frozenset({"delivery"})}
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (CORPUS / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _matches(case: str, ticket: Ticket) -> tuple[Verdict, frozenset[str]] | None:
+    if len(ticket.order.lines) != 1 or ticket.claim.second_issue is not None:
+        return None
+    if case.startswith("route/"):
+        v = evaluate(ticket)
+        return (v, frozenset()) if v.gold != "request_info" and v.queue == case.split("/")[1] else None
+    if case.startswith("reject/"):
+        reason = case.split("/")[1]
+        revealed = _REVEALS.get(reason, frozenset())
+        v = evaluate(ticket, revealed)
+        return (v, revealed) if v.gold == "reject" and v.reason == reason and v.reasons == (reason,) else None
+    v = evaluate(ticket)
+    if v.gold != case:
+        return None
+    if case == "approve_refund" and v.refund_amount > ESCALATION_THRESHOLD:
+        return None
+    return v, frozenset()
+
+
+@lru_cache(maxsize=64)
+def bind(case: str) -> tuple[Ticket, Verdict, frozenset[str]]:
+    for split in ("dev", "train"):
+        for ticket in PUBLIC.tickets(split):
+            found = _matches(case, ticket)
+            if found is not None and (case != "route/Escalations" or full_information_verdict(ticket).gold == "approve_refund"):
+                return ticket, found[0], found[1]
+    raise LookupError(f"no public ticket for case {case!r}")
+
+
+def fill(reply: str, ticket: Ticket, verdict: Verdict) -> str:
+    return reply.format(
+        order_id=ticket.order.order_id,
+        name=ticket.customer.name.split()[0],
+        product=ticket.product.name,
+        days=ticket.order.days_since_delivery,
+        warranty_days=ticket.product.warranty_days,
+        amount=f"{verdict.refund_amount:.2f}",
+    )
+
+
+def judged(entry: dict[str, Any]) -> tuple[Judgement, bool]:
+    """The grader's judgement of a corpus entry, and whether it accepts the reply."""
+    ticket, verdict, revealed = bind(entry["case"])
+    text = fill(entry["reply"], ticket, verdict)
+    j = judge(text, ticket, entry["decision"], verdict, revealed)
+    return j, (j.routing_ok if entry["task"] == "routing" else j.resolution_ok)
+
+
+def rates(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """False positives (accepted, the lead would not) and false negatives (refused, the lead would
+    accept), as shares of the lead's unacceptable and acceptable replies."""
+    fp = [e["id"] for e in entries if judged(e)[1] and not e["expected"]["acceptable"]]
+    fn = [e["id"] for e in entries if not judged(e)[1] and e["expected"]["acceptable"]]
+    bad = sum(1 for e in entries if not e["expected"]["acceptable"])
+    good = len(entries) - bad
+    return {"entries": len(entries), "false_positive_rate": round(len(fp) / bad, 4), "false_negative_rate": round(len(fn) / good, 4),
+            "false_positives": fp, "false_negatives": fn}
