@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from service.env import TASKS, Action, Dataset, derive_test_key, reset, step
-from service.env.agents import HeuristicAgent, _REASON_SENTENCES, evaluate_agent, play_episode
+from service.env.agents import HeuristicAgent, evaluate_agent, make_agent, play, play_episode, resolution_reply
 from service.env.customer import answer, topics_asked
 from service.env.dataset import PUBLIC, render_artefacts
 from service.env.generator import SPLIT_SIZES
 from service.env.policy import REASONS, evaluate
+from service.env.replies import meaning
 from service.env.world import DIFFICULTIES, FAMILIES
+from shortcuts import answer as task_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,20 +30,49 @@ def test_oracle_scores_one_on_every_dev_ticket_of_every_task(task_id: str) -> No
     assert scores == [1.0] * len(pool)
 
 
-def test_random_below_heuristic_below_oracle_per_family_on_dev() -> None:
-    results = {a: evaluate_agent(a, "dev", 66) for a in ("random", "heuristic", "oracle")}
+@pytest.mark.parametrize("split", ["train", "dev"])
+def test_observable_oracle_resolves_every_public_ticket_from_what_an_agent_can_see(split: str) -> None:
+    """#12.8: text, lookups, the customer's answers and the policy suffice for every ticket; a ticket it
+    cannot solve is a generator bug."""
+    unsolved = []
+    for task_id, task in TASKS.items():
+        for seed in range(len(PUBLIC.pool(split, task.family, task.difficulty))):
+            grade, _ = play(make_agent("observable-oracle", seed, ""), task_id, seed, split)
+            if not grade.resolved:
+                unsolved.append((task_id, seed, grade.ticket_id))
+    assert unsolved == []
+
+
+def test_observable_oracle_reads_only_observations() -> None:
+    import service.env.agents as agents
+    import service.env.readers as readers
+
+    sources = [Path(readers.__file__).read_text(),
+               Path(agents.__file__).read_text().split("class ObservableOracleAgent")[1].split("# ----")[0]]
+    for source in sources:
+        for forbidden in (".hidden", "PUBLIC", "dataset.ticket", "Dataset(", "gold ==", ".ticket_id)"):
+            assert forbidden not in source, forbidden
+
+
+def test_random_below_heuristic_below_oracle_per_family_and_the_ladder_descends_on_dev() -> None:
+    """#12.6: the heuristic does worse as difficulty grows, in both families, and stays clearly below
+    the observable oracle on hard tickets."""
+    results = {a: evaluate_agent(a, "dev", 66) for a in ("random", "heuristic", "observable-oracle")}
     for family in FAMILIES:
         ids = [t.id for t in TASKS.values() if t.family == family]
         mean = {a: sum(r["tasks"][i]["mean"] for i in ids) / len(ids) for a, r in results.items()}
-        assert mean["random"] < mean["heuristic"] < mean["oracle"] == 1.0, (family, mean)
+        assert mean["random"] < mean["heuristic"] < mean["observable-oracle"] == 1.0, (family, mean)
+        ladder = [results["heuristic"]["tasks"][i]["resolved"] for i in ids]  # easy, medium, hard
+        assert ladder[0] > ladder[1] > ladder[2], (family, ladder)
+        assert ladder[2] <= 0.85, (family, ladder)
 
 
 def test_heuristic_agent_never_reads_gold_or_hidden_facts() -> None:
-    """The heuristic's inputs are observations only: it runs with the ticket store unreachable."""
+    """The heuristic's inputs are observations only."""
     import service.env.agents as agents
 
     source = Path(agents.__file__).read_text()
-    heuristic_src = source.split("class HeuristicAgent")[1].split("class OracleAgent")[0]
+    heuristic_src = source.split("class HeuristicAgent")[1].split("class _PolicyPlayer")[0]
     for forbidden in ("evaluate(", "load_ticket", ".hidden", "verdict", "gold"):
         assert forbidden not in heuristic_src, forbidden
     state, obs = reset("decision-hard", 4, "dev")
@@ -50,46 +82,100 @@ def test_heuristic_agent_never_reads_gold_or_hidden_facts() -> None:
         state, obs = result.state, result.observation
 
 
-def test_reason_sentences_state_every_reason() -> None:
-    for reason, phrases in REASONS.items():
-        assert any(p in _REASON_SENTENCES[reason] for p in phrases), reason
+def test_reference_replies_state_every_denial_reason_as_the_grader_reads_it() -> None:
+    for reason in REASONS:
+        reply = resolution_reply("reject", reason, "ORD-12345678")
+        assert reason in meaning(reply).reasons, (reason, reply)
+        assert meaning(reply).refuses and not meaning(reply).grants
 
 
 # ----------------------------------------------------------------------- scripted customer
 
-def test_customer_answers_what_was_asked_and_reveals_only_that() -> None:
-    t = next(t for t in PUBLIC.tickets("train") if t.scenario == "delivered_but_missing")
-    text, revealed = answer(t, "Could you check with your neighbours whether the parcel turned up?", 1)
+def _first(pred) -> Any:
+    return next(t for t in PUBLIC.tickets("train") if pred(t))
+
+
+def test_customer_answers_what_was_asked_and_reveals_what_it_states() -> None:
+    t = _first(lambda t: t.claim.issue == "not_received" and t.order.carrier_status == "delivered")
+    text, revealed = answer(t, "Has it turned up since?", 1)
     assert revealed == {"delivery"} and text
-    text2, revealed2 = answer(t, "Could you send photos?", 1)
-    assert revealed2 == frozenset()  # nothing hidden about photos on this ticket
+    _, nothing_hidden = answer(t, "Could you send photos?", 1)
+    assert nothing_hidden == frozenset()  # nothing hidden about photos on this ticket
     _, nothing = answer(t, None, 1)
     assert nothing == frozenset()
     assert answer(t, "Could you check with your neighbours?", 1) == answer(t, "Could you check with your neighbours?", 1)
 
 
 def test_customer_answer_depends_on_hidden_facts() -> None:
-    t = next(t for t in PUBLIC.tickets("train") if t.scenario == "damaged_without_photos")
+    t = _first(lambda t: t.claim.issue in ("damaged", "defective") and not t.claim.images_provided
+               and t.hidden.photos_show is not None and not t.customer.high_risk and t.claim.second_issue is None
+               and evaluate(t).ask_topic == "photos")
     damage = t.model_copy(update={"hidden": t.hidden.model_copy(update={"photos_show": "damage"})})
     wear = t.model_copy(update={"hidden": t.hidden.model_copy(update={"photos_show": "normal_wear"})})
-    q = "Please send photos of the damage."
+    q = "Could you share a picture of it?"
     assert answer(damage, q, 1)[0] != answer(wear, q, 1)[0]
     assert evaluate(damage, frozenset({"photos"})).gold.startswith("approve")
     assert evaluate(wear, frozenset({"photos"})).gold == "reject"
 
 
-def test_topics_are_read_from_the_question() -> None:
-    assert topics_asked("Can you send a picture and tell me if it was worn?") == {"photos", "usage"}
-    assert topics_asked("ok") == frozenset()
+@pytest.mark.parametrize(("question", "topics"), [
+    ("Can you send a picture and tell me if it was worn?", {"photos", "usage"}),
+    ("Has it turned up since?", {"delivery"}),
+    ("Can you tell me more?", {"details"}),
+    ("Is it still brand new in the box?", {"usage"}),
+    ("ok", set()),
+    ("Thanks for your patience, we'll be in touch.", set()),
+])
+def test_topics_are_read_from_natural_questions(question: str, topics: set[str]) -> None:
+    assert topics_asked(question) == topics
+
+
+def test_asking_then_deciding_is_not_a_contradiction() -> None:
+    """#12.4: request_info is a question, not the decision: the decision after it earns full credit."""
+    pool = PUBLIC.pool("dev", "workflow", "hard")
+    seed = next(i for i, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).ask_topic == "photos")
+    score, actions = play_episode("oracle", "workflow-resolution", seed, "dev")
+    assert actions[0].decision == "request_info" and score == 1.0
+    grade, _ = play(make_agent("oracle", seed, pool[seed]), "workflow-resolution", seed, "dev")
+    assert not [c for c in grade.components if c.kind == "penalty"]
 
 
 def test_request_info_episode_reveals_and_then_grades_the_final_decision() -> None:
     pool = PUBLIC.pool("dev", "decision", "easy")
     seed = next(i for i, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).ask_topic == "photos")
     state, _ = reset("decision-easy", seed, "dev")
-    r1 = step(state, Action(decision="request_info", reply="Please send photos of the item."))
-    assert r1.reward == 0.3 and not r1.done and r1.observation.history[-1].role == "customer"
+    r1 = step(state, Action(decision="request_info", reply="Could you attach a photo of the problem?"))
+    assert r1.reward > 0 and not r1.done and r1.observation.history[-1].role == "customer"
     assert r1.state.revealed == ("photos",)
+
+
+def test_a_needless_question_costs_the_same_in_every_task() -> None:
+    """#12.4: one documented amount (tasks.NEEDLESS_QUESTION_COST) wherever asking was not needed."""
+    from service.env.tasks import NEEDLESS_QUESTION_COST
+
+    for task_id, task in TASKS.items():
+        penalties = {p.name: p.amount for p in task.rubric.penalties}
+        assert penalties.get("needless_question") == NEEDLESS_QUESTION_COST, task_id
+
+
+def test_each_transition_records_what_the_customer_revealed() -> None:
+    pool = PUBLIC.pool("dev", "decision", "hard")
+    seed = next(i for i, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).ask_topic == "details")
+    state, _ = reset("decision-hard", seed, "dev")
+    result = step(state, Action(decision="request_info", reply="Can you tell me more about what went wrong?"))
+    revealed = [a.value for a in result.state.acts if a.kind == "revealed"]
+    assert "details" in revealed and all(a.step == 0 for a in result.state.acts if a.kind == "revealed")
+
+
+def test_generated_messages_are_coherent() -> None:
+    """#12.5: the consistency check holds for every public ticket (no never-arrived-but-dented, no
+    months of wear on a days-old delivery, no unanswerable "other problems")."""
+    from service.env.messages import inconsistencies
+
+    for split in ("train", "dev"):
+        for t in PUBLIC.tickets(split):
+            assert inconsistencies(t) == [], t.ticket_id
+            assert "other problems" not in t.message.lower()
 
 
 # ------------------------------------------------------------------------------- dataset
@@ -104,14 +190,15 @@ def test_splits_have_the_promised_sizes_and_are_balanced() -> None:
         assert max(cells.values()) - min(cells.values()) <= 1
         golds = Counter(evaluate(t).gold for t in tickets if t.family == "decision")
         assert set(golds) == {"approve_refund", "approve_replacement", "reject", "request_info"}
-        assert min(golds.values()) / max(golds.values()) > 0.6, golds
+        assert max(golds.values()) / sum(golds.values()) < 0.45, golds  # no decision is a safe default
     assert sum(SPLIT_SIZES.values()) >= 2000
 
 
 def test_no_task_implies_its_answer() -> None:
+    """The task's own answer (decision, tag or queue) is never mostly one value."""
     for task in TASKS.values():
-        golds = Counter(evaluate(t).gold for t in (PUBLIC.tickets("dev")) if (t.family, t.difficulty) == (task.family, task.difficulty))
-        assert len(golds) >= 3 and max(golds.values()) / sum(golds.values()) < 0.5, (task.id, golds)
+        answers = Counter(task_answer(task.id, PUBLIC.ticket(t)) for t in PUBLIC.pool("dev", task.family, task.difficulty))
+        assert len(answers) >= 3 and max(answers.values()) / sum(answers.values()) < 0.5, (task.id, answers)
 
 
 def test_messages_do_not_give_the_decision_away() -> None:

@@ -124,7 +124,11 @@ def test_lookups_return_records_in_tool_result() -> None:
     ticket = PUBLIC.ticket(state.ticket_id)
     obs = step(state, Action(lookup="order")).observation
     assert obs.tool_result["order_id"] == ticket.order.order_id
-    assert obs.tool_result["product"]["in_stock"] == ticket.order.product.in_stock
+    items = obs.tool_result["items"]
+    assert [i["name"] for i in items] == [line.product.name for line in ticket.order.lines]
+    assert [i["in_stock"] for i in items] == [line.product.in_stock for line in ticket.order.lines]
+    assert obs.tool_result["payment"]["charges"] == ticket.order.charges
+    assert obs.tool_result["total"] == ticket.order.amount
     obs = step(state, Action(lookup="policy")).observation
     assert all(f"## {c.id}." in obs.tool_result for c in CLAUSES)
 
@@ -157,7 +161,7 @@ def test_any_valid_action_sequence_scores_in_unit_interval(task_id: str, seed: i
 
 def _secret_strings(ticket) -> list[str]:
     v = evaluate(ticket)
-    secrets = [v.rationale, ticket.scenario, '"gold":', '"alternatives":', '"hidden":', '"harmful":', '"rationale":', "photos_show", "parcel_found", "actual_issue"]
+    secrets = [v.rationale, '"gold":', '"alternatives":', '"hidden":', '"harmful":', '"rationale":', "photos_show", "parcel_found", "actual_issue"]
     return secrets
 
 
