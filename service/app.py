@@ -6,6 +6,8 @@ import an app object, ``uvicorn --factory service.app:app_factory`` builds one f
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -107,9 +109,13 @@ def create_app(settings: Settings) -> Litestar:
         episodes.dataset = runs.dataset = await load_dataset(database, settings)
         await preload_submitters(database, settings)
         log.info("serving ecomm-support-env; data lives in %s", database.describe())
+        sweeper = asyncio.create_task(runs.maintain(settings.run_sweep_interval_s), name="run-sweep")
         try:
             yield
         finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
             await database.dispose()
 
     return Litestar(

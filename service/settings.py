@@ -71,6 +71,7 @@ class Settings:
     baseline_seeds_per_task: int = 5
     app_version: str = "1.0.0"
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
+    run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
     # The test split is generated from this secret (any string; 32+ random characters). When unset, a
     # random one is created at first start and kept in the database. Never publish it.
     test_split_key: str | None = None
@@ -106,6 +107,7 @@ class Settings:
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
+            run_sweep_interval_s=_float(env, "RUN_SWEEP_INTERVAL_S", 60.0),
             test_split_key=env.get("TEST_SPLIT_KEY") or None,
             submitter_keys=env.get("SUBMITTER_KEYS") or None,
             test_run_quota=_int(env, "TEST_RUN_QUOTA", 3, minimum=0),

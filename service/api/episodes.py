@@ -191,7 +191,7 @@ class EpisodeService:
         early, late = core.feedback(record.split, in_run, False), core.feedback(record.split, in_run, True)
         if early == late or record.run_id is None or self.runs is None:
             return early
-        status = run_status if run_status is not None else (await self.runs.load(record.run_id)).status
+        status = run_status if run_status is not None else await self.runs.status_of(record.run_id)
         return late if status == "complete" else early
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
