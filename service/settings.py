@@ -85,6 +85,8 @@ class Settings:
     db_pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S  # a pooled connection (PostgreSQL) / a SQLite thread's queue
     # each statement (asyncpg command_timeout) / a lock wait (SQLite busy_timeout); None: 5 s / 10 s
     db_statement_timeout_s: float | None = None
+    # At start: how long to keep retrying migrations and reading the test key while the database is unavailable.
+    db_start_timeout_s: float = 30.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -117,6 +119,7 @@ class Settings:
             db_connect_timeout_s=_float(env, "DB_CONNECT_TIMEOUT_S", DEFAULT_CONNECT_TIMEOUT_S),
             db_pool_timeout_s=_float(env, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
             db_statement_timeout_s=_float(env, "DB_STATEMENT_TIMEOUT_S", 0.0) or None,  # unset: the backend default
+            db_start_timeout_s=_float(env, "DB_START_TIMEOUT_S", 30.0),
         )
 
     def database(self) -> Database:
