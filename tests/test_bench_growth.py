@@ -37,7 +37,7 @@ def test_bench_growth_tiny_run(tmp_path: Path) -> None:
         labels = {"k1", "k8"} if name == "run_play_k8_vs_k1" else {"empty", "large"}
         assert set(result) == labels | {"ratio_per_round"}, name
         for label in labels:
-            assert result[label]["errors"] == 0, (name, label, result[label]["error_samples"])
+            assert result[label].get("errors", 0) == 0, (name, label, result[label]["error_samples"])
             assert len(result[label]["rounds"]) == 1
     pids = report["config"]["server_pids"]
     assert set(pids) == {"empty", "large"}
