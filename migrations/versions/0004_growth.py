@@ -1,4 +1,4 @@
-"""growth: runs indexed for what the leaderboard and the idle sweep filter on; a leaderboard revision
+"""growth: runs indexed for what the leaderboard, the idle sweep and a step's authorisation read; a leaderboard revision
 
 Revision ID: 0004
 Revises: 0003
@@ -22,9 +22,11 @@ def upgrade() -> None:
     op.drop_index("ix_runs_split", table_name="runs")  # a prefix of the index below
     op.create_index("ix_runs_split_status_revision", "runs", ["split", "status", "revision"], unique=False)
     op.create_index("ix_runs_status_updated_at", "runs", ["status", "updated_at"], unique=False)
+    op.create_index("ix_runs_access", "runs", ["id", "token_sha256", "split", "status", "updated_at"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_runs_access", table_name="runs")
     op.drop_index("ix_runs_status_updated_at", table_name="runs")
     op.drop_index("ix_runs_split_status_revision", table_name="runs")
     op.create_index("ix_runs_split", "runs", ["split"], unique=False)

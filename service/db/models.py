@@ -120,6 +120,9 @@ class RunRow(Base):
         # the leaderboard (rows and its cache version) reads a split's complete runs from this index alone
         Index("ix_runs_split_status_revision", "split", "status", "revision"),
         Index("ix_runs_status_updated_at", "status", "updated_at"),  # the idle-run sweep
+        # What authorising a step reads, answered from the index alone: on SQLite those columns of the
+        # row itself sit behind the manifest's overflow pages (50 of them for a 3,200-entry run).
+        Index("ix_runs_access", "id", "token_sha256", "split", "status", "updated_at"),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)

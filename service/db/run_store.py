@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy import JSON, and_, bindparam, exists, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -160,12 +160,19 @@ async def get_run(db: Database, run_id: str) -> RunRecord | None:
     return _run(row) if row is not None else None
 
 
+# SQLite would pick the primary key's index and then walk the row's manifest overflow pages to reach
+# status and updated_at; the covering index answers alone (PostgreSQL keeps the manifest out of line).
 _ACCESS = select(*_columns(RunAccess)).where(runs.c.id == bindparam("run_id"))
+_ACCESS_SQLITE = text(
+    "SELECT id, token_sha256, split, status, updated_at FROM runs INDEXED BY ix_runs_access WHERE id = :run_id"
+).columns(*_columns(RunAccess))
 
 
 async def get_run_access(db: Database, run_id: str) -> RunAccess | None:
-    """The run's id, token hash, split, status and last activity: one primary-key read, no manifest."""
-    row = await db.read(lambda conn: conn.execute(_ACCESS, {"run_id": run_id}).first())
+    """The run's id, token hash, split, status and last activity: one indexed read, no manifest."""
+    row = await db.read(
+        lambda conn: conn.execute(_ACCESS_SQLITE if conn.dialect.name == "sqlite" else _ACCESS, {"run_id": run_id}).first()
+    )
     return RunAccess(*row) if row is not None else None
 
 
