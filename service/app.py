@@ -6,7 +6,10 @@ import an app object, ``uvicorn --factory service.app:app_factory`` builds one f
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
+import time
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -14,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from alembic.runtime.migration import MigrationContext
 from litestar import Litestar, MediaType, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -32,7 +36,10 @@ from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RunController
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
-from service.db.migrate import upgrade_to_head
+from service import env as core
+from service.db.engine import Database
+from service.db.errors import DatabaseNotMigrated, fault_from
+from service.db.migrate import head_revision, upgrade_to_head
 from service.settings import Settings
 
 log = logging.getLogger("service.app")
@@ -91,6 +98,58 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+class StartupFailed(Exception):
+    """The database did not answer within DB_START_TIMEOUT_S while the service was setting it up."""
+
+
+async def set_up_database(database: Database, settings: Settings) -> core.Dataset:
+    """What start needs from the database — migrations (MIGRATE_ON_START), the test split's key when
+    TEST_SPLIT_KEY is unset, preloaded submitter keys — retried while the database is unavailable, one
+    log line per attempt, for at most ``db_start_timeout_s``; then :class:`StartupFailed` with one line
+    that says what to check (no driver traceback)."""
+    deadline = time.monotonic() + settings.db_start_timeout_s
+    delay, attempt = 0.25, 0
+    while True:
+        attempt += 1
+        try:
+            if settings.migrate_on_start:
+                await upgrade_to_head(database)
+            else:
+                await _warn_unless_migrated(database)
+            dataset = await load_dataset(database, settings)
+            await preload_submitters(database, settings)
+            return dataset
+        except Exception as exc:  # noqa: BLE001 - database faults are retried; anything else is re-raised
+            fault = fault_from(exc)
+            if fault is None:
+                raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                what = "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable"
+                message = (f"the database ({database.describe()}) was still {what} after {attempt} attempts in "
+                           f"DB_START_TIMEOUT_S={settings.db_start_timeout_s:g} s: {fault.reason} — check DATABASE_URL and "
+                           "that the database is up" + (" and migrated (alembic upgrade head)" if what == "not migrated" else ""))
+                log.error("start failed: %s", message)
+                raise StartupFailed(message) from None
+            log.warning("database %s at start (attempt %d: %s); retrying in %.1f s, for up to %.0f s more (DB_START_TIMEOUT_S)",
+                        "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable", attempt, fault.reason,
+                        min(delay, left), left)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)
+
+
+async def _warn_unless_migrated(database: Database) -> None:
+    """MIGRATE_ON_START=false: say so at start if the database is behind this version (requests answer 503)."""
+    try:
+        current = await database.read(lambda conn: MigrationContext.configure(conn).get_current_revision())
+    except Exception as exc:  # noqa: BLE001 - only a warning; unreachable is reported by GET /ready
+        log.warning("MIGRATE_ON_START=false: cannot read the database's revision (%s)", fault_from(exc) or type(exc).__name__)
+        return
+    if current != head_revision():
+        log.warning("MIGRATE_ON_START=false and the database is at revision %s, not %s: requests that need the missing "
+                    "tables answer 503 until the operator runs `alembic upgrade head`", current, head_revision())
+
+
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     database = settings.database()
@@ -103,17 +162,18 @@ def create_app(settings: Settings) -> Litestar:
         if not await database.start():  # connection threads open now, and keep retrying if they cannot
             log.warning("the database does not answer yet (%s); requests that need it answer 503 and GET /ready "
                         "says so until it does", database.describe())
-        if settings.migrate_on_start:
-            await upgrade_to_head(database)
-        episodes.dataset = runs.dataset = await load_dataset(database, settings)
-        await preload_submitters(database, settings)
+        episodes.dataset = runs.dataset = await set_up_database(database, settings)
         log.info("serving ecomm-support-env; data lives in %s", database.describe())
         if settings.single_session:
             log.warning("SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
                         "latest /reset that named none; serve one client at a time")
+        sweeper = asyncio.create_task(runs.maintain(settings.run_sweep_interval_s), name="run-sweep")
         try:
             yield
         finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
             await database.dispose()
 
     return Litestar(

@@ -71,6 +71,7 @@ class Settings:
     baseline_seeds_per_task: int = 5
     app_version: str = "1.0.0"
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
+    run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
     # The test split is generated from this secret (any string; 32+ random characters). When unset, a
     # random one is created at first start and kept in the database. Never publish it.
     test_split_key: str | None = None
@@ -84,6 +85,8 @@ class Settings:
     db_pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S  # a pooled connection (PostgreSQL) / a SQLite thread's queue
     # each statement (asyncpg command_timeout) / a lock wait (SQLite busy_timeout); None: 5 s / 10 s
     db_statement_timeout_s: float | None = None
+    # At start: how long to keep retrying migrations and reading the test key while the database is unavailable.
+    db_start_timeout_s: float = 30.0
     # For HTTP clients that never send an episode_id and keep no cookie (seed A's `requests.post`
     # client, written for a one-session server): such a request means the episode of the latest
     # /reset that named none either. Any client could land in it, so an operator switches it on for
@@ -118,6 +121,7 @@ class Settings:
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
+            run_sweep_interval_s=_float(env, "RUN_SWEEP_INTERVAL_S", 60.0),
             test_split_key=env.get("TEST_SPLIT_KEY") or None,
             submitter_keys=env.get("SUBMITTER_KEYS") or None,
             test_run_quota=_int(env, "TEST_RUN_QUOTA", 3, minimum=0),
@@ -129,6 +133,7 @@ class Settings:
             db_statement_timeout_s=_float(env, "DB_STATEMENT_TIMEOUT_S", 0.0) or None,  # unset: the backend default
             single_session=_bool(env, "SINGLE_SESSION", False),
             default_tasks=tuple(t.strip() for t in (env.get("DEFAULT_TASKS") or "").split(",") if t.strip()),
+            db_start_timeout_s=_float(env, "DB_START_TIMEOUT_S", 30.0),
         )
 
     def database(self) -> Database:

@@ -221,6 +221,7 @@ class CachedEpisode:
     record: repo.EpisodeRecord
     state: core.EpisodeState
     grade: repo.GradeRecord | None = None  # stored by the step that finished the episode here
+    observation: dict[str, Any] | None = None  # its last step's, whole: the next step stores only what changed
 
 
 class EpisodeCache:
@@ -242,8 +243,11 @@ class EpisodeCache:
             self._entries.move_to_end(episode_id)
         return entry
 
-    def put(self, record: repo.EpisodeRecord, state: core.EpisodeState, grade: repo.GradeRecord | None = None) -> None:
-        self._entries[record.id] = CachedEpisode(record, state, grade)
+    def put(
+        self, record: repo.EpisodeRecord, state: core.EpisodeState, grade: repo.GradeRecord | None = None,
+        observation: dict[str, Any] | None = None,
+    ) -> None:
+        self._entries[record.id] = CachedEpisode(record, state, grade, observation)
         self._entries.move_to_end(record.id)
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
@@ -276,7 +280,7 @@ class EpisodeService:
         early, late = core.feedback(record.split, in_run, False), core.feedback(record.split, in_run, True)
         if early == late or record.run_id is None or self.runs is None:
             return early
-        status = run_status if run_status is not None else (await self.runs.load(record.run_id)).status
+        status = run_status if run_status is not None else await self.runs.status_of(record.run_id)
         return late if status == "complete" else early
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
@@ -388,7 +392,8 @@ class EpisodeService:
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
         if request_id is None:
-            return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+            return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None,
+                                     previous_observation=cached.observation if cached is not None else None)
         key = (record.id, request_id)
         first = self._inflight.get(key)
         if first is not None:
@@ -402,7 +407,8 @@ class EpisodeService:
         self._inflight[key] = future
         result: EpisodeResult | None = None
         try:
-            result = await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+            result = await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None,
+                                       previous_observation=cached.observation if cached is not None else None)
             return result
         finally:
             del self._inflight[key]
@@ -416,6 +422,7 @@ class EpisodeService:
         request_id: str | None,
         run_status: str | None,
         from_cache: bool,
+        previous_observation: dict[str, Any] | None = None,
     ) -> EpisodeResult:
         """Apply one step optimistically; the SQL guard on step_count decides who wins.
 
@@ -464,6 +471,7 @@ class EpisodeService:
                 reward=result.reward,
                 grade=grade,
                 run_id=record.run_id,
+                previous_observation=previous_observation,
             )
         except repo.StepConflict as exc:
             if request_id is not None:
@@ -500,6 +508,7 @@ class EpisodeService:
             result.state,
             repo.GradeRecord(record.id, grade.score, grade.resolved, grade.breakdown, grade.grader_version, stored.created_at)
             if grade else None,
+            observation,
         )
         if stored.done and record.run_id is not None and self.runs is not None:
             await self.runs.finish_if_complete(record.run_id)  # this step is still shown as during the run

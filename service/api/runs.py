@@ -14,11 +14,14 @@ per episode is ever served.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -46,6 +49,8 @@ from service.db.models import utcnow
 from service.stats import LADDER_MARGIN, PUBLISHED_DECIMALS, Trial, ladder, published, rank_bands, summarize
 
 log = logging.getLogger("service.runs")
+
+MANIFESTS_CACHED = 16  # runs whose decoded manifest this process keeps (a 3,200-entry one is ~1 MB)
 
 class CreateRun(BaseModel):
     """Body of ``POST /runs``."""
@@ -97,13 +102,38 @@ class RunService:
         self.quota = quota
         self.quota_period = timedelta(seconds=quota_period_s)
         self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
+        # A run's manifest never changes: decoded once per process, not on every /next.
+        self._manifests: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        # Per split: (version, board). The version (complete runs, sum of their revisions) is read on every
+        # request — one index-only query — so a run completed by any process shows on the next request.
+        self._boards: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+        self._board_lock = asyncio.Lock()
 
-    # ------------------------------------------------------------------------------ access
+    # -------------------------------------------------------------------------- maintenance
 
-    async def expire_idle(self) -> None:
+    async def expire_idle(self) -> int:
         expired = await run_store.expire_idle(self.db, utcnow() - self.ttl)
         if expired:
             log.info("runs expired count=%d", expired)
+        return expired
+
+    async def sweep(self) -> None:
+        """The timer's work (never a read's): expire idle runs; summarise complete runs whose process
+        stopped between their last episode and their summary."""
+        await self.expire_idle()
+        for run_id in await run_store.complete_unsummarised(self.db):
+            await self.finish_if_complete(run_id)
+
+    async def maintain(self, interval_s: float) -> None:
+        """Run :meth:`sweep` every ``interval_s`` seconds until cancelled (a background task of the app)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.sweep()
+            except Exception as exc:  # noqa: BLE001 - the next sweep retries; one line, no traceback
+                log.warning("run sweep failed (%s: %s); next try in %.0f s", type(exc).__name__, exc, interval_s)
+
+    # ------------------------------------------------------------------------------ access
 
     async def load(self, run_id: str) -> run_store.RunRecord:
         run = await run_store.get_run(self.db, run_id)
@@ -112,7 +142,7 @@ class RunService:
         return run
 
     @staticmethod
-    def authorize(run: run_store.RunRecord, token: str | None) -> None:
+    def authorize(run: run_store.RunRecord | run_store.RunAccess, token: str | None) -> None:
         if not token:
             raise RunTokenMissing(
                 f"episodes of run {run.id!r} need its token: send `Authorization: Bearer <run_token>` (or `run_token` in the body)",
@@ -121,11 +151,20 @@ class RunService:
         if not hmac.compare_digest(hash_secret(token), run.token_sha256):
             raise RunTokenInvalid(f"that is not the token of run {run.id!r}; use the run_token POST /runs returned", run_id=run.id)
 
-    async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunRecord:
-        if active:
-            await self.expire_idle()
-        run = await self.load(run_id)
+    async def access(self, run_id: str) -> run_store.RunAccess:
+        """The run's token hash and status (what a step needs), without its manifest."""
+        run = await run_store.get_run_access(self.db, run_id)
+        if run is None:
+            raise RunNotFound(f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id)
+        return run
+
+    async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunAccess:
+        run = await self.access(run_id)
         self.authorize(run, token)
+        if active and run.status == "active" and run.updated_at < utcnow() - self.ttl:
+            # Idle past its TTL and the sweep has not come by yet: expire it before handing out more.
+            if await run_store.expire_run(self.db, run.id, utcnow() - self.ttl):
+                run = replace(run, status="expired")
         if active and run.status != "active":
             raise RunNotActive(
                 f"run {run_id!r} is {run.status}; start a new run with POST /runs",
@@ -197,12 +236,23 @@ class RunService:
             raise SubmitterKeyInvalid("that submitter key is not valid here (unknown or revoked); ask the operator for one")
         return submitter
 
+    async def _manifest(self, run_id: str) -> list[dict[str, Any]]:
+        manifest = self._manifests.get(run_id)
+        if manifest is None:
+            manifest = await run_store.get_manifest(self.db, run_id) or []
+            self._manifests[run_id] = manifest
+            if len(self._manifests) > MANIFESTS_CACHED:
+                self._manifests.popitem(last=False)
+        self._manifests.move_to_end(run_id)
+        return manifest
+
     async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult:
         run = await self.authorized(run_id, token, active=True)
+        manifest = await self._manifest(run.id)
         started: dict[str, Any] = {}
 
         def make_episode(index: int) -> dict[str, Any]:
-            entry = run.manifest[index]
+            entry = manifest[index]
             state, observation = core.reset(entry["task_id"], entry["seed"], run.split, self.dataset)
             started.update(state=state, observation=observation, entry=entry)
             return dict(
@@ -232,6 +282,9 @@ class RunService:
     async def finish_if_complete(self, run_id: str) -> str:
         """After a run episode finished: if that completed the run, compute and store its summary
         (off the event loop). Returns the run's status."""
+        status = (await self.access(run_id)).status  # the whole run is read only once it is complete
+        if status != "complete":
+            return status
         run = await self.load(run_id)
         if run.status != "complete" or run.summary is not None:
             return run.status
@@ -278,8 +331,10 @@ class RunService:
             "leaderboard_url": f"/leaderboard?split={run.split}",
         }
 
+    async def status_of(self, run_id: str) -> str:
+        return (await self.access(run_id)).status
+
     async def detail(self, run_id: str) -> dict[str, Any]:
-        await self.expire_idle()
         run = await self.load(run_id)
         if run.status == "complete" and run.summary is None:
             await self.finish_if_complete(run.id)
@@ -318,12 +373,23 @@ class RunService:
         }
 
     async def leaderboard(self, split: str) -> dict[str, Any]:
-        await self.expire_idle()
-        complete = await run_store.list_runs(self.db, split=split, status="complete")
-        for run in complete:
-            if run.summary is None:  # completed by a process that stopped before summarising
-                await self.finish_if_complete(run.id)
-        complete = await run_store.list_runs(self.db, split=split, status="complete")
+        """The split's leaderboard, cached until a run completes or what it shows of one changes (the
+        version is read first, so rows read after it can only be newer: a stale board is never kept).
+        The returned dict is shared: never modify it. Never writes (runs whose summary is missing are
+        summarised by the sweep)."""
+        version = await run_store.leaderboard_version(self.db, split)
+        cached = self._boards.get(split)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        async with self._board_lock:
+            cached = self._boards.get(split)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            board = self._board(split, await run_store.leaderboard_runs(self.db, split))
+            self._boards[split] = (version, board)
+        return board
+
+    def _board(self, split: str, complete: list[run_store.BoardRun]) -> dict[str, Any]:
         current = [r for r in complete if r.summary and r.dataset_version == core.DATASET_VERSION
                    and r.grader_version == core.GRADER_VERSION]
         if split == core.HIDDEN_SPLIT:
@@ -348,7 +414,7 @@ class RunService:
             "unranked": unranked,
         }
 
-    def _row(self, run: run_store.RunRecord, rank: int | None) -> dict[str, Any]:
+    def _row(self, run: run_store.BoardRun, rank: int | None) -> dict[str, Any]:
         s = run.summary or {}
         if run.split == core.HIDDEN_SPLIT:
             s = published(s)
@@ -411,8 +477,8 @@ class RunService:
             }, ensure_ascii=False) + "\n"
 
 
-def _best_release_per_submitter(runs: list[run_store.RunRecord]) -> list[run_store.RunRecord]:
-    best: dict[str, run_store.RunRecord] = {}
+def _best_release_per_submitter(runs: list[run_store.BoardRun]) -> list[run_store.BoardRun]:
+    best: dict[str, run_store.BoardRun] = {}
     for run in runs:
         key = run.submitter or run.id
         if key not in best or (run.released or 0.0) > (best[key].released or 0.0):

@@ -115,13 +115,21 @@ class RunRow(Base):
     """A benchmark run: an agent/model on a split's task list, k trials; the server owns the manifest."""
 
     __tablename__ = "runs"
-    __table_args__ = (Index("ix_runs_submitter_created_at", "submitter", "created_at"),)
+    __table_args__ = (
+        Index("ix_runs_submitter_created_at", "submitter", "created_at"),
+        # the leaderboard (rows and its cache version) reads a split's complete runs from this index alone
+        Index("ix_runs_split_status_revision", "split", "status", "revision"),
+        Index("ix_runs_status_updated_at", "status", "updated_at"),  # the idle-run sweep
+        # What authorising a step reads, answered from the index alone: on SQLite those columns of the
+        # row itself sit behind the manifest's overflow pages (50 of them for a 3,200-entry run).
+        Index("ix_runs_access", "id", "token_sha256", "split", "status", "updated_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     token_sha256: Mapped[str] = mapped_column(String(64))
     agent: Mapped[str] = mapped_column(String(128))
     model: Mapped[str] = mapped_column(String(200))
-    split: Mapped[str] = mapped_column(String(16), index=True)
+    split: Mapped[str] = mapped_column(String(16))
     trials: Mapped[int] = mapped_column(Integer)
     task_ids: Mapped[list[str]] = mapped_column(JSONType)
     full_split: Mapped[bool] = mapped_column(Boolean)  # every task, every ticket: rankable
@@ -142,6 +150,9 @@ class RunRow(Base):
     submitter: Mapped[str | None] = mapped_column(String(128), nullable=True)
     key_fingerprint: Mapped[str | None] = mapped_column(String(32), nullable=True)
     released: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # +1 on every change to what the leaderboard shows of a complete run (summary, release, usage); with
+    # the count of complete runs it is the version the leaderboard cache is keyed by, in every process.
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class SubmitterRow(Base):
