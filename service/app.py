@@ -23,6 +23,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
 
+from service.api.credentials import refuse_tokens_in_url
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
@@ -131,6 +132,7 @@ def create_app(settings: Settings) -> Litestar:
         lifespan=[lifespan],
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
+        before_request=refuse_tokens_in_url,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="ecomm-support-env",

@@ -14,6 +14,7 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
+from service.api.credentials import episode_token
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
 from service.api.problems import InvalidInput, bearer, problem_responses
 from service.api.schemas import (
@@ -46,7 +47,8 @@ class OpenEnvController(Controller):
     async def reset_post(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
     ) -> ObservationResponse:
-        return ObservationResponse.of(await episodes.reset(data or ResetParams(), bearer(request)))
+        params = data or ResetParams()
+        return ObservationResponse.of(await episodes.reset(params, bearer(request), episode_token(request, params.episode_token)))
 
     @get("/reset", summary="Start a persisted episode (query parameters)", responses=problem_responses(401, 403, 404, 409))
     async def reset_get(
@@ -58,24 +60,27 @@ class OpenEnvController(Controller):
         task_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
         split: Annotated[str | None, QueryParameter(max_length=16)] = None,
         difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
-        run_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
-        run_token: Annotated[str | None, QueryParameter(max_length=128)] = None,
+        run_id: Annotated[str | None, QueryParameter(max_length=64, description="Its token goes in `Authorization: Bearer`, never here.")] = None,
     ) -> ObservationResponse:
         params = _validated_reset(
-            seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id,
-            run_token=run_token
+            seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id
         )
-        return ObservationResponse.of(await episodes.reset(params, bearer(request)))
+        return ObservationResponse.of(await episodes.reset(params, bearer(request), episode_token(request)))
 
     @post("/step", status_code=200, summary="Apply an action to an episode", responses=problem_responses(401, 403, 404, 409))
     async def step(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]
     ) -> ObservationResponse:
         token = bearer(request) or data.run_token
-        return ObservationResponse.of(await episodes.step(data.episode_id, data.action, data.request_id, token))
+        return ObservationResponse.of(
+            await episodes.step(data.episode_id, data.action, data.request_id, token, episode_token(request, data.episode_token))
+        )
 
-    @get("/state", summary="Episode id, step count, status and ticket state", responses=problem_responses(404))
-    async def state(self, episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None) -> StateResponse:
+    @get("/state", summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token)",
+         responses=problem_responses(401, 403, 404))
+    async def state(
+        self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None
+    ) -> StateResponse:
         if episode_id is None:
             # The stateless OpenEnv subset asks without an id: answer in its shape, with a hint.
             return StateResponse(
@@ -84,7 +89,7 @@ class OpenEnvController(Controller):
                 episode_status="no_episode",
                 hint="pass ?episode_id=… (returned by POST /reset) to read a persisted episode",
             )
-        return StateResponse(**await episodes.state(episode_id))
+        return StateResponse(**await episodes.state(episode_id, episode_token(request)))
 
     @get("/health", summary="Liveness")
     async def health(self) -> HealthResponse:
@@ -132,9 +137,10 @@ class BenchmarkController(Controller):
             action_schema=core.Action.model_json_schema(),
         )
 
-    @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(403, 404, 409))
+    @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(401, 403, 404, 409))
     async def grader(
         self,
+        request: Request[Any, Any, Any],
         episodes: NamedDependency[EpisodeService],
         episode_id: EpisodeIdQuery = None,
         run_id: Annotated[str | None, QueryParameter(max_length=64, description="From POST /runs.")] = None,
@@ -143,7 +149,7 @@ class BenchmarkController(Controller):
         if run_id is not None and episode_id is None and episodes.runs is not None:
             run = await episodes.runs.detail(run_id)
             return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})
-        return GraderResponse(**await episodes.grade(episode_id))
+        return GraderResponse(**await episodes.grade(episode_id, episode_token(request)))
 
     @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")
     async def baseline(self, state: State, settings: NamedDependency[Settings]) -> BaselineResponse:

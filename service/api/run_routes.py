@@ -15,6 +15,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream, Template
 
 from service import env as core
+from service.api.credentials import episode_token
 from service.api.episodes import EpisodeService
 from service.api.problems import bearer, problem_responses
 from service.api.runs import CreateRun, RunService, Usage
@@ -77,9 +78,10 @@ class RunController(Controller):
             return Template(template_name="leaderboard.html", context={"board": board, "chart": chart(board["rows"])}, media_type=MediaType.HTML)
         return board
 
-    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown (never a test episode)", responses=problem_responses(403, 404))
+    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown (never a test episode; "
+         "a client-chosen id needs X-Episode-Token)", responses=problem_responses(401, 403, 404))
     async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: FromPath[str]) -> Any:
-        view = await episodes.view(episode_id)
+        view = await episodes.view(episode_id, episode_token(request))
         if wants_html(request):
             return Template(template_name="episode.html", context={"ep": view}, media_type=MediaType.HTML)
         return view

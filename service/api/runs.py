@@ -19,7 +19,7 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -32,6 +32,7 @@ from service.api.problems import (
     InvalidInput,
     QuotaExceeded,
     RunNotActive,
+    RunEpisodeIdTaken,
     RunNotFound,
     RunTokenInvalid,
     RunTokenMissing,
@@ -99,6 +100,20 @@ class RunService:
         expired = await run_store.expire_idle(self.db, utcnow() - self.ttl)
         if expired:
             log.info("runs expired count=%d", expired)
+
+    async def live_status(self, run: run_store.RunRecord, episode_updated_at: datetime) -> str:
+        """The status of ``run`` for a step or resume of one of its episodes (last moved at
+        ``episode_updated_at``): a run idle past its TTL is expired now, whoever asks, so the TTL
+        holds without anyone reading the run. Costs nothing while the run or the episode is fresh."""
+        if run.status != "active":
+            return run.status
+        cutoff = utcnow() - self.ttl
+        if run.updated_at >= cutoff or episode_updated_at >= cutoff:
+            return "active"
+        if await run_store.expire_idle(self.db, cutoff, run_id=run.id):
+            log.info("run expired on use run_id=%s", run.id)
+            return "expired"
+        return (await self.load(run.id)).status  # another episode of the run moved recently
 
     async def load(self, run_id: str) -> run_store.RunRecord:
         run = await run_store.get_run(self.db, run_id)
@@ -206,7 +221,14 @@ class RunService:
                 state=state.model_dump(mode="json"), version=1,
             )
 
-        index = await run_store.claim_next(self.db, run.id, make_episode)
+        try:
+            index = await run_store.claim_next(self.db, run.id, make_episode)
+        except run_store.EpisodeIdTaken as exc:  # only an episode stored before run ids were reserved
+            raise RunEpisodeIdTaken(
+                f"the id {exc.episode_id!r} of run {run_id!r}'s next episode is taken by an episode outside the run; "
+                "nothing was handed out — start a new run with POST /runs (its ids cannot be taken)",
+                run_id=run_id, episode_id=exc.episode_id, code="run_episode_id_taken",
+            ) from exc
         if index is None:
             raise RunNotActive(
                 f"every episode of run {run_id!r} has been handed out; finish the started ones "

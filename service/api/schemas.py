@@ -31,6 +31,10 @@ class StepRequest(BaseModel):
     run_token: str | None = Field(
         default=None, max_length=128, description="For episodes of a run (or send `Authorization: Bearer <run_token>`)."
     )
+    episode_token: str | None = Field(
+        default=None, max_length=128,
+        description="For a client-chosen episode_id: the episode_token its reset returned (or send `X-Episode-Token`).",
+    )
 
 
 class ObservationResponse(msgspec.Struct):

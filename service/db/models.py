@@ -78,6 +78,9 @@ class EpisodeRow(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # SHA-256 of the episode token of a client-chosen id (who may act on it). NULL: a server-made id
+    # (its 128 random bits are the capability) or a run episode (guarded by the run's token).
+    token_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class TransitionRow(Base):
@@ -125,7 +128,10 @@ class RunRow(Base):
     trials: Mapped[int] = mapped_column(Integer)
     task_ids: Mapped[list[str]] = mapped_column(JSONType)
     full_split: Mapped[bool] = mapped_column(Boolean)  # every task, every ticket: rankable
-    manifest: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    # The manifest is derived from (split, task_ids, trials, limit_per_task) and the dataset version;
+    # only runs created before 0005 stored it expanded (kept so they read back unchanged).
+    limit_per_task: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    manifest: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType, nullable=True)
     episodes_total: Mapped[int] = mapped_column(Integer)
     next_index: Mapped[int] = mapped_column(Integer, default=0)  # manifest entries handed out
     episodes_done: Mapped[int] = mapped_column(Integer, default=0)

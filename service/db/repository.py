@@ -44,6 +44,7 @@ class EpisodeRecord:
     version: int
     created_at: datetime
     updated_at: datetime
+    token_sha256: str | None = None  # set for client-chosen ids: the owner's episode token, hashed
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ async def insert_episode(
     run_id: str | None,
     state: dict[str, Any],
     done: bool,
+    token_sha256: str | None = None,
 ) -> EpisodeRecord:
     now = utcnow()
     values = dict(
@@ -143,6 +145,7 @@ async def insert_episode(
         version=1,
         created_at=now,
         updated_at=now,
+        token_sha256=token_sha256,
     )
     try:
         await db.write(_INSERT_EPISODE.execute, values)

@@ -84,6 +84,14 @@ class SubmitterExists(Exception):
     pass
 
 
+class EpisodeIdTaken(Exception):
+    """The id of a run's next episode is already stored (nothing was claimed)."""
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(episode_id)
+        self.episode_id = episode_id
+
+
 def _run(row: Any) -> RunRecord:
     return RunRecord(**{k: row._mapping[k] for k in RunRecord.__dataclass_fields__})
 
@@ -142,7 +150,11 @@ async def claim_next(db: Database, run_id: str, make_episode: Callable[[int], di
         if claimed is None:
             return None
         index = claimed[0] - 1
-        conn.execute(insert(episodes).values(**make_episode(index), created_at=now, updated_at=now))
+        values = make_episode(index)
+        try:
+            conn.execute(insert(episodes).values(**values, created_at=now, updated_at=now))
+        except IntegrityError as exc:  # the transaction rolls back: the claim is undone too
+            raise EpisodeIdTaken(values["id"]) from exc
         return index
 
     return await db.write(claim)
@@ -165,14 +177,13 @@ def count_finished_episode(conn: Connection, run_id: str) -> bool:
     return completed.rowcount == 1
 
 
-async def expire_idle(db: Database, cutoff: datetime) -> int:
-    """Mark active runs with no activity since ``cutoff`` as expired; returns how many."""
+async def expire_idle(db: Database, cutoff: datetime, run_id: str | None = None) -> int:
+    """Mark active runs with no activity since ``cutoff`` as expired (only ``run_id`` if given); returns how many."""
     recent = exists().where(and_(episodes.c.run_id == runs.c.id, episodes.c.updated_at >= cutoff))
-    result = await db.write(
-        lambda conn: conn.execute(
-            update(runs).where(runs.c.status == "active", runs.c.updated_at < cutoff, ~recent).values(status="expired")
-        )
-    )
+    query = update(runs).where(runs.c.status == "active", runs.c.updated_at < cutoff, ~recent).values(status="expired")
+    if run_id is not None:
+        query = query.where(runs.c.id == run_id)
+    result = await db.write(lambda conn: conn.execute(query))
     return result.rowcount or 0
 
 
