@@ -6,6 +6,8 @@ import an app object, ``uvicorn --factory service.app:app_factory`` builds one f
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -33,6 +35,7 @@ from service.api.run_routes import RunController
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
 from service.db.migrate import upgrade_to_head
+from service.housekeeping import retention_loop
 from service.settings import Settings
 
 log = logging.getLogger("service.app")
@@ -108,9 +111,13 @@ def create_app(settings: Settings) -> Litestar:
         episodes.dataset = runs.dataset = await load_dataset(database, settings)
         await preload_submitters(database, settings)
         log.info("serving ecomm-support-env; data lives in %s", database.describe())
+        housekeeping = asyncio.create_task(retention_loop(database, runs, settings), name="retention")
         try:
             yield
         finally:
+            housekeeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await housekeeping
             await database.dispose()
 
     return Litestar(
