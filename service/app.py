@@ -31,7 +31,7 @@ from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
-from service.api.run_routes import RunController
+from service.api.run_routes import RenderedPages, RunController
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
 from service.db.migrate import upgrade_to_head
@@ -134,6 +134,7 @@ def create_app(settings: Settings) -> Litestar:
                 "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes),
                 "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
+                "rendered_pages": RenderedPages(),
             }
         ),
         lifespan=[lifespan],

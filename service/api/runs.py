@@ -14,11 +14,12 @@ per episode is ever served.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -73,6 +74,27 @@ class Usage(BaseModel):
     prompt_tokens: int = Field(ge=0)
     completion_tokens: int = Field(ge=0)
     cost_usd: float | None = Field(default=None, ge=0)
+
+
+MANIFEST_PAGE_MAX = 1000
+RUN_PAGE_DEFAULT, RUN_PAGE_MAX = 200, 1000  # episodes per run page
+
+
+@functools.lru_cache(maxsize=64)
+def _derived_manifest(split: str, task_ids: tuple[str, ...], trials: int, limit_per_task: int | None) -> tuple[dict[str, Any], ...]:
+    return tuple(e.model_dump() for e in core.run_manifest(split, list(task_ids), trials, limit_per_task))
+
+
+def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
+    """Every entry of the run's manifest, in play order (shared, read-only: copy before changing).
+
+    Runs store their parameters, not the expanded manifest: :func:`service.env.run_manifest` is a
+    pure function of (split, task_ids, trials, limit_per_task) under the run's dataset version,
+    so the same entries come back for as long as this deployment serves that version (runs of
+    another version are never ranked). Runs created before migration 0005 kept theirs."""
+    if run.manifest is not None:
+        return run.manifest
+    return _derived_manifest(run.split, tuple(run.task_ids), run.trials, run.limit_per_task)
 
 
 def episode_id_for(run_id: str, index: int) -> str:
@@ -147,7 +169,7 @@ class RunService:
 
     async def create(self, body: CreateRun, submitter_key: str | None = None) -> dict[str, Any]:
         try:
-            manifest = core.run_manifest(body.split, body.task_ids, body.trials, body.limit_per_task)
+            manifest = _derived_manifest(body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task)
         except ValueError as exc:
             raise InvalidInput(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
         full = body.task_ids is None or set(body.task_ids) == set(core.TASKS)
@@ -179,7 +201,8 @@ class RunService:
                 trials=body.trials,
                 task_ids=body.task_ids or list(core.TASKS),
                 full_split=full_split,
-                manifest=[e.model_dump() for e in manifest],
+                limit_per_task=body.limit_per_task,
+                manifest=None,  # derived from the parameters above (manifest_of)
                 episodes_total=len(manifest),
                 dataset_version=core.DATASET_VERSION,
                 grader_version=core.GRADER_VERSION,
@@ -194,7 +217,8 @@ class RunService:
                 retry_after_s=retry,
             ) from exc
         log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
-        return {**self.view(run), "run_token": token, "manifest": run.manifest}
+        return {**self.view(run), "run_token": token, "limit_per_task": body.limit_per_task,
+                "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}"}
 
     async def _submitter(self, key: str | None) -> run_store.SubmitterRecord:
         if not key:
@@ -211,8 +235,10 @@ class RunService:
         run = await self.authorized(run_id, token, active=True)
         started: dict[str, Any] = {}
 
+        manifest = manifest_of(run)
+
         def make_episode(index: int) -> dict[str, Any]:
-            entry = run.manifest[index]
+            entry = manifest[index]
             state, observation = core.reset(entry["task_id"], entry["seed"], run.split, self.dataset)
             started.update(state=state, observation=observation, entry=entry)
             return dict(
@@ -295,26 +321,55 @@ class RunService:
             "leaderboard_url": f"/leaderboard?split={run.split}",
         }
 
-    async def detail(self, run_id: str) -> dict[str, Any]:
+    async def detail(self, run_id: str, page: int = 1, per_page: int = RUN_PAGE_DEFAULT) -> dict[str, Any]:
+        """The run and one page of its episodes (``per_page`` manifest entries, 1-based ``page``)."""
         await self.expire_idle()
         run = await self.load(run_id)
         if run.status == "complete" and run.summary is None:
             await self.finish_if_complete(run.id)
             run = await self.load(run_id)
         test = run.split == core.HIDDEN_SPLIT
-        started = {e.episode_id: e for e in await run_store.run_episodes(self.db, run.id, run.grader_version)}
+        start = (page - 1) * per_page
+        entries = manifest_of(run)[start: start + per_page]
+        handed_out = [episode_id_for(run.id, e["index"]) for e in entries if e["index"] < run.next_index]
+        started = {
+            e.episode_id: e for e in (
+                await run_store.run_episodes(self.db, run.id, run.grader_version, ids=handed_out) if handed_out else []
+            )
+        }
         rows = []
-        for entry in run.manifest:
+        for entry in entries:
             ep = started.get(episode_id_for(run.id, entry["index"]))
             row = {**entry, "episode_id": ep.episode_id if ep else None, "status": "pending" if ep is None else ep.status,
                    "step_count": ep.step_count if ep else 0}
             if not test:
                 row.update(score=ep.score if ep else None, resolved=ep.resolved if ep else None)
             rows.append(row)
-        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": not test}
+        pages = max(1, -(-run.episodes_total // per_page))
+
+        def url(n: int) -> str | None:
+            return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages else None
+
+        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": not test,
+                "page": {"number": page, "per_page": per_page, "pages": pages, "first_index": start,
+                         "prev_url": url(page - 1), "next_url": url(page + 1)}}
         if test:
             body.update(await self._test_result(run))
         return body
+
+    async def manifest_page(self, run_id: str, offset: int, limit: int) -> dict[str, Any]:
+        """A slice of the run's manifest: which ticket each episode index plays, in order."""
+        run = await self.load(run_id)
+        entries = list(manifest_of(run)[offset: offset + limit])
+        after = offset + len(entries)
+        return {
+            "run_id": run.id,
+            "episodes_total": run.episodes_total,
+            "offset": offset,
+            "limit": limit,
+            "entries": entries,
+            "next_url": f"/runs/{run.id}/manifest?offset={after}&limit={limit}" if after < run.episodes_total else None,
+        }
 
     async def _test_result(self, run: run_store.RunRecord) -> dict[str, Any]:
         """What a test run publishes: aggregates, rounded, only when the Ladder released them."""
@@ -408,7 +463,7 @@ class RunService:
         for ep in await run_store.run_episodes(self.db, run.id, run.grader_version):
             if ep.status != "done":
                 continue
-            entry = run.manifest[index_of(ep.episode_id)]
+            entry = manifest_of(run)[index_of(ep.episode_id)]
             _, first = core.reset(ep.task_id, ep.seed, run.split, self.dataset)
             steps = await repo.list_transitions(self.db, ep.episode_id)
             shown = core.feedback(run.split, True, run.status == "complete")
@@ -444,7 +499,7 @@ def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]
     """
     graded = {index_of(e.episode_id): e for e in episodes}
     items: dict[tuple[str, int], list[Trial]] = {}
-    for entry in run.manifest:
+    for entry in manifest_of(run):
         ep = graded.get(entry["index"])
         trial = Trial(ep.score or 0.0, bool(ep.resolved)) if ep is not None else Trial(0.0, False)
         items.setdefault((entry["task_id"], entry["seed"]), []).append(trial)

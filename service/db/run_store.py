@@ -31,7 +31,8 @@ class RunRecord:
     trials: int
     task_ids: list[str]
     full_split: bool
-    manifest: list[dict[str, Any]]
+    limit_per_task: int | None
+    manifest: list[dict[str, Any]] | None  # only runs created before 0005; see service.api.runs.manifest_of
     episodes_total: int
     next_index: int
     episodes_done: int
@@ -187,13 +188,16 @@ async def expire_idle(db: Database, cutoff: datetime, run_id: str | None = None)
     return result.rowcount or 0
 
 
-async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[RunEpisode]:
+async def run_episodes(db: Database, run_id: str, grader_version: str, ids: list[str] | None = None) -> list[RunEpisode]:
+    """The run's started episodes (only ``ids`` among them, if given: a page reads its own rows)."""
     query = (
         select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.status, episodes.c.step_count,
                episodes.c.state["truncated"].as_boolean().label("truncated"), grades.c.score, grades.c.resolved)
         .select_from(episodes.outerjoin(grades, and_(grades.c.episode_id == episodes.c.id, grades.c.grader_version == grader_version)))
         .where(episodes.c.run_id == run_id)
     )
+    if ids is not None:
+        query = query.where(episodes.c.id.in_(ids))
     rows = await db.read(lambda conn: conn.execute(query).all())
     return [
         RunEpisode(r.id, r.task_id, r.seed, r.status, r.step_count, bool(r.truncated), r.score,
