@@ -74,3 +74,51 @@ async def test_run_pages_answer_304_until_the_run_changes(client: Client) -> Non
     assert changed.json()["episodes"][0]["status"] == "done"
     html = await client.get(url, params={"format": "html"}, headers={"If-None-Match": html_etag})
     assert html.status_code == 200 and html.headers["etag"] != html_etag
+
+
+# ------------------------------------------------------------------ finding 9: names and rank 1
+
+async def test_an_agent_name_run_with_a_submitter_key_is_that_submitters(settings: Settings) -> None:
+    from dataclasses import replace
+
+    from service.app import create_app
+    from tests.test_api_http import assert_problem
+    from tests.test_runs import ALICE_KEY, BOB_KEY
+
+    app = create_app(replace(settings, submitter_keys=f"alice:{ALICE_KEY},bob:{BOB_KEY}"))
+    async with AsyncTestClient(app=app) as client:
+        body = {"agent": "Acme Agent", "split": "dev", "task_ids": ["decision-easy"], "limit_per_task": 1}
+        free = await client.post("/runs", json={**body, "agent": "free-name"})
+        assert free.status_code == 201 and free.json()["submitter"] is None  # anonymous runs: free text
+        mine = await client.post("/runs", json=body, headers=auth(ALICE_KEY))
+        assert mine.status_code == 201 and mine.json()["submitter"] == "alice"
+        for impostor, headers in ((" acme  AGENT", auth(BOB_KEY)), ("ACME agent", {})):
+            problem = assert_problem(await client.post("/runs", json={**body, "agent": impostor}, headers=headers),
+                                     409, "belongs to submitter 'alice'")
+            assert problem["owner"] == "alice"
+        assert (await client.post("/runs", json=body, headers=auth(ALICE_KEY))).status_code == 201
+        assert_problem(await client.post("/runs", json=body, headers=auth("sk_not_a_key_" + "x" * 30)), 403)
+
+
+async def test_one_entrant_is_one_leaderboard_row(client: Client, settings: Settings) -> None:
+    """Two finished full runs of one agent/model (any spelling) no longer take rank 1 twice."""
+    from datetime import timedelta
+
+    from service.db import run_store
+    from service.db.models import utcnow
+
+    db = settings.database()
+    try:
+        now = utcnow()
+        for i, (agent, resolved) in enumerate((("twice", 0.9), ("Twice ", 0.8), ("other", 0.5))):
+            await run_store.insert_run(
+                db, id=f"run_fake{i}", token_sha256="0" * 64, agent=agent, model="m", split="dev", trials=1,
+                task_ids=list(core.TASKS), full_split=True, limit_per_task=None, manifest=None, episodes_total=400,
+                dataset_version=core.DATASET_VERSION, grader_version=core.GRADER_VERSION, status="complete",
+                finished_at=now - timedelta(minutes=i),
+                summary={"resolved": resolved, "resolved_ci95": [resolved - 0.01, resolved + 0.01], "mean": resolved},
+            )
+    finally:
+        await db.dispose()
+    rows = (await client.get("/leaderboard", params={"split": "dev"})).json()["rows"]
+    assert [(r["run_id"], r["rank"], r["entrant_runs"]) for r in rows] == [("run_fake0", 1, 2), ("run_fake2", 2, 1)]

@@ -1,4 +1,4 @@
-"""ownership: episode tokens for client-chosen ids; runs store their manifest's parameters
+"""ownership: episode tokens for client-chosen ids; agent names bound to submitters; runs store their manifest's parameters
 
 Revision ID: 0005
 Revises: 0003
@@ -29,9 +29,17 @@ def upgrade() -> None:
     with op.batch_alter_table("runs") as batch:
         batch.add_column(sa.Column("limit_per_task", sa.Integer(), nullable=True))
         batch.alter_column("manifest", existing_type=_json(), nullable=True)
+    op.create_table(
+        "agent_names",
+        sa.Column("name_key", sa.String(length=128), nullable=False),
+        sa.Column("submitter", sa.String(length=128), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("name_key", name=op.f("pk_agent_names")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("agent_names")
     with op.batch_alter_table("runs") as batch:
         batch.alter_column("manifest", existing_type=_json(), nullable=False)
         batch.drop_column("limit_per_task")

@@ -194,6 +194,12 @@ class RunEpisodeIdTaken(Problem):
     title = "The run's next episode id is taken"
 
 
+class AgentNameTaken(Problem):
+    status = 409
+    slug = "agent-name-taken"
+    title = "Agent name belongs to another submitter"
+
+
 class TestSplitNeedsRun(Problem):
     status = 403
     slug = "test-split-needs-run"

@@ -33,6 +33,7 @@ from service.api.problems import (
     InvalidInput,
     QuotaExceeded,
     RunNotActive,
+    AgentNameTaken,
     RunEpisodeIdTaken,
     RunNotFound,
     RunTokenInvalid,
@@ -54,7 +55,11 @@ class CreateRun(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = Field(min_length=1, max_length=128, description="Agent name shown on the leaderboard.")
+    agent: str = Field(
+        min_length=1, max_length=128,
+        description="Agent name shown on the leaderboard. A name first run with a submitter key is that submitter's: "
+        "others (and anonymous runs) get 409.",
+    )
     model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
     split: str = Field(default="dev", pattern="^(train|dev|test)$", description="test needs a submitter key (Authorization: Bearer).")
     trials: int = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
@@ -187,6 +192,8 @@ class RunService:
             test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
             limit = submitter.quota if submitter.quota is not None else self.quota
             quota = (limit, utcnow() - self.quota_period)
+        elif submitter_key:  # optional on public splits: it binds the agent name to the submitter
+            test = {"submitter": (await self._submitter(submitter_key)).name}
         run_id = "run_" + secrets.token_hex(8)
         token = secrets.token_urlsafe(32)
         try:
@@ -208,6 +215,13 @@ class RunService:
                 grader_version=core.GRADER_VERSION,
                 **test,
             )
+        except run_store.AgentNameTaken as exc:
+            raise AgentNameTaken(
+                f"the agent name {exc.name!r} belongs to submitter {exc.owner!r} (names are bound to the submitter key "
+                "that first ran them, case and spacing ignored); choose another name, or send that submitter's key as "
+                "`Authorization: Bearer <submitter key>`",
+                agent=exc.name, owner=exc.owner,
+            ) from exc
         except run_store.QuotaExceeded as exc:
             assert quota is not None
             retry = max(1, int((exc.retry_at + self.quota_period - utcnow()).total_seconds()) + 1)
@@ -312,7 +326,7 @@ class RunService:
             "episodes_done": run.episodes_done,
             "dataset_version": run.dataset_version,
             "grader_version": run.grader_version,
-            "submitter": run.submitter if test else None,
+            "submitter": run.submitter,  # set when a submitter key created the run (its agent name is theirs)
             "test_key_fingerprint": run.key_fingerprint if test else None,
             "usage": run.usage,
             "created_at": run.created_at.isoformat(),
@@ -402,9 +416,10 @@ class RunService:
             current = _best_release_per_submitter(
                 [r for r in current if r.released is not None and r.key_fingerprint == self.dataset.test_fingerprint]
             )
-        ranked = [r for r in current if r.full_split]
+        ranked, entries = _best_per_entrant([r for r in current if r.full_split])
         ranks = rank_bands({r.id: (r.summary["resolved"], *r.summary["resolved_ci95"]) for r in ranked})  # type: ignore[index]
-        rows = sorted((self._row(r, ranks[r.id]) for r in ranked), key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]))
+        rows = sorted(({**self._row(r, ranks[r.id]), "entrant_runs": entries[r.id]} for r in ranked),
+                      key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]))
         unranked = [self._row(r, None) for r in current if not r.full_split]
         return {
             "split": split,
@@ -414,8 +429,10 @@ class RunService:
             "method": "ranked on the resolved rate (an episode is resolved when every required check of its task passes): "
                       "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
                       "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
-                      "partial score is shown beside it. Test rows: aggregates rounded to 2 decimals, each submitter's best "
-                      "run released by the Ladder, under this deployment's test key only.",
+                      "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
+                      "its best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to "
+                      "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
+                      "decimals, each submitter's best run released by the Ladder, under this deployment's test key only.",
             "rows": rows,
             "unranked": unranked,
         }
@@ -481,6 +498,21 @@ class RunService:
                 "resolved": ep.resolved,
                 "grader_version": run.grader_version,
             }, ensure_ascii=False) + "\n"
+
+
+def _best_per_entrant(runs: list[run_store.RunRecord]) -> tuple[list[run_store.RunRecord], dict[str, int]]:
+    """One ranked row per entrant — submitter (or anonymous), agent name (case and spacing ignored)
+    and model — its best run: repeating a run never puts one agent on the board twice. Returns the
+    kept runs and, per kept run, how many runs its entrant finished."""
+    groups: dict[tuple[str | None, str, str], list[run_store.RunRecord]] = {}
+    for run in runs:
+        groups.setdefault((run.submitter, run_store.agent_name_key(run.agent), run.model), []).append(run)
+    best = [
+        min(group, key=lambda r: (-(r.summary or {}).get("resolved", 0.0), -(r.summary or {}).get("mean", 0.0),
+                                  r.finished_at or r.created_at))
+        for group in groups.values()
+    ]
+    return best, {b.id: len(g) for b, g in zip(best, groups.values(), strict=True)}
 
 
 def _best_release_per_submitter(runs: list[run_store.RunRecord]) -> list[run_store.RunRecord]:

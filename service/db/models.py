@@ -167,6 +167,17 @@ class SubmitterRow(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
+class AgentNameRow(Base):
+    """An agent name bound to the submitter who first ran it with a key: nobody else (and no
+    anonymous run) may use it. ``name_key`` is the name trimmed and case-folded."""
+
+    __tablename__ = "agent_names"
+
+    name_key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    submitter: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 class DeploymentSecretRow(Base):
     """Secrets a deployment creates for itself at first start (the test split's key)."""
 
@@ -181,5 +192,6 @@ episodes = EpisodeRow.__table__
 runs = RunRow.__table__
 submitters = SubmitterRow.__table__
 deployment_secrets = DeploymentSecretRow.__table__
+agent_names = AgentNameRow.__table__
 transitions = TransitionRow.__table__
 grades = GradeRow.__table__

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from service.db.engine import Database
-from service.db.models import deployment_secrets, episodes, grades, runs, submitters, utcnow
+from service.db.models import agent_names, deployment_secrets, episodes, grades, runs, submitters, utcnow
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,19 @@ class SubmitterExists(Exception):
     pass
 
 
+class AgentNameTaken(Exception):
+    """The agent name belongs to another submitter (``owner``)."""
+
+    def __init__(self, name: str, owner: str) -> None:
+        super().__init__(name)
+        self.name, self.owner = name, owner
+
+
+def agent_name_key(name: str) -> str:
+    """How agent names are compared for ownership: "Acme", "acme " and "ACME" are one name."""
+    return " ".join(name.split()).casefold()
+
+
 class EpisodeIdTaken(Exception):
     """The id of a run's next episode is already stored (nothing was claimed)."""
 
@@ -116,10 +129,22 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
             ).one()
             if recent[0] >= limit:
                 raise QuotaExceeded(recent[0], _aware(recent[1]))
+        _claim_agent_name(conn, values["agent"], values["submitter"], now)
         conn.execute(insert(runs).values(**values))
 
     await db.write(insert_checked)
     return RunRecord(**values)
+
+
+def _claim_agent_name(conn: Connection, agent: str, submitter: str | None, now: datetime) -> None:
+    """Inside the run's insert: a name bound to a submitter is theirs only; a submitter's first
+    run under a free name binds it to them. Anonymous runs use free names, binding nothing."""
+    key = agent_name_key(agent)
+    owner = conn.execute(select(agent_names.c.submitter).where(agent_names.c.name_key == key)).scalar()
+    if owner is not None and owner != submitter:
+        raise AgentNameTaken(agent, owner)
+    if owner is None and submitter is not None:
+        conn.execute(insert(agent_names).values(name_key=key, submitter=submitter, created_at=now))
 
 
 def _aware(value: datetime) -> datetime:
