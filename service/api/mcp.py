@@ -44,6 +44,8 @@ TOOLS: list[dict[str, Any]] = [
                 "task_id": {"type": "string"},
                 "split": {"type": "string", "enum": ["train", "dev", "test"]},
                 "difficulty": {"type": "string"},
+                "episode_token": _EPISODE_TOKEN,
+                "resume": {"type": "boolean", "description": "With episode_id (+ episode_token): re-attach to a stored episode."},
             },
         },
     },
