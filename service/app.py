@@ -27,19 +27,21 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
 
+from service.api.credentials import refuse_tokens_in_url
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.implicit_episode import ImplicitEpisode
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
-from service.api.run_routes import RunController
+from service.api.run_routes import RenderedPages, RunController
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
 from service import env as core
 from service.db.engine import Database
 from service.db.errors import DatabaseNotMigrated, fault_from
 from service.db.migrate import head_revision, upgrade_to_head
+from service.housekeeping import retention_loop
 from service.settings import Settings
 
 log = logging.getLogger("service.app")
@@ -168,12 +170,14 @@ def create_app(settings: Settings) -> Litestar:
             log.warning("SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
                         "latest /reset that named none; serve one client at a time")
         sweeper = asyncio.create_task(runs.maintain(settings.run_sweep_interval_s), name="run-sweep")
+        housekeeping = asyncio.create_task(retention_loop(database, runs, settings), name="retention")
         try:
             yield
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for task in (sweeper, housekeeping):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await database.dispose()
 
     return Litestar(
@@ -191,11 +195,13 @@ def create_app(settings: Settings) -> Litestar:
                 "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
                 "implicit_episode": ImplicitEpisode(settings.single_session),
+                "rendered_pages": RenderedPages(),
             }
         ),
         lifespan=[lifespan],
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
+        before_request=refuse_tokens_in_url,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="ecomm-support-env",

@@ -41,6 +41,16 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _seconds_or_off(env: Mapping[str, str], name: str, default: float | None) -> float | None:
+    """A positive number of seconds, or 0 / "off" for never."""
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    if raw.strip().lower() in {"0", "off", "never"}:
+        return None
+    return _float(env, name, 1.0)
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
@@ -72,6 +82,13 @@ class Settings:
     app_version: str = "1.0.0"
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
     run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
+    # Retention (a background task of every worker, every retention_interval_s): deleted after this
+    # long without a step — plain episodes never finished; plain episodes finished (None: kept);
+    # expired runs with all their episodes. Complete runs and their episodes are never deleted.
+    retain_unfinished_episodes_s: float = 24 * 3600.0
+    retain_finished_episodes_s: float | None = 30 * 24 * 3600.0
+    retain_expired_runs_s: float = 7 * 24 * 3600.0
+    retention_interval_s: float = 600.0
     # The test split is generated from this secret (any string; 32+ random characters). When unset, a
     # random one is created at first start and kept in the database. Never publish it.
     test_split_key: str | None = None
@@ -122,6 +139,10 @@ class Settings:
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
             run_sweep_interval_s=_float(env, "RUN_SWEEP_INTERVAL_S", 60.0),
+            retain_unfinished_episodes_s=_float(env, "RETAIN_UNFINISHED_EPISODES_S", 24 * 3600.0),
+            retain_finished_episodes_s=_seconds_or_off(env, "RETAIN_FINISHED_EPISODES_S", 30 * 24 * 3600.0),
+            retain_expired_runs_s=_float(env, "RETAIN_EXPIRED_RUNS_S", 7 * 24 * 3600.0),
+            retention_interval_s=_float(env, "RETENTION_INTERVAL_S", 600.0),
             test_split_key=env.get("TEST_SPLIT_KEY") or None,
             submitter_keys=env.get("SUBMITTER_KEYS") or None,
             test_run_quota=_int(env, "TEST_RUN_QUOTA", 3, minimum=0),

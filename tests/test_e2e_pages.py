@@ -117,8 +117,13 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
             page.wait_for_url(f"**/runs/{heuristic_run}**")
             assert page.locator("#run-status").inner_text() == "complete"
             assert page.locator("#per-task tbody tr").count() == len(core.TASKS)
-            assert page.locator("#episodes tbody tr").count() == 400
+            assert page.locator("#episodes tbody tr").count() == 200  # 400 episodes, 200 a page
             page.screenshot(path=str(shots / "run.png"))
+            page.locator("#page-nav a[rel=next]").click()
+            page.wait_for_url("**page=2**")
+            assert page.locator("#episodes tbody tr").count() == 200
+            assert page.locator("#episodes tbody tr td").first.inner_text() == "200"
+            page.go_back()
 
             page.locator("#episodes tbody tr a").first.click()
             page.wait_for_url("**/episodes/**")

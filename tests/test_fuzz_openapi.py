@@ -76,6 +76,8 @@ def problem_details(ctx: Any, response: Any, case: Any) -> bool | None:
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance, problem_details]
 
 
+FUZZ_TOKEN = "f" * 40
+
 class Known:
     """Ids that exist in the database, swapped into generated cases."""
 
@@ -85,10 +87,11 @@ class Known:
             assert resp.status_code in (200, 201), resp.text
             return resp.json()
 
-        post("/reset", {"task_id": WORKFLOW, "seed": 3, "episode_id": "fz-active"})
-        post("/step", {"episode_id": "fz-active", "action": {"lookup": "policy"}, "request_id": "fz-r1"})
-        post("/reset", {"task_id": DECISION, "seed": 4, "episode_id": "fz-done"})
-        assert post("/step", {"episode_id": "fz-done", "action": {"decision": "reject"}})["done"] is True
+        # chosen ids, with one token the fuzzer knows (and sends sometimes: 401/403 are answers too)
+        post("/reset", {"task_id": WORKFLOW, "seed": 3, "episode_id": "fz-active", "episode_token": FUZZ_TOKEN})
+        post("/step", {"episode_id": "fz-active", "action": {"lookup": "policy"}, "request_id": "fz-r1", "episode_token": FUZZ_TOKEN})
+        post("/reset", {"task_id": DECISION, "seed": 4, "episode_id": "fz-done", "episode_token": FUZZ_TOKEN})
+        assert post("/step", {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": FUZZ_TOKEN})["done"] is True
         run = post("/runs", {"agent": "fuzz", "split": "dev", "task_ids": [DECISION], "limit_per_task": 1})
         self.run_id, self.run_token = run["run_id"], run["run_token"]
         self.episodes = ["fz-active", "fz-done"]
@@ -107,6 +110,8 @@ class Known:
                 case.headers = {**(case.headers or {}), "Authorization": f"Bearer {self.run_token}"}
         if isinstance(case.query, dict) and "episode_id" in case.query and swap():
             case.query["episode_id"] = data.draw(st.sampled_from(self.episodes))
+        if data.draw(st.integers(0, 1), label="token") == 1:
+            case.headers = {**(case.headers or {}), "X-Episode-Token": FUZZ_TOKEN}
         if isinstance(case.body, dict):
             if case.operation.path in ("/step", "/reset") and swap():
                 case.body["episode_id"] = data.draw(st.sampled_from(self.episodes))
@@ -201,7 +206,8 @@ def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
 DOCUMENT_BUGS = [
     pytest.param("POST", "/step", {"episode_id": "nope", "action": {"decision": "reject"}}, {}, id="404-undeclared"),
     pytest.param("POST", "/step", {"action": {"decision": "reject"}}, {}, id="422-undeclared"),
-    pytest.param("POST", "/step", {"episode_id": "fz-done", "action": {"decision": "reject"}}, {}, id="409-undeclared"),
+    pytest.param("POST", "/step", {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": "f" * 40},
+                 {}, id="409-undeclared"),
     pytest.param("POST", "/step", b"not json", {}, id="400-declared-as-application-json-with-status_code"),
 ]
 

@@ -7,6 +7,7 @@ it loads the stored state, calls ``service.env``, and stores what the core retur
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import secrets
 import uuid
@@ -22,6 +23,8 @@ from service.api.problems import (
     EpisodeFinishedProblem,
     EpisodeNotFinished,
     EpisodeNotFound,
+    EpisodeTokenInvalid,
+    EpisodeTokenMissing,
     InvalidInput,
     MissingEpisodeId,
     RunNotActive,
@@ -29,6 +32,7 @@ from service.api.problems import (
     TestResultsPrivate,
     TestSplitNeedsRun,
 )
+from service.api.deployment import hash_secret
 from service.db import repository as repo
 from service.db.engine import Database
 
@@ -38,6 +42,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("service.episodes")
 
 MAX_SEED = 2**31 - 1  # seeds are stored in a 32-bit integer column
+# Run episodes are "<run_id>-<index>" with run ids "run_<hex>": clients may not choose ids there.
+RUN_ID_PREFIX = "run_"
+MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
 
 
 class ResetParams(BaseModel):
@@ -56,6 +63,11 @@ class ResetParams(BaseModel):
         default=None, max_length=64, description="Start the next episode of this run (needs run_token); the run picks the ticket."
     )
     run_token: str | None = Field(default=None, max_length=128, description="The token POST /runs returned.")
+    episode_token: str | None = Field(
+        default=None, max_length=128,
+        description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
+        "made and returned in metadata.episode_token if omitted). With resume: that episode's token.",
+    )
     resume: bool = Field(
         default=False,
         description="With episode_id of a stored episode: re-attach to it instead of starting a new one.",
@@ -284,10 +296,25 @@ class EpisodeService:
         return late if status == "complete" else early
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
-        """For an episode of a run: check the token, return the run's status (None for plain episodes)."""
+        """For an episode of a run: check the token, return the run's status (None for plain episodes).
+
+        A run idle past its TTL is expired here, so no step or resume outlives the TTL even when
+        nobody reads the run (see :meth:`RunService.live_status`)."""
         if record.run_id is None or self.runs is None:
             return None
-        return (await self.runs.authorized(record.run_id, token)).status
+        run = await self.runs.authorized(record.run_id, token)
+        return await self.runs.live_status(run, record.updated_at)
+
+    @staticmethod
+    def _check_owner(record: repo.EpisodeRecord, episode_token: str | None) -> None:
+        """A client-chosen id is acted on only with the token its reset returned. Server-made ids
+        (128 random bits) are their own capability; run episodes are guarded by the run token."""
+        if record.token_sha256 is None:
+            return
+        if not episode_token:
+            raise EpisodeTokenMissing(record.id)
+        if not hmac.compare_digest(hash_secret(episode_token), record.token_sha256):
+            raise EpisodeTokenInvalid(record.id)
 
     @staticmethod
     def _shown(result: EpisodeResult, record: repo.EpisodeRecord, run_status: str | None) -> EpisodeResult:
@@ -322,14 +349,22 @@ class EpisodeService:
             **more,
         }
 
-    async def reset(self, params: ResetParams, run_token: str | None = None) -> EpisodeResult:
+    async def reset(
+        self, params: ResetParams, run_token: str | None = None, episode_token: str | None = None
+    ) -> EpisodeResult:
         token = run_token or params.run_token
         if params.resume:
             if not params.episode_id:
                 raise MissingEpisodeId()
-            return await self.resume(params.episode_id, token)
+            return await self.resume(params.episode_id, token, params.episode_token or episode_token)
         if params.run_id is not None and self.runs is not None:
             return await self.runs.next_episode(params.run_id, token)
+        if params.episode_id is not None and params.episode_id[: len(RUN_ID_PREFIX)].lower() == RUN_ID_PREFIX:
+            raise InvalidInput(
+                f"episode ids starting with {RUN_ID_PREFIX!r} are reserved for the episodes of runs; choose another "
+                "episode_id, or omit it to get a fresh one",
+                errors=[{"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}],
+            )
         seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
         split = params.split or self.default_split
         if split == core.HIDDEN_SPLIT:
@@ -339,6 +374,14 @@ class EpisodeService:
             )
         task_id = choose_task(params.task_id, params.difficulty, seed, self.default_tasks)
         episode_id = params.episode_id or uuid.uuid4().hex
+        # A chosen id is guessable, so it comes with a secret (the client's own, so that it can
+        # resume even if this response is lost, or ours); a server-made id is the secret.
+        new_token = params.episode_token or (secrets.token_urlsafe(32) if params.episode_id else None)
+        if new_token is not None and len(new_token) < MIN_CLIENT_TOKEN:
+            raise InvalidInput(
+                f"episode_token must be at least {MIN_CLIENT_TOKEN} random characters (or omit it and use the one returned)",
+                errors=[{"field": "episode_token", "message": f"shorter than {MIN_CLIENT_TOKEN}", "type": "too_short"}],
+            )
         try:
             state, observation = core.reset(task_id, seed, split, self.dataset)
         except core.EnvError as exc:
@@ -354,22 +397,31 @@ class EpisodeService:
                 run_id=None,
                 state=state.model_dump(mode="json"),
                 done=state.done,
+                token_sha256=hash_secret(new_token) if new_token else None,
             )
         except repo.EpisodeExists as exc:
+            # Never point at the stored episode: it may be someone else's, set up as a trap.
             raise EpisodeAlreadyExists(
-                f"episode {episode_id!r} already exists; omit episode_id to get a fresh one, or resume it "
-                "(WebSocket reset with {\"episode_id\": ..., \"resume\": true}, or POST /step with that id)",
+                f"the episode id {episode_id!r} is taken; omit episode_id to get a fresh one, or choose another id",
                 episode_id=episode_id,
             ) from exc
         self.cache.put(record, state)
         log.debug("episode reset episode_id=%s task_id=%s seed=%s split=%s", episode_id, task_id, seed, split)
-        return EpisodeResult(
-            episode_id, wire_observation(episode_id, observation), None, state.done, self._meta(record, step_count=0)
-        )
+        meta = self._meta(record, step_count=0)
+        if new_token is not None:
+            meta["episode_token"] = new_token  # shown once; only its hash is stored
+        return EpisodeResult(episode_id, wire_observation(episode_id, observation), None, state.done, meta)
 
-    async def resume(self, episode_id: str, run_token: str | None = None) -> EpisodeResult:
+    async def resume(self, episode_id: str, run_token: str | None = None, episode_token: str | None = None) -> EpisodeResult:
         record = await self._load(episode_id)
+        self._check_owner(record, episode_token)
         run_status = await self._run_status(record, run_token)
+        if run_status == "expired" and record.status != "done":
+            raise RunNotActive(
+                f"run {record.run_id!r} expired (idle past its TTL); its episodes cannot be resumed — start a new run "
+                "with POST /runs",
+                run_id=record.run_id, run_status=run_status, code="run_expired",
+            )
         state = core.EpisodeState.model_validate(record.state)
         last = await repo.last_transition(self.db, episode_id)
         # A finished episode resumes on its final observation (score and all); others on a fresh view.
@@ -385,10 +437,16 @@ class EpisodeService:
         ), record, run_status)
 
     async def step(
-        self, episode_id: str | None, action_payload: Any, request_id: str | None = None, run_token: str | None = None
+        self,
+        episode_id: str | None,
+        action_payload: Any,
+        request_id: str | None = None,
+        run_token: str | None = None,
+        episode_token: str | None = None,
     ) -> EpisodeResult:
         cached = self.cache.get(episode_id) if episode_id else None
         record, state = (cached.record, cached.state) if cached is not None else (await self._load(episode_id), None)
+        self._check_owner(record, episode_token)
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
         if request_id is None:
@@ -402,7 +460,7 @@ class EpisodeService:
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
                     return self._shown(self._replay(record, stored, action.model_dump(mode="json")), record, run_status)
-            return await self.step(episode_id, action_payload, request_id, run_token)
+            return await self.step(episode_id, action_payload, request_id, run_token, episode_token)
         future: asyncio.Future[EpisodeResult | None] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         result: EpisodeResult | None = None
@@ -442,9 +500,10 @@ class EpisodeService:
                 episode_id=record.id,
             )
         if run_status not in (None, "active"):
+            why = " (idle past its TTL)" if run_status == "expired" else ""
             raise RunNotActive(
-                f"run {record.run_id!r} is {run_status}; its episodes take no more steps — start a new run with POST /runs",
-                run_id=record.run_id, run_status=run_status,
+                f"run {record.run_id!r} is {run_status}{why}; its episodes take no more steps — start a new run with POST /runs",
+                run_id=record.run_id, run_status=run_status, code=f"run_{run_status}",
             )
         state = state if state is not None else core.EpisodeState.model_validate(record.state)
         try:
@@ -535,8 +594,9 @@ class EpisodeService:
             self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=stored.request_id, replayed=True),
         )
 
-    async def state(self, episode_id: str | None) -> dict[str, Any]:
+    async def state(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
         record = await self._load(episode_id)
+        self._check_owner(record, episode_token)
         state = core.EpisodeState.model_validate(record.state)
         return {
             **core.public_state(state),
@@ -549,13 +609,15 @@ class EpisodeService:
             "run_id": record.run_id,
         }
 
-    async def view(self, episode_id: str) -> dict[str, Any]:
-        """Everything the episode viewer shows; never a test-split episode, no rewards during a run."""
+    async def view(self, episode_id: str, episode_token: str | None = None) -> dict[str, Any]:
+        """Everything the episode viewer shows; never a test-split episode, no rewards during a run.
+        Run episodes (ids on public run pages) are public; a client-chosen id needs its token."""
         record = await self._load(episode_id)
+        self._check_owner(record, episode_token)
         fb = await self._feedback(record)
         if not fb.episode_details:
             raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=episode_id), episode_id=episode_id)
-        state = await self.state(episode_id)
+        state = await self.state(episode_id, episode_token)
         first = core.reset(state["task_id"], state["seed"], state["split"], self.dataset)[1]
         steps = [
             {"index": t.step_index, "action": t.action, "observation": t.observation,
@@ -570,16 +632,17 @@ class EpisodeService:
             "ticket_text": first.ticket,
             "instructions": first.instructions,
             "steps": steps,
-            "grade": await self.grade(episode_id) if done else None,
+            "grade": await self.grade(episode_id, episode_token) if done else None,
             "rewards_hidden": not fb.step_rewards,
         }
 
-    async def grade(self, episode_id: str | None) -> dict[str, Any]:
+    async def grade(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
         cached = self.cache.get(episode_id) if episode_id else None
         if cached is not None and cached.record.status == "done" and cached.grade is not None:
             record, stored = cached.record, cached.grade  # final: a finished episode never changes
         else:
             record, stored = await self._load(episode_id), None
+        self._check_owner(record, episode_token)
         if record.status != "done":
             raise EpisodeNotFinished(
                 f"episode {record.id!r} is not finished (step {record.step_count}); keep sending POST /step "

@@ -17,6 +17,8 @@ from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel, ConfigDict
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from sqlalchemy.exc import IntegrityError
+
 from service.db.errors import DatabaseFault, FaultLog
 
 log = logging.getLogger("service.api")
@@ -39,9 +41,9 @@ class ProblemDetails(BaseModel):
 def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
     """OpenAPI entries for the problem statuses a route can answer (400, 413, 422, 503 and 507 always)."""
     described = {
-        400: "The body is not JSON, or is nested absurdly deep",
-        401: "A run episode without its run token",
-        403: "The wrong run or submitter token, the test split outside a run, or a test episode's private results",
+        400: "The body is not JSON, or a token was sent in the query string",
+        401: "A run episode without its run token, or a client-chosen episode id without its episode token",
+        403: "The wrong run, episode or submitter token, the test split outside a run, or a test episode's private results",
         404: "No such episode, run or route",
         409: "The episode or run is in a state that does not allow this (finished, raced, hidden results, exhausted run)",
         413: "The body is larger than MAX_BODY_BYTES",
@@ -143,6 +145,39 @@ class RunTokenInvalid(Problem):
     title = "Run token does not match"
 
 
+class EpisodeTokenMissing(Problem):
+    status = 401
+    slug = "episode-token-required"
+    title = "Episode token required"
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(
+            f"episode {episode_id!r} has a client-chosen id, so it needs the episode_token its reset returned "
+            "(metadata.episode_token): send it in the `X-Episode-Token` header (or `Authorization: Bearer`, or "
+            "`episode_token` in a POST body) — never in the URL",
+            episode_id=episode_id,
+        )
+
+
+class EpisodeTokenInvalid(Problem):
+    status = 403
+    slug = "episode-token-invalid"
+    title = "Episode token does not match"
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(
+            f"that is not the episode_token of episode {episode_id!r}; only the client whose reset created it may "
+            "act on it — POST /reset without episode_id starts an episode of your own",
+            episode_id=episode_id,
+        )
+
+
+class TokenInUrl(Problem):
+    status = 400
+    slug = "token-in-url"
+    title = "Secrets never travel in a URL"
+
+
 class RunNotFound(Problem):
     status = 404
     slug = "run-not-found"
@@ -153,6 +188,18 @@ class RunNotActive(Problem):
     status = 409
     slug = "run-not-active"
     title = "Run is not active"
+
+
+class RunEpisodeIdTaken(Problem):
+    status = 409
+    slug = "run-episode-id-taken"
+    title = "The run's next episode id is taken"
+
+
+class AgentNameTaken(Problem):
+    status = 409
+    slug = "agent-name-taken"
+    title = "Agent name belongs to another submitter"
 
 
 class TestSplitNeedsRun(Problem):
@@ -239,6 +286,13 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
     return response
 
 
+def _integrity_handler(request: Request[Any, Any, Any], exc: IntegrityError) -> Response[dict[str, Any]]:
+    # Expected collisions are mapped where they happen; this is the net for any other insert.
+    log.warning("integrity conflict on %s %s: %s", request.method, request.url.path, type(exc.orig).__name__)
+    return problem_response(409, "Conflict", "what you asked to create already exists (or conflicts with stored data); "
+                            "choose another id, or omit it to let the server make one", "conflict")
+
+
 def _too_deep_handler(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
     # msgspec raises RecursionError while decoding absurdly nested JSON: that is the caller's input.
     return problem_response(400, "Body nested too deeply", "send a flat JSON object; nesting this deep is never valid here", "too-deep")
@@ -269,6 +323,7 @@ def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault)
 exception_handlers: dict[Any, Any] = {
     Problem: _problem_handler,
     DatabaseFault: _database_fault_handler,
+    IntegrityError: _integrity_handler,
     ValidationException: _validation_handler,
     NotFoundException: _http_handler,
     HTTPException: _http_handler,

@@ -43,6 +43,10 @@ class StepRequest(BaseModel):
     run_token: str | None = Field(
         default=None, max_length=128, description="For episodes of a run (or send `Authorization: Bearer <run_token>`)."
     )
+    episode_token: str | None = Field(
+        default=None, max_length=128,
+        description="For a client-chosen episode_id: the episode_token its reset returned (or send `X-Episode-Token`).",
+    )
 
     def the_action(self) -> Any:
         """The action payload, wherever the body put it (parsed by ``parse_action``)."""

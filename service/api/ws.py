@@ -141,9 +141,9 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
                 params = ResetParams(**msg.data)
             except ValidationError as exc:
                 return _error("Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data"))
+            params = session.with_secrets(params)
             result = await episodes.reset(params)
-            session.episode_id = result.episode_id
-            session.run_token = params.run_token
+            session.own(result, params)
             return _frame("observation", result.wire())
         if isinstance(msg, StepFrame):
             answered = await mcp_style_step(msg.data, episodes, session)  # openenv-core 0.3.0's MCPToolClient
@@ -151,13 +151,15 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
                 return _frame("observation", answered)
             if session.episode_id is None:
                 return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR")
-            result = await episodes.step(session.episode_id, msg.data, run_token=session.run_token)
+            result = await episodes.step(
+                session.episode_id, msg.data, run_token=session.run_token, episode_token=session.episode_token
+            )
             return _frame("observation", result.wire())
         if isinstance(msg, StateFrame):
             if session.episode_id is None:
                 data: dict[str, Any] = {"episode_id": None, "step_count": 0}
             else:
-                data = await episodes.state(session.episode_id)
+                data = await episodes.state(session.episode_id, session.episode_token)
             return _frame("state", data)
         assert isinstance(msg, McpFrame)
         return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session))

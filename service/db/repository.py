@@ -48,6 +48,7 @@ class EpisodeRecord:
     version: int
     created_at: datetime
     updated_at: datetime
+    token_sha256: str | None = None  # set for client-chosen ids: the owner's episode token, hashed
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ async def insert_episode(
     run_id: str | None,
     state: dict[str, Any],
     done: bool,
+    token_sha256: str | None = None,
 ) -> EpisodeRecord:
     now = utcnow()
     values = dict(
@@ -151,6 +153,7 @@ async def insert_episode(
         version=1,
         created_at=now,
         updated_at=now,
+        token_sha256=token_sha256,
     )
     try:
         await db.write(_INSERT_EPISODE.execute, values)

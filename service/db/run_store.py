@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from service.db.engine import Database
-from service.db.models import deployment_secrets, episodes, grades, runs, submitters, utcnow
+from service.db.models import agent_names, deployment_secrets, episodes, grades, runs, submitters, utcnow
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class RunRecord:
     trials: int
     task_ids: list[str]
     full_split: bool
-    manifest: list[dict[str, Any]]
+    limit_per_task: int | None
+    manifest: list[dict[str, Any]] | None  # only runs created before 0005; see service.api.runs.manifest_of
     episodes_total: int
     next_index: int
     episodes_done: int
@@ -77,6 +78,7 @@ class BoardRun:
     submitter: str | None
     key_fingerprint: str | None
     released: float | None
+    created_at: datetime  # ties between an entrant's runs fall back to it (no finished_at)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,27 @@ class SubmitterExists(Exception):
     pass
 
 
+class AgentNameTaken(Exception):
+    """The agent name belongs to another submitter (``owner``)."""
+
+    def __init__(self, name: str, owner: str) -> None:
+        super().__init__(name)
+        self.name, self.owner = name, owner
+
+
+def agent_name_key(name: str) -> str:
+    """How agent names are compared for ownership: "Acme", "acme " and "ACME" are one name."""
+    return " ".join(name.split()).casefold()
+
+
+class EpisodeIdTaken(Exception):
+    """The id of a run's next episode is already stored (nothing was claimed)."""
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(episode_id)
+        self.episode_id = episode_id
+
+
 def _run(row: Any) -> RunRecord:
     return RunRecord(**{k: row._mapping[k] for k in RunRecord.__dataclass_fields__})
 
@@ -142,10 +165,22 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
             ).one()
             if recent[0] >= limit:
                 raise QuotaExceeded(recent[0], _aware(recent[1]))
+        _claim_agent_name(conn, values["agent"], values["submitter"], now)
         conn.execute(insert(runs).values(**values))
 
     await db.write(insert_checked)
     return RunRecord(**{k: v for k, v in values.items() if k in RunRecord.__dataclass_fields__})
+
+
+def _claim_agent_name(conn: Connection, agent: str, submitter: str | None, now: datetime) -> None:
+    """Inside the run's insert: a name bound to a submitter is theirs only; a submitter's first
+    run under a free name binds it to them. Anonymous runs use free names, binding nothing."""
+    key = agent_name_key(agent)
+    owner = conn.execute(select(agent_names.c.submitter).where(agent_names.c.name_key == key)).scalar()
+    if owner is not None and owner != submitter:
+        raise AgentNameTaken(agent, owner)
+    if owner is None and submitter is not None:
+        conn.execute(insert(agent_names).values(name_key=key, submitter=submitter, created_at=now))
 
 
 def _aware(value: datetime) -> datetime:
@@ -162,6 +197,8 @@ async def get_run(db: Database, run_id: str) -> RunRecord | None:
 
 # SQLite would pick the primary key's index and then walk the row's manifest overflow pages to reach
 # status and updated_at; the covering index answers alone (PostgreSQL keeps the manifest out of line).
+# Since 0005 new runs store no manifest (service.api.runs.manifest_of), so their rows are short; the
+# index still spares runs stored before it that walk, and keeps a step's authorisation one index read.
 _ACCESS = select(*_columns(RunAccess)).where(runs.c.id == bindparam("run_id"))
 _ACCESS_SQLITE = text(
     "SELECT id, token_sha256, split, status, updated_at FROM runs INDEXED BY ix_runs_access WHERE id = :run_id"
@@ -174,10 +211,6 @@ async def get_run_access(db: Database, run_id: str) -> RunAccess | None:
         lambda conn: conn.execute(_ACCESS_SQLITE if conn.dialect.name == "sqlite" else _ACCESS, {"run_id": run_id}).first()
     )
     return RunAccess(*row) if row is not None else None
-
-
-async def get_manifest(db: Database, run_id: str) -> list[dict[str, Any]] | None:
-    return await db.read(lambda conn: conn.execute(select(runs.c.manifest).where(runs.c.id == run_id)).scalar())
 
 
 async def claim_next(db: Database, run_id: str, make_episode: Callable[[int], dict[str, Any]]) -> int | None:
@@ -197,7 +230,11 @@ async def claim_next(db: Database, run_id: str, make_episode: Callable[[int], di
         if claimed is None:
             return None
         index = claimed[0] - 1
-        conn.execute(insert(episodes).values(**make_episode(index), created_at=now, updated_at=now))
+        values = make_episode(index)
+        try:
+            conn.execute(insert(episodes).values(**values, created_at=now, updated_at=now))
+        except IntegrityError as exc:  # the transaction rolls back: the claim is undone too
+            raise EpisodeIdTaken(values["id"]) from exc
         return index
 
     return await db.write(claim)
@@ -251,7 +288,8 @@ async def complete_unsummarised(db: Database) -> list[str]:
     return await db.read(lambda conn: list(conn.execute(query).scalars()))
 
 
-async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[RunEpisode]:
+async def run_episodes(db: Database, run_id: str, grader_version: str, ids: list[str] | None = None) -> list[RunEpisode]:
+    """The run's started episodes (only ``ids`` among them, if given: a page reads its own rows)."""
     query = (
         select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.status, episodes.c.step_count,
                episodes.c.state["truncated"].as_boolean().label("truncated"), grades.c.score, grades.c.resolved)
@@ -259,6 +297,8 @@ async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[R
         .where(episodes.c.run_id == run_id)
         .order_by(episodes.c.id)  # manifest order (ids end in the entry's index), on every backend
     )
+    if ids is not None:
+        query = query.where(episodes.c.id.in_(ids))
     rows = await db.read(lambda conn: conn.execute(query).all())
     return [
         RunEpisode(r.id, r.task_id, r.seed, r.status, r.step_count, bool(r.truncated), r.score,
