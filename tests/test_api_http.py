@@ -420,7 +420,10 @@ async def test_single_session_mode_serves_a_client_without_id_or_cookie(settings
             assert resp.json()["done"] is True
         grade = await c.get("/grader")
         assert grade.status_code == 200 and grade.json()["episode_id"] == eid
-        assert (await c.get("/state", params={"episode_id": "explicit-ep"})).json()["step_count"] == 0
+        # the chosen id was not moved by the session; and the session gives nobody else its token
+        assert_problem(await c.get("/state", params={"episode_id": "explicit-ep"}), 401)
+        owned = {"X-Episode-Token": mine["metadata"]["episode_token"]}
+        assert (await other.get("/state", params={"episode_id": "explicit-ep"}, headers=owned)).json()["step_count"] == 0
 
 
 def test_single_session_setting() -> None:

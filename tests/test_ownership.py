@@ -21,7 +21,7 @@ from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
 from service.settings import Settings
-from tests.test_api_http import assert_problem
+from tests.test_api_http import assert_problem, two_clients
 from tests.test_runs import auth, create_run
 
 Client = AsyncTestClient[Litestar]
@@ -72,6 +72,7 @@ async def test_a_client_chosen_episode_id_needs_the_token_returned_at_reset(clie
     token = reset.json()["metadata"]["episode_token"]
     assert isinstance(token, str) and len(token) >= 32
     step = {"episode_id": "my-episode", "action": STEP}
+    client.cookies.clear()  # the reset's cookies stand in for the token (see the cookie test below); not here
     # a stranger who knows the id
     assert_problem(await client.post("/step", json=step), 401, "episode_token", "X-Episode-Token")
     assert_problem(await client.post("/step", json=step, headers=token_header("x" * 43)), 403)
@@ -89,6 +90,42 @@ async def test_a_client_chosen_episode_id_needs_the_token_returned_at_reset(clie
     assert state.status_code == 200 and state.json()["step_count"] == 3  # the refused steps applied nothing
     assert (await client.post("/reset", json={**resume, "episode_token": token})).status_code == 200
     assert (await client.get("/episodes/my-episode", headers=token_header(token))).status_code == 200
+
+
+async def test_the_reset_cookies_carry_a_chosen_ids_token_for_that_episode_only(app: Litestar) -> None:
+    """Main's HTTP cookie fallback meets ownership: a client that only keeps cookies (seed A's sends
+    neither episode ids nor tokens) acts on the chosen-id episode it reset, because that reset also
+    set ``ecomm_episode_token``; it stands in for the token only for the episode of the
+    ``ecomm_episode`` cookie. Whoever only knows the id, or copies the id cookie, still gets 401."""
+    async with two_clients(app) as (owner, stranger):
+        reset = await owner.post("/reset", json={"episode_id": "cookie-ep", "task_id": "decision-easy", "seed": 3})
+        token = reset.json()["metadata"]["episode_token"]
+        assert owner.cookies.get("ecomm_episode") == "cookie-ep" and owner.cookies.get("ecomm_episode_token") == token
+        # the owner: cookies only, the action at the top level, no id, no token
+        assert (await owner.post("/step", json={"lookup": "policy"})).status_code == 200
+        assert (await owner.post("/step", json={"episode_id": "cookie-ep", "action": STEP})).status_code == 200
+        assert (await owner.get("/state")).json()["step_count"] == 2
+        assert (await owner.get("/state", params={"episode_id": "cookie-ep"})).json()["step_count"] == 2
+        assert (await owner.get("/episodes/cookie-ep")).status_code == 200
+        assert (await owner.post("/reset", json={"episode_id": "cookie-ep", "resume": True})).status_code == 200
+        # a stranger who knows the id, or copies the id cookie alone
+        assert_problem(await stranger.post("/step", json={"episode_id": "cookie-ep", "action": STEP}), 401)
+        assert_problem(await stranger.get("/state", params={"episode_id": "cookie-ep"}), 401)
+        stranger.cookies.set("ecomm_episode", "cookie-ep")
+        assert_problem(await stranger.post("/step", json={"lookup": "policy"}), 401)
+        assert_problem(await stranger.get("/grader"), 401)
+        # the stranger's own chosen id: the owner's token cookie is not offered for it (401, not a wrong-token 403)
+        stranger.cookies.clear()
+        assert (await stranger.post("/reset", json={"episode_id": "their-ep", "task_id": "decision-easy"})).status_code == 200
+        assert_problem(await owner.post("/step", json={"episode_id": "their-ep", "action": STEP}), 401)
+        assert (await stranger.post("/step", json={"action": STEP})).status_code == 200
+        # an explicit token still wins over the cookie
+        assert_problem(await owner.post("/step", json={"action": STEP}, headers=token_header("w" * 43)), 403)
+        # a reset with a server-made id clears the token cookie: it never outlives its episode
+        await owner.post("/reset", json={"task_id": "decision-easy"})
+        assert owner.cookies.get("ecomm_episode") != "cookie-ep" and owner.cookies.get("ecomm_episode_token") is None
+        assert (await owner.post("/step", json={"lookup": "policy"})).status_code == 200
+        assert_problem(await owner.get("/state", params={"episode_id": "cookie-ep"}), 401)  # now the token is needed
 
 
 async def test_a_taken_episode_id_answers_409_without_inviting_a_resume(client: Client) -> None:
@@ -188,6 +225,9 @@ async def test_a_client_may_bring_its_own_episode_token_to_resume_after_a_lost_r
     args = {"episode_id": "lost-response", "episode_token": mine, "task_id": "decision-easy", "seed": 4}
     assert_problem(await client.post("/reset", json={**args, "episode_token": "short"}), 422, "at least 32")
     assert (await client.post("/reset", json=args)).status_code == 200  # say its response never arrived
+    client.cookies.clear()  # nor the cookies it set
     resumed = await client.post("/reset", json={"episode_id": "lost-response", "resume": True, "episode_token": mine})
     assert resumed.status_code == 200 and resumed.json()["metadata"]["resumed"] is True
+    assert resumed.cookies.get("ecomm_episode_token") == mine  # a cookie-keeping client may go on without it
+    client.cookies.clear()  # one that keeps no cookies sends the token every time
     assert_problem(await client.post("/step", json={"episode_id": "lost-response", "action": STEP}), 401)

@@ -69,22 +69,28 @@ async def test_a_ten_step_episode_stores_a_few_kilobytes(settings: Settings) -> 
     assert size["observations"] <= 7_500 and total <= 11_000, size
 
 
+EPISODE_TOKEN = "step-storage-owner-".ljust(40, "0")
+OWNER = {"X-Episode-Token": EPISODE_TOKEN}
+
+
 async def play_scripted(client: Client, prefix: str) -> dict[str, Any]:
     """Every read that returns stored observations, for a fixed set of episodes (ids under ``prefix``)."""
     got: dict[str, Any] = {}
     for t, task in enumerate(core.TASKS):
         eid = f"{prefix}-{task}"
-        got[f"{task}/reset"] = (await client.post("/reset", json={"task_id": task, "seed": 3 + t, "split": "dev", "episode_id": eid})).json()
+        # a chosen id with the client's own token, the same in both databases (a made one would differ)
+        got[f"{task}/reset"] = (await client.post("/reset", json={"task_id": task, "seed": 3 + t, "split": "dev", "episode_id": eid,
+                                                                  "episode_token": EPISODE_TOKEN})).json()
         for i, action in enumerate(TEN_STEPS + [{"close_ticket": True}]):
-            resp = await client.post("/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"})
+            resp = await client.post("/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"}, headers=OWNER)
             got[f"{task}/step{i}"] = (resp.status_code, resp.json())
             if resp.status_code != 200 or resp.json()["done"]:
                 break
         for i, action in enumerate(TEN_STEPS):  # retried request ids answer the stored step
-            resp = await client.post("/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"})
+            resp = await client.post("/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"}, headers=OWNER)
             got[f"{task}/replay{i}"] = (resp.status_code, resp.json())
-        got[f"{task}/resume"] = (await client.post("/reset", json={"episode_id": eid, "resume": True})).json()
-        got[f"{task}/view"] = (await client.get(f"/episodes/{eid}")).json()
+        got[f"{task}/resume"] = (await client.post("/reset", json={"episode_id": eid, "resume": True}, headers=OWNER)).json()
+        got[f"{task}/view"] = (await client.get(f"/episodes/{eid}", headers=OWNER)).json()
     run = await create_run(client, split="dev", limit_per_task=1, trials=2)
     await play_run(client, run)
     got["trajectories"] = [json.loads(line) for line in (await client.get(f"/runs/{run['run_id']}/trajectories.jsonl")).text.splitlines()]
