@@ -12,15 +12,17 @@ from typing import Annotated, Any
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.api.decoding import OPENENV_TOLERATED_STEP_FIELDS, ClosedBody
 from service.api.episodes import EpisodeResult, ResetParams
 
 __all__ = ["ResetParams"]
 
 
-class StepRequest(BaseModel):
-    """Body of ``POST /step``. ``action`` holds the action fields (GET /schema → action)."""
+class StepRequest(ClosedBody):
+    """Body of ``POST /step``. ``action`` holds the action fields (GET /schema → action). Unknown
+    top-level fields are refused by name, except those OpenEnv clients send (``tolerated_fields``)."""
 
-    model_config = ConfigDict(extra="allow")
+    tolerated_fields = OPENENV_TOLERATED_STEP_FIELDS
 
     action: dict[str, Any] = Field(description="The action, e.g. {\"decision\": \"request_info\"}.")
     episode_id: str | None = Field(default=None, max_length=255, description="From POST /reset.")
