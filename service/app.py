@@ -23,9 +23,11 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
 
+from service.api.decoding import BodyNotJson, DecodedRequest, UnstorableText, check_request_params, decode_json
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
+from service.api.limits import rate_limit_middleware
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RunController
@@ -66,9 +68,11 @@ async def ready(state: State) -> ReadyResponse:
 async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService]) -> dict[str, Any]:
     body = await request.body()
     try:
-        payload = json.loads(body) if body.strip() else None
-    except (ValueError, RecursionError):
+        payload = decode_json(body) if body.strip() else None
+    except (BodyNotJson, RecursionError):
         return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
+    except UnstorableText:
+        payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
     return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions)
 
 
@@ -123,7 +127,8 @@ def create_app(settings: Settings) -> Litestar:
             {
                 "episodes": episodes,
                 "database": database,
-                "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes),
+                "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes, per_client=settings.ws_max_sessions_per_client,
+                                          exempt=settings.exempt_addresses, frames_per_s=settings.rate_limit_per_s),
                 "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
             }
@@ -131,6 +136,9 @@ def create_app(settings: Settings) -> Litestar:
         lifespan=[lifespan],
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
+        middleware=rate_limit_middleware(settings),
+        request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
+        before_request=check_request_params,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="ecomm-support-env",
