@@ -165,6 +165,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn options every entry point passes (``serve`` and the container's ``server``)."""
+    return {
+        "log_level": settings.log_level.lower(),
+        "access_log": settings.access_log,
+        "ws_per_message_deflate": settings.ws_per_message_deflate,
+        # A frame over the body limit is refused (close 1009) by the protocol layer before it is read
+        # whole; small headroom so the app's own check still answers a frame just over the limit.
+        "ws_max_size": settings.max_body_bytes + 1024,
+        **({"forwarded_allow_ips": settings.forwarded_allow_ips} if settings.forwarded_allow_ips else {}),
+    }
+
+
 def serve(app: Any, settings: Settings) -> None:
     """Serve ``app`` with uvicorn as ``settings`` say (uvloop and httptools when installed).
 
@@ -180,9 +193,7 @@ def serve(app: Any, settings: Settings) -> None:
         app,
         host=settings.host,
         port=settings.port,
-        log_level=settings.log_level.lower(),
-        access_log=settings.access_log,
-        ws_per_message_deflate=settings.ws_per_message_deflate,
+        **uvicorn_options(settings),
         **({"workers": settings.workers, "factory": True} if settings.workers > 1 else {}),
     )
 
