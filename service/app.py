@@ -18,7 +18,6 @@ from litestar import Litestar, MediaType, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
@@ -31,6 +30,8 @@ from service.api.limits import rate_limit_middleware
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RunController
+from service.api.security_headers import SECURITY_HEADERS
+from service.api.swagger import LocalSwaggerUI, swagger_assets
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
 from service.db.migrate import upgrade_to_head
@@ -117,7 +118,8 @@ def create_app(settings: Settings) -> Litestar:
             await database.dispose()
 
     return Litestar(
-        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index],
+        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index,
+                        swagger_assets()],
         dependencies={
             "episodes": Provide(lambda: episodes, sync_to_thread=False),
             "runs": Provide(lambda: runs, sync_to_thread=False),
@@ -136,6 +138,7 @@ def create_app(settings: Settings) -> Litestar:
         lifespan=[lifespan],
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
+        response_headers=SECURITY_HEADERS,
         middleware=rate_limit_middleware(settings),
         request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
         before_request=check_request_params,
@@ -145,7 +148,7 @@ def create_app(settings: Settings) -> Litestar:
             version=settings.app_version,
             description="OpenEnv environment and benchmark service for e-commerce customer-support decisions.",
             path="/docs",
-            render_plugins=[SwaggerRenderPlugin()],
+            render_plugins=[LocalSwaggerUI()],
         ),
     )
 
