@@ -157,11 +157,18 @@ JsonInt = BeforeValidator(_json_integer)
 JsonBool = BeforeValidator(_json_boolean)
 
 
+def _closed_schema(schema: dict[str, Any], cls: Any) -> None:
+    """The document says what the validator does: no other properties; tolerated ones accepted and ignored."""
+    schema["additionalProperties"] = False
+    for name in sorted(getattr(cls, "tolerated_fields", ())):
+        schema.setdefault("properties", {})[name] = {"description": "Accepted and ignored (sent by some OpenEnv clients)."}
+
+
 class ClosedBody(BaseModel):
     """A request body that rejects unknown fields by name. Fields in ``tolerated_fields`` are accepted
     and ignored (kept in ``model_extra``); to accept more top-level fields, add them there."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=lambda schema, cls: _closed_schema(schema, cls))
     tolerated_fields: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod

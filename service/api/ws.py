@@ -254,7 +254,7 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
             if not isinstance(frame, dict):
                 await socket.send_text(_error("a frame must be a JSON object with a `type` key", "VALIDATION_ERROR", errors=[]))
                 continue
-            if frame.get("type") in ACTIVITY:
+            if isinstance(frame.get("type"), str) and frame["type"] in ACTIVITY:
                 idle_deadline = loop.time() + settings.ws_idle_timeout_s
             try:
                 reply = await _handle(frame, session, episodes)
