@@ -20,7 +20,7 @@ def test_bench_abuse_tiny_run() -> None:
     summary = report["summary"]
     assert summary["honest_alone_steps_per_s"] > 0
     for mode in ("paced", "flood"):
-        assert set(summary[mode]) == {"honest_steps_per_s", "ratio_to_alone", "abuser_served_per_s",
+        assert set(summary[mode]) == {"honest_steps_per_s", "ratio_to_alone", "ratio_median_of_rounds", "server_cpu_s_per_s", "abuser_served_per_s",
                                       "abuser_sent_per_s", "drop_within_20pct"}
         assert summary[mode]["honest_steps_per_s"] > 0 and isinstance(summary[mode]["drop_within_20pct"], bool)
     [row] = report["rounds"]
@@ -28,5 +28,5 @@ def test_bench_abuse_tiny_run() -> None:
     flood = row["flood"]["abuser"]
     assert flood["limited"] > 0 and flood["server_errors"] == 0, flood  # the limit bites, nothing breaks
     # 2 s of flooding, 10 a window; Litestar's windows end on whole seconds (a window opened at x.9 s lasts
-    # 0.1 s), so a second can serve up to twice the limit: bounded, far below the ~500 requests sent
-    assert flood["served"] <= 2 * 2 * 10 + 10 and flood["sent"] > 5 * flood["served"], flood
+    # 0.1 s), so a second can serve up to twice the limit: bounded, far below the ~200 sent (10x the limit)
+    assert flood["served"] <= 2 * 2 * 10 + 10 and flood["sent"] > 2 * flood["served"], flood
