@@ -22,6 +22,9 @@ class StepRequest(ClosedBody):
     """Body of ``POST /step``. ``action`` holds the action fields (GET /schema → action). Unknown
     top-level fields are refused by name, except those OpenEnv clients send (``tolerated_fields``)."""
 
+    # To accept the action's own fields at the top level too ({"decision": ...} without "action"), add
+    # them here — `OPENENV_TOLERATED_STEP_FIELDS | frozenset(core.ACTION_FIELDS)` — and read them from
+    # `model_extra`; every other unknown field stays a 422 naming it.
     tolerated_fields = OPENENV_TOLERATED_STEP_FIELDS
 
     action: dict[str, Any] = Field(description="The action, e.g. {\"decision\": \"request_info\"}.")
