@@ -145,7 +145,9 @@ def test_uvicorn_refuses_a_frame_over_the_body_limit_before_reading_it(settings:
             with pytest.raises(ConnectionClosed) as closed:
                 ws.send("x" * (15 * 1024 * 1024))
                 ws.recv(timeout=10)
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009, closed.value
+            # 1009 (message too big), or the TCP connection dropped while we were still writing: either way the
+            # server refused it; without ws_max_size it would read all 15 MB and answer a VALIDATION_ERROR frame
+            assert closed.value.rcvd is None or closed.value.rcvd.code == 1009, closed.value
             assert time.monotonic() - started < 10
         with connect(f"ws://127.0.0.1:{server.port}/ws", open_timeout=10) as ws:  # the server is fine
             ws.send('{"type": "state"}')
