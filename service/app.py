@@ -6,6 +6,7 @@ import an app object, ``uvicorn --factory service.app:app_factory`` builds one f
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
@@ -26,7 +27,7 @@ from service.api.decoding import BodyNotJson, DecodedRequest, UnstorableText, ch
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
-from service.api.limits import rate_limit_middleware
+from service.api.limits import rate_limit_middleware, sweep_rate_limit_counters
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RunController
@@ -112,9 +113,11 @@ def create_app(settings: Settings) -> Litestar:
         episodes.dataset = runs.dataset = await load_dataset(database, settings)
         await preload_submitters(database, settings)
         log.info("serving ecomm-support-env; data lives in %s", database.describe())
+        sweeper = asyncio.create_task(sweep_rate_limit_counters(app))
         try:
             yield
         finally:
+            sweeper.cancel()
             await database.dispose()
 
     return Litestar(

@@ -55,6 +55,20 @@ async def test_per_address_limit_answers_429_with_retry_after(settings: Settings
         assert (await client.get("/tasks")).status_code == 200  # the window passed
 
 
+async def test_expired_counters_are_swept(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that never returns does not stay in memory (Litestar's store only expires keys it reads)."""
+    from service.api import limits
+
+    monkeypatch.setattr(limits, "SWEEP_EVERY_S", 0.3)
+    app = create_app(limited(settings, rate_limit_per_s=5))
+    async with AsyncTestClient(app=app) as client:
+        await client.get("/tasks")
+        store = app.stores.get(limits.RATE_LIMIT_STORE)
+        assert len(store._store) == 1  # noqa: SLF001 - the memory store's own dict: what the sweep empties
+        await asyncio.sleep(2.0)
+        assert len(store._store) == 0  # noqa: SLF001
+
+
 async def test_exempt_addresses_are_not_limited(settings: Settings) -> None:
     app = create_app(replace(settings, rate_limit_per_s=2, rate_limit_exempt="testclient"))
     async with AsyncTestClient(app=app) as client:

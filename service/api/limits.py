@@ -7,6 +7,7 @@ its own). Addresses in ``RATE_LIMIT_EXEMPT`` (loopback by default) are never lim
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from typing import Any
@@ -63,6 +64,20 @@ def rate_limit_middleware(settings: Settings) -> list[DefineMiddleware]:
     return [c.middleware for c in configs]
 
 
+RATE_LIMIT_STORE = "rate_limit"  # RateLimitConfig's default store name
+
+
+SWEEP_EVERY_S = 30.0
+
+
+async def sweep_rate_limit_counters(app: Any) -> None:
+    """Litestar's memory store drops an expired counter only when its key is read again; a client that
+    never comes back (or one address of many) would stay in memory. Sweep expired ones periodically."""
+    while True:
+        await asyncio.sleep(SWEEP_EVERY_S)
+        await app.stores.get(RATE_LIMIT_STORE).delete_expired()
+
+
 class FrameRate:
     """WebSocket frames per second per client address, in fixed one-second windows."""
 
@@ -88,4 +103,4 @@ class FrameRate:
         self._windows.pop(client, None)
 
 
-__all__ = ["FrameRate", "rate_limit_middleware"]
+__all__ = ["FrameRate", "rate_limit_middleware", "sweep_rate_limit_counters"]
