@@ -22,19 +22,22 @@ from litestar import Litestar, MediaType, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
 
 from service.api.credentials import refuse_tokens_in_url
+from service.api.decoding import BodyNotJson, DecodedRequest, UnstorableText, check_request_params, decode_json
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.implicit_episode import ImplicitEpisode
+from service.api.limits import rate_limit_middleware, sweep_rate_limit_counters
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RenderedPages, RunController
+from service.api.security_headers import SECURITY_HEADERS
+from service.api.swagger import LocalSwaggerUI, swagger_assets
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
 from service import env as core
@@ -76,9 +79,11 @@ async def ready(state: State) -> ReadyResponse:
 async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService]) -> dict[str, Any]:
     body = await request.body()
     try:
-        payload = json.loads(body) if body.strip() else None
-    except (ValueError, RecursionError):
+        payload = decode_json(body) if body.strip() else None
+    except (BodyNotJson, RecursionError):
         return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
+    except UnstorableText:
+        payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
     return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions)
 
 
@@ -152,6 +157,13 @@ async def _warn_unless_migrated(database: Database) -> None:
                     "tables answer 503 until the operator runs `alembic upgrade head`", current, head_revision())
 
 
+async def check_request(request: Request[Any, Any, Any]) -> None:
+    """``before_request`` of every route: a secret in the query string is a 400 before anything else
+    (credentials); then path and query text follows the bodies' rule (decoding: no NUL, no lone surrogate)."""
+    await refuse_tokens_in_url(request)
+    await check_request_params(request)
+
+
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     database = settings.database()
@@ -169,19 +181,23 @@ def create_app(settings: Settings) -> Litestar:
         if settings.single_session:
             log.warning("SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
                         "latest /reset that named none; serve one client at a time")
-        sweeper = asyncio.create_task(runs.maintain(settings.run_sweep_interval_s), name="run-sweep")
-        housekeeping = asyncio.create_task(retention_loop(database, runs, settings), name="retention")
+        background = [
+            asyncio.create_task(runs.maintain(settings.run_sweep_interval_s), name="run-sweep"),
+            asyncio.create_task(retention_loop(database, runs, settings), name="retention"),
+            asyncio.create_task(sweep_rate_limit_counters(app), name="rate-limit-sweep"),
+        ]
         try:
             yield
         finally:
-            for task in (sweeper, housekeeping):
+            for task in background:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await database.dispose()
 
     return Litestar(
-        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index],
+        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index,
+                        swagger_assets()],
         dependencies={
             "episodes": Provide(lambda: episodes, sync_to_thread=False),
             "runs": Provide(lambda: runs, sync_to_thread=False),
@@ -191,7 +207,8 @@ def create_app(settings: Settings) -> Litestar:
             {
                 "episodes": episodes,
                 "database": database,
-                "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes),
+                "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes, per_client=settings.ws_max_sessions_per_client,
+                                          exempt=settings.exempt_addresses, frames_per_s=settings.rate_limit_per_s),
                 "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
                 "implicit_episode": ImplicitEpisode(settings.single_session),
@@ -201,14 +218,17 @@ def create_app(settings: Settings) -> Litestar:
         lifespan=[lifespan],
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
-        before_request=refuse_tokens_in_url,
+        response_headers=SECURITY_HEADERS,
+        middleware=rate_limit_middleware(settings),
+        request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
+        before_request=check_request,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="ecomm-support-env",
             version=settings.app_version,
             description="OpenEnv environment and benchmark service for e-commerce customer-support decisions.",
             path="/docs",
-            render_plugins=[SwaggerRenderPlugin()],
+            render_plugins=[LocalSwaggerUI()],
         ),
     )
 
@@ -228,6 +248,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn options every entry point passes (``serve`` and the container's ``server``)."""
+    return {
+        "log_level": settings.log_level.lower(),
+        "access_log": settings.access_log,
+        "ws_per_message_deflate": settings.ws_per_message_deflate,
+        # A frame over the body limit is refused (close 1009) by the protocol layer before it is read
+        # whole; small headroom so the app's own check still answers a frame just over the limit.
+        "ws_max_size": settings.max_body_bytes + 1024,
+        **({"forwarded_allow_ips": settings.forwarded_allow_ips} if settings.forwarded_allow_ips else {}),
+    }
+
+
 def serve(app: Any, settings: Settings) -> None:
     """Serve ``app`` with uvicorn as ``settings`` say (uvloop and httptools when installed).
 
@@ -243,9 +276,7 @@ def serve(app: Any, settings: Settings) -> None:
         app,
         host=settings.host,
         port=settings.port,
-        log_level=settings.log_level.lower(),
-        access_log=settings.access_log,
-        ws_per_message_deflate=settings.ws_per_message_deflate,
+        **uvicorn_options(settings),
         **({"workers": settings.workers, "factory": True} if settings.workers > 1 else {}),
     )
 

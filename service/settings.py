@@ -70,7 +70,17 @@ class Settings:
     workers: int = 1  # uvicorn worker processes of `python -m service.app` (all state is in the database)
     max_concurrent_envs: int = 256
     ws_idle_timeout_s: float = 300.0
-    max_body_bytes: int = 64 * 1024
+    max_body_bytes: int = 64 * 1024  # HTTP bodies, WebSocket frames (uvicorn's ws_max_size too)
+    # Abuse limits (docs/security.md). Requests per second per client address (HTTP requests and WS
+    # frames alike) and per run token (Authorization: Bearer); 0 turns a limit off.
+    rate_limit_per_s: int = 20
+    rate_limit_run_token_per_s: int = 20
+    # Addresses no rate limit or per-client WS cap applies to. Loopback by default: the benchmarks and
+    # load tests run dozens of agents from one host. Behind a reverse proxy, set FORWARDED_ALLOW_IPS so
+    # clients are told apart by their forwarded address (else every visitor is the proxy's address).
+    rate_limit_exempt: str = "127.0.0.1,::1"
+    ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
+    forwarded_allow_ips: str | None = None  # uvicorn's; None: its default (127.0.0.1)
     default_split: str = "train"
     log_level: str = "INFO"
     access_log: bool = False  # one line per HTTP request; the database already records every step
@@ -129,6 +139,11 @@ class Settings:
             max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 256, minimum=1),
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
+            rate_limit_per_s=_int(env, "RATE_LIMIT_PER_S", 20, minimum=0),
+            rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 20, minimum=0),
+            rate_limit_exempt=env.get("RATE_LIMIT_EXEMPT", "127.0.0.1,::1"),
+            ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
+            forwarded_allow_ips=env.get("FORWARDED_ALLOW_IPS") or None,
             default_split=env.get("DEFAULT_SPLIT") or "train",
             log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
             access_log=_bool(env, "ACCESS_LOG", False),
@@ -168,6 +183,10 @@ class Settings:
             pool_timeout_s=self.db_pool_timeout_s,
             statement_timeout_s=self.db_statement_timeout_s,
         )
+
+    @property
+    def exempt_addresses(self) -> frozenset[str]:
+        return frozenset(a.strip() for a in self.rate_limit_exempt.split(",") if a.strip())
 
     @property
     def is_sqlite(self) -> bool:

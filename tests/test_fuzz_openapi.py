@@ -188,9 +188,28 @@ def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
         ("/reset", b"[1, 2]", "application/json", None),
         ("/step", b'{"action": [], "episode_id": "fz-active"}', "application/json", 422),
         ("/step", b'{"action": {"decision": "reject"}, "episode_id": "fz-active", "request_id": ""}', "application/json", 422),
+        # text PostgreSQL cannot store (NUL) or no driver can encode (a lone surrogate): a 422, on both backends
+        ("/reset", b'{"episode_id": "a\\u0000b"}', "application/json", 422),
+        ("/reset", b'{"episode_id": "\\ud800"}', "application/json", 422),
+        ("/step", b'{"action": {"reply": "\\u0000"}, "episode_id": "fz-active"}', "application/json", 422),
+        ("/step", b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "request_id": "\\udc00"}', "application/json", 422),
+        ("/step", b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "run_token": "\\u0000"}', "application/json", 422),
+        ("/runs", b'{"agent": "x\\u0000", "split": "dev", "limit_per_task": 1}', "application/json", 422),
+        ("/runs", b'{"agent": "a", "model": "\\ud800", "split": "dev", "limit_per_task": 1}', "application/json", 422),
+        ("/reset", b'{"run_tokne": "x"}', "application/json", 422),
+        ("/reset", b'{"seed": true}', "application/json", 422),
     ]
+    get_cases = ["/state?episode_id=%00", "/grader?episode_id=a%00", "/episodes/%00", "/runs/a%00b", "/state?episode_id=%ED%A0%80"]
     with asgi.get_client(fuzz_app) as client:
         Known(client)
+        for path in get_cases:
+            resp = client.get(path)
+            assert resp.status_code in (404, 422), (path, resp.status_code, resp.text[:300])
+            assert resp.headers["content-type"].startswith("application/problem+json"), resp.headers
+        for body in (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}',
+                     b'{"jsonrpc": "2.0", "id": "\\u0000", "method": "tools/call", "params": {"name": "state"}}'):
+            resp = client.post("/mcp", data=body, headers={"content-type": "application/json"})
+            assert resp.status_code == 200 and resp.json()["error"]["code"] == -32602, resp.text[:300]
         for path, body, content_type, expected in cases:
             resp = client.post(path, data=body, headers={"content-type": content_type})
             assert 400 <= resp.status_code < 500 or resp.status_code == 200, (path, body[:60], resp.status_code, resp.text[:300])

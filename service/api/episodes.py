@@ -13,11 +13,12 @@ import secrets
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from service import env as core
+from service.api.decoding import OPENENV_TOLERATED_RESET_FIELDS, ClosedBody, JsonBool, JsonInt
 from service.api.problems import (
     EpisodeAlreadyExists,
     EpisodeFinishedProblem,
@@ -47,12 +48,15 @@ RUN_ID_PREFIX = "run_"
 MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
 
 
-class ResetParams(BaseModel):
-    """Body of ``POST /reset`` (all optional; ``{}`` and an empty body are valid)."""
+class ResetParams(ClosedBody):
+    """Body of ``POST /reset`` (all optional; ``{}`` and an empty body are valid). Unknown fields are
+    refused by name; so are a ``true`` or ``"5"`` seed (strict integers)."""
 
-    model_config = ConfigDict(extra="allow")
+    tolerated_fields = OPENENV_TOLERATED_RESET_FIELDS
 
-    seed: int | None = Field(default=None, ge=0, le=MAX_SEED, description="Ticket seed; random (and recorded) if omitted.")
+    seed: Annotated[int | None, JsonInt] = Field(
+        default=None, ge=0, le=MAX_SEED, description="Ticket seed; random (and recorded) if omitted."
+    )
     episode_id: str | None = Field(
         default=None, min_length=1, max_length=255, description="Client-chosen episode id; generated if omitted."
     )
@@ -68,7 +72,7 @@ class ResetParams(BaseModel):
         description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
         "made and returned in metadata.episode_token if omitted). With resume: that episode's token.",
     )
-    resume: bool = Field(
+    resume: Annotated[bool, JsonBool] = Field(
         default=False,
         description="With episode_id of a stored episode: re-attach to it instead of starting a new one.",
     )

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from service.api.decoding import UnstorableText, check_text, unstorable
 from service.api.episodes import EpisodeResult, EpisodeService, ResetParams, validation_errors
 from service.api.problems import InvalidInput, Problem
 
@@ -81,6 +82,11 @@ def _error(code: int, message: str, id_: Any = None, data: Any = None) -> dict[s
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "error": err, "id": id_}
+
+
+def jsonrpc_invalid_text(exc: UnstorableText, id_: Any = None) -> dict[str, Any]:
+    """A request whose text cannot be stored: JSON-RPC invalid params, the field in ``data``."""
+    return _error(INVALID_PARAMS, f"Invalid params: {exc.detail}", id_, data={"errors": exc.extra["errors"]})
 
 
 def _tool_result(payload: dict[str, Any], is_error: bool = False) -> dict[str, Any]:
@@ -148,6 +154,13 @@ async def handle_jsonrpc(
 ) -> dict[str, Any]:
     """Answer one JSON-RPC request (already JSON-decoded). ``session`` is the WebSocket's own
     session (``mcp`` frames); ``sessions`` the HTTP MCP sessions (``POST /mcp``)."""
+    if isinstance(raw, dict):
+        try:  # the decoders' text rule, answered in JSON-RPC's shape with the caller's id when it is usable
+            check_text(raw)
+        except UnstorableText as exc:
+            rid = raw.get("id")
+            usable = isinstance(rid, int) or (isinstance(rid, str) and not unstorable(rid))
+            return jsonrpc_invalid_text(exc, rid if usable else None)
     if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
         return _error(INVALID_REQUEST, "Invalid Request: send {\"jsonrpc\": \"2.0\", \"method\": ..., \"id\": ...}",
                       raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) else None)

@@ -242,9 +242,11 @@ def bearer(request: Request[Any, Any, Any]) -> str | None:
     return (token.strip() or None) if scheme.lower() == "bearer" else None
 
 
-def problem_response(status: int, title: str, detail: str, slug: str, **extra: Any) -> Response[dict[str, Any]]:
+def problem_response(
+    status: int, title: str, detail: str, slug: str, headers: dict[str, str] | None = None, **extra: Any
+) -> Response[dict[str, Any]]:
     body = {"type": TYPE_BASE + slug, "title": title, "status": status, "detail": detail, **extra}
-    return Response(content=body, status_code=status, media_type=PROBLEM_JSON)
+    return Response(content=body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def _problem_handler(_: Request[Any, Any, Any], exc: Problem) -> Response[dict[str, Any]]:
@@ -256,7 +258,9 @@ def _validation_handler(request: Request[Any, Any, Any], exc: ValidationExceptio
     fields = [e.get("key") for e in errors if isinstance(e, dict) and e.get("key")]
     detail = str(exc.detail) if exc.detail else "the request is invalid"
     if fields:
-        detail = f"fix these fields and retry: {', '.join(map(str, fields))}"
+        detail = "fix these fields and retry: " + "; ".join(
+            f"{e['key']} ({e['message']})" if e.get("message") else str(e["key"]) for e in errors if isinstance(e, dict) and e.get("key")
+        )
     elif "JSON" in detail or "decode" in detail.lower():
         detail = "the body is not valid JSON; send a JSON object (Content-Type: application/json)"
     return problem_response(422, "Request validation failed", detail, "validation-error", errors=errors)
@@ -280,6 +284,13 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
     title = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 413: "Payload too large"}.get(
         status, str(exc.detail) if exc.detail else "HTTP error"
     )
+    if status == 429:  # RateLimitMiddleware: windows are one second long
+        return problem_response(
+            429, "Too many requests",
+            "this client address or run token sent more requests this second than RATE_LIMIT_PER_S / "
+            "RATE_LIMIT_RUN_TOKEN_PER_S allow; wait Retry-After seconds and retry",
+            "rate-limited", retry_after_s=1, headers={"Retry-After": "1"},
+        )
     response = problem_response(status, title, detail, slug)
     if exc.headers:
         response.headers.update(exc.headers)

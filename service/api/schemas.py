@@ -13,17 +13,28 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
 from service import env as core
+from service.api.decoding import OPENENV_TOLERATED_STEP_FIELDS, ClosedBody
 from service.api.episodes import ACTION_TYPE, EpisodeResult, ResetParams
 from service.api.problems import InvalidInput
 
 __all__ = ["ResetParams"]
 
 
-class StepRequest(BaseModel):
-    """Body of ``POST /step``: the action fields (GET /schema → action) in ``action``, or at the top
-    level of the body (seed A's ``{"action_type": "reject"}``), not both."""
+# Action fields a body may carry at its top level instead of inside `action` (with `action_type`, a
+# declared field): seed A's client posts {"action_type": "approve_refund", "reply": ...}.
+TOP_LEVEL_ACTION_FIELDS = frozenset(core.ACTION_FIELDS)
 
-    model_config = ConfigDict(extra="allow")
+
+class StepRequest(ClosedBody):
+    """Body of ``POST /step``: the action fields (GET /schema → action) in ``action``, or at the top
+    level of the body (seed A's ``{"action_type": "reject"}``), not both. Any other unknown top-level
+    field is refused by name, except those OpenEnv clients send (``OPENENV_TOLERATED_STEP_FIELDS``)."""
+
+    # The action's own fields are accepted at the top level (read from `model_extra` by the_action;
+    # parse_action validates them as it does `action`); every other unknown field stays a 422 naming it.
+    tolerated_fields = OPENENV_TOLERATED_STEP_FIELDS | TOP_LEVEL_ACTION_FIELDS
+    tolerated_notes = {name: "An action field at the top level, instead of inside `action` (not both)."
+                       for name in TOP_LEVEL_ACTION_FIELDS}
 
     action: dict[str, Any] | None = Field(
         default=None, description="The action, e.g. {\"decision\": \"request_info\"}; or put its fields at the top level."
@@ -66,10 +77,6 @@ class StepRequest(BaseModel):
                 errors=[{"field": "action", "message": "field required", "type": "missing"}],
             )
         return self.action if self.action is not None else top
-
-
-# Action fields a body may carry at its top level instead of inside `action` (with `action_type`).
-TOP_LEVEL_ACTION_FIELDS = frozenset(core.Action.model_fields)
 
 
 class ObservationResponse(msgspec.Struct):
