@@ -147,9 +147,27 @@ async def test_fields_openenv_clients_send_are_accepted(client: Client) -> None:
     assert resp.status_code == 200, resp.text
 
 
+async def test_top_level_action_fields_are_accepted_and_typos_still_named(client: Client) -> None:
+    """Main's seed A form (the action's fields at the top level of the step body, no episode_id: the reset
+    cookie names the episode) passes the closed-body check; an unknown field beside them is still named."""
+    assert (await client.post("/reset", json={"task_id": "decision-easy", "seed": 1})).status_code == 200
+    resp = await client.post("/step", json={"action_type": "request_info", "reply": "Could you send a photo?"})
+    assert resp.status_code == 200, resp.text
+    resp = await client.post("/step", json={"lookup": "order", "render": False})
+    assert resp.status_code == 200, resp.text
+    body = assert_422_naming(await client.post("/step", json={"action_type": "reject", "run_tokne": "x"}), "run_tokne")
+    assert [e["key"] for e in body["errors"]] == ["run_tokne"] and "unknown field 'run_tokne'" in body["detail"]
+    assert "action_type" in body["detail"]  # the accepted fields are listed
+    assert_422_naming(await client.post("/step", json={"decison": "reject"}), "decison")
+    # top-level action fields are validated as the action is
+    assert_422_naming(await client.post("/step", json={"action_type": "refund_please"}), "action_type")
+    assert (await client.post("/step", json={"action_type": "reject"})).json()["done"] is True
+
+
 def test_the_allowlists_are_written_down_once() -> None:
     assert {"render", "verbose"} <= OPENENV_TOLERATED_STEP_FIELDS
     assert set(StepRequest.accepted_fields()) >= {"action", "episode_id", "request_id", "timeout_s", "run_token", "render"}
+    assert set(StepRequest.accepted_fields()) >= {"action_type", *core.ACTION_FIELDS}  # seed A's top-level action
     assert set(ResetParams.accepted_fields()) >= {"seed", "episode_id", "task_id", "run_token", "resume"}
 
 

@@ -189,7 +189,7 @@ class ClosedBody(BaseModel):
                 accepted = ", ".join(cls.accepted_fields())
                 raise ValidationError.from_exception_data(cls.__name__, [
                     InitErrorDetails(
-                        type=PydanticCustomError("unknown_field", "unknown field {field!r}; this body accepts: {accepted}",
+                        type=PydanticCustomError("unknown_field", "unknown field '{field}'; this body accepts: {accepted}",
                                                  {"field": str(k), "accepted": accepted}),
                         loc=(str(k),), input=data[k],
                     )
