@@ -29,7 +29,9 @@ from service.settings import Settings
 
 
 async def measure(trials: int, started: int, reads: int, database_url: str) -> dict[str, Any]:
-    settings = replace(Settings(), database_url=database_url, baseline_seeds_per_task=1)
+    # The in-process client ("testclient") is this host, like loopback: no rate limit (tests/conftest.py does the same).
+    settings = replace(Settings(), database_url=database_url, baseline_seeds_per_task=1,
+                       rate_limit_exempt="127.0.0.1,::1,testclient")
     async with AsyncTestClient(app=create_app(settings)) as client:
         created = await client.post("/runs", json={"agent": "bench", "split": "dev", "trials": trials})
         assert created.status_code == 201, created.text
