@@ -27,7 +27,14 @@ from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
 
 from service.api.credentials import refuse_tokens_in_url
-from service.api.decoding import BodyNotJson, DecodedRequest, UnstorableText, check_request_params, decode_json
+from service.api.decoding import (
+    BodyNotJson,
+    DecodedRequest,
+    UnstorableText,
+    check_request_params,
+    close_openapi_bodies,
+    decode_json,
+)
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
@@ -52,7 +59,7 @@ log = logging.getLogger("service.app")
 
 @get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
 async def openapi_json(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    return request.app.openapi_schema.to_schema()
+    return close_openapi_bodies(request.app.openapi_schema.to_schema())  # reset/step bodies are closed
 
 
 @get("/", include_in_schema=False)

@@ -160,11 +160,11 @@ JsonBool = BeforeValidator(_json_boolean)
 def _closed_schema(schema: dict[str, Any], cls: Any) -> None:
     """The document says what the validator does: no other properties; tolerated ones accepted and ignored."""
     schema["additionalProperties"] = False
-    notes = getattr(cls, "tolerated_notes", {})
+    declared = getattr(cls, "tolerated_schemas", {})
     for name in sorted(getattr(cls, "tolerated_fields", ())):
-        schema.setdefault("properties", {})[name] = {
-            "description": notes.get(name, "Accepted and ignored (sent by some OpenEnv clients).")
-        }
+        schema.setdefault("properties", {})[name] = declared.get(
+            name, {"description": "Accepted and ignored (sent by some OpenEnv clients)."}
+        )
 
 
 class ClosedBody(BaseModel):
@@ -173,8 +173,8 @@ class ClosedBody(BaseModel):
 
     model_config = ConfigDict(extra="allow", json_schema_extra=lambda schema, cls: _closed_schema(schema, cls))
     tolerated_fields: ClassVar[frozenset[str]] = frozenset()
-    # What the OpenAPI document says of a tolerated field that is not simply ignored (name → description).
-    tolerated_notes: ClassVar[dict[str, str]] = {}
+    # The OpenAPI schema of a tolerated field that is not simply ignored (name → property schema).
+    tolerated_schemas: ClassVar[dict[str, dict[str, Any]]] = {}
 
     @classmethod
     def accepted_fields(cls) -> list[str]:
@@ -198,6 +198,27 @@ class ClosedBody(BaseModel):
         return handler(data)
 
 
+def _closed_models() -> list[type[ClosedBody]]:
+    found, todo = [], list(ClosedBody.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def close_openapi_bodies(document: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document (a dict) with every ``ClosedBody`` component marked closed, its tolerated
+    fields listed. Litestar builds component schemas from the fields alone (not ``json_schema_extra``),
+    so without this the document would allow any extra property that the validator refuses."""
+    components = document.get("components", {}).get("schemas", {})
+    for cls in _closed_models():
+        component = components.get(cls.__name__)
+        if component is not None:
+            _closed_schema(component, cls)
+    return document
+
+
 __all__ = [
     "OPENENV_TOLERATED_RESET_FIELDS",
     "OPENENV_TOLERATED_STEP_FIELDS",
@@ -210,5 +231,6 @@ __all__ = [
     "check_params",
     "check_request_params",
     "check_text",
+    "close_openapi_bodies",
     "decode_json",
 ]

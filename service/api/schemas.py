@@ -33,8 +33,11 @@ class StepRequest(ClosedBody):
     # The action's own fields are accepted at the top level (read from `model_extra` by the_action;
     # parse_action validates them as it does `action`); every other unknown field stays a 422 naming it.
     tolerated_fields = OPENENV_TOLERATED_STEP_FIELDS | TOP_LEVEL_ACTION_FIELDS
-    tolerated_notes = {name: "An action field at the top level, instead of inside `action` (not both)."
-                       for name in TOP_LEVEL_ACTION_FIELDS}
+    tolerated_schemas = {
+        name: {**spec, "description": f"The action's `{name}` at the top level, instead of inside `action` (not both). "
+               + spec.get("description", "")}
+        for name, spec in core.Action.model_json_schema()["properties"].items() if name in TOP_LEVEL_ACTION_FIELDS
+    }
 
     action: dict[str, Any] | None = Field(
         default=None, description="The action, e.g. {\"decision\": \"request_info\"}; or put its fields at the top level."
