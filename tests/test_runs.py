@@ -310,6 +310,24 @@ async def test_a_test_run_publishes_only_rounded_aggregates_released_by_the_ladd
     assert grade["summary"] is None and grade["per_episode_results"] is False
 
 
+def test_a_test_rows_resolved_is_what_the_ladder_released() -> None:
+    """At a tie the published rounding and the Ladder's margin steps differ (0.885: 0.89 vs 0.88); the
+    test above met one with a random deployment key. The row shows the released score."""
+    from service.api.runs import RunService
+    from service.db.run_store import BoardRun
+    from service.stats import ladder, published
+
+    summary = {"resolved": 0.885, "mean": 0.9, "resolved_ci95": [0.8, 0.95]}
+    assert published(summary)["resolved"] != ladder(0.885, None)  # the tie itself
+    now = utcnow()
+    run = BoardRun(id="run_x", agent="a", model="", split=core.HIDDEN_SPLIT, trials=1, full_split=True,
+                   dataset_version=core.DATASET_VERSION, grader_version=core.GRADER_VERSION, usage=None,
+                   summary=summary, finished_at=now, submitter="alice", key_fingerprint="f", released=ladder(0.885, None),
+                   created_at=now)
+    row = RunService._row(None, run, 1)  # type: ignore[arg-type]  # uses nothing of the service
+    assert row["resolved"] == run.released == 0.88 and row["mean"] == 0.9
+
+
 async def test_the_test_split_comes_from_the_deployment_key(settings: Settings, tmp_path) -> None:
     """TEST_SPLIT_KEY=a and =b serve different test tickets; the same key serves the same ones after a
     restart; with no key configured, a random one is kept in the database."""

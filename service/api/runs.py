@@ -512,6 +512,10 @@ class RunService:
         s = run.summary or {}
         if run.split == core.HIDDEN_SPLIT:
             s = published(s)
+            if run.released is not None:
+                # The public score of a test run is what the Ladder released: the rounded summary but at a
+                # tie (0.885 rounds to 0.89, the Ladder's margin steps release 0.88), where they differed.
+                s["resolved"] = run.released
         return {
             "rank": rank,
             "run_id": run.id,
