@@ -23,15 +23,17 @@ from service.settings import Settings
 UNLIMITED_PATHS = ["^/health$", "^/docs"]
 
 
+# The checks are coroutines on purpose: Litestar runs a plain function given as check_throttle_handler
+# in a worker thread (ensure_async_callable), a thread hop per request and per limit.
 def _client_is_limited(exempt: frozenset[str]) -> Any:
-    def check(request: Request[Any, Any, Any]) -> bool:
+    async def check(request: Request[Any, Any, Any]) -> bool:
         return get_remote_address(request) not in exempt
 
     return check
 
 
 def _token_is_limited(exempt: frozenset[str]) -> Any:
-    def check(request: Request[Any, Any, Any]) -> bool:
+    async def check(request: Request[Any, Any, Any]) -> bool:
         return bearer(request) is not None and get_remote_address(request) not in exempt
 
     return check
