@@ -295,7 +295,13 @@ class EnvClient:
             raise
 
     async def get_run(self, run_id: str) -> dict[str, Any]:
-        return await self._call("GET", f"/runs/{run_id}")
+        """The run with every episode row (run pages are paged: all pages, concatenated)."""
+        run = await self._call("GET", f"/runs/{run_id}", params={"page": 1, "per_page": 1000})
+        episodes, pages = list(run.get("episodes") or []), int((run.get("page") or {}).get("pages") or 1)
+        for number in range(2, pages + 1):
+            more = await self._call("GET", f"/runs/{run_id}", params={"page": number, "per_page": 1000})
+            episodes += more.get("episodes") or []
+        return {**run, "episodes": episodes}
 
     async def report_usage(self, run_id: str, prompt_tokens: int, completion_tokens: int) -> None:
         await self._call("POST", f"/runs/{run_id}/usage", json={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})

@@ -34,8 +34,7 @@ async def _run_online() -> None:
     settings = Settings.from_env()
     database = Database(settings.database_url, schema=settings.database_schema)
     try:
-        async with database.writer() as conn:
-            await conn.run_sync(_run)
+        await database.write_unbounded(_run)  # the same way in as the app's startup migration
     finally:
         await database.dispose()
 

@@ -6,7 +6,10 @@ import an app object, ``uvicorn --factory service.app:app_factory`` builds one f
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
+import time
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -14,25 +17,41 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from alembic.runtime.migration import MigrationContext
 from litestar import Litestar, MediaType, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
 
+from service.api.credentials import refuse_tokens_in_url
+from service.api.decoding import (
+    BodyNotJson,
+    DecodedRequest,
+    UnstorableText,
+    check_request_params,
+    close_openapi_bodies,
+    decode_json,
+)
 from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.implicit_episode import ImplicitEpisode
+from service.api.limits import rate_limit_middleware, sweep_rate_limit_counters
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
-from service.api.run_routes import RunController
+from service.api.run_routes import RenderedPages, RunController
+from service.api.security_headers import SECURITY_HEADERS
+from service.api.swagger import LocalSwaggerUI, swagger_assets
 from service.api.runs import RunService
 from service.api.ws import WsSessions, ws_endpoint
-from service.db.migrate import upgrade_to_head
+from service import env as core
+from service.db.engine import Database
+from service.db.errors import DatabaseNotMigrated, fault_from
+from service.db.migrate import head_revision, upgrade_to_head
+from service.housekeeping import retention_loop
 from service.settings import Settings
 
 log = logging.getLogger("service.app")
@@ -40,7 +59,7 @@ log = logging.getLogger("service.app")
 
 @get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
 async def openapi_json(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    return request.app.openapi_schema.to_schema()
+    return close_openapi_bodies(request.app.openapi_schema.to_schema())  # reset/step bodies are closed
 
 
 @get("/", include_in_schema=False)
@@ -67,9 +86,11 @@ async def ready(state: State) -> ReadyResponse:
 async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService]) -> dict[str, Any]:
     body = await request.body()
     try:
-        payload = json.loads(body) if body.strip() else None
-    except (ValueError, RecursionError):
+        payload = decode_json(body) if body.strip() else None
+    except (BodyNotJson, RecursionError):
         return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
+    except UnstorableText:
+        payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
     return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions)
 
 
@@ -91,6 +112,65 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+class StartupFailed(Exception):
+    """The database did not answer within DB_START_TIMEOUT_S while the service was setting it up."""
+
+
+async def set_up_database(database: Database, settings: Settings) -> core.Dataset:
+    """What start needs from the database — migrations (MIGRATE_ON_START), the test split's key when
+    TEST_SPLIT_KEY is unset, preloaded submitter keys — retried while the database is unavailable, one
+    log line per attempt, for at most ``db_start_timeout_s``; then :class:`StartupFailed` with one line
+    that says what to check (no driver traceback)."""
+    deadline = time.monotonic() + settings.db_start_timeout_s
+    delay, attempt = 0.25, 0
+    while True:
+        attempt += 1
+        try:
+            if settings.migrate_on_start:
+                await upgrade_to_head(database)
+            else:
+                await _warn_unless_migrated(database)
+            dataset = await load_dataset(database, settings)
+            await preload_submitters(database, settings)
+            return dataset
+        except Exception as exc:  # noqa: BLE001 - database faults are retried; anything else is re-raised
+            fault = fault_from(exc)
+            if fault is None:
+                raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                what = "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable"
+                message = (f"the database ({database.describe()}) was still {what} after {attempt} attempts in "
+                           f"DB_START_TIMEOUT_S={settings.db_start_timeout_s:g} s: {fault.reason} — check DATABASE_URL and "
+                           "that the database is up" + (" and migrated (alembic upgrade head)" if what == "not migrated" else ""))
+                log.error("start failed: %s", message)
+                raise StartupFailed(message) from None
+            log.warning("database %s at start (attempt %d: %s); retrying in %.1f s, for up to %.0f s more (DB_START_TIMEOUT_S)",
+                        "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable", attempt, fault.reason,
+                        min(delay, left), left)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)
+
+
+async def _warn_unless_migrated(database: Database) -> None:
+    """MIGRATE_ON_START=false: say so at start if the database is behind this version (requests answer 503)."""
+    try:
+        current = await database.read(lambda conn: MigrationContext.configure(conn).get_current_revision())
+    except Exception as exc:  # noqa: BLE001 - only a warning; unreachable is reported by GET /ready
+        log.warning("MIGRATE_ON_START=false: cannot read the database's revision (%s)", fault_from(exc) or type(exc).__name__)
+        return
+    if current != head_revision():
+        log.warning("MIGRATE_ON_START=false and the database is at revision %s, not %s: requests that need the missing "
+                    "tables answer 503 until the operator runs `alembic upgrade head`", current, head_revision())
+
+
+async def check_request(request: Request[Any, Any, Any]) -> None:
+    """``before_request`` of every route: a secret in the query string is a 400 before anything else
+    (credentials); then path and query text follows the bodies' rule (decoding: no NUL, no lone surrogate)."""
+    await refuse_tokens_in_url(request)
+    await check_request_params(request)
+
+
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     database = settings.database()
@@ -103,21 +183,28 @@ def create_app(settings: Settings) -> Litestar:
         if not await database.start():  # connection threads open now, and keep retrying if they cannot
             log.warning("the database does not answer yet (%s); requests that need it answer 503 and GET /ready "
                         "says so until it does", database.describe())
-        if settings.migrate_on_start:
-            await upgrade_to_head(database)
-        episodes.dataset = runs.dataset = await load_dataset(database, settings)
-        await preload_submitters(database, settings)
+        episodes.dataset = runs.dataset = await set_up_database(database, settings)
         log.info("serving ecomm-support-env; data lives in %s", database.describe())
         if settings.single_session:
             log.warning("SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
                         "latest /reset that named none; serve one client at a time")
+        background = [
+            asyncio.create_task(runs.maintain(settings.run_sweep_interval_s), name="run-sweep"),
+            asyncio.create_task(retention_loop(database, runs, settings), name="retention"),
+            asyncio.create_task(sweep_rate_limit_counters(app), name="rate-limit-sweep"),
+        ]
         try:
             yield
         finally:
+            for task in background:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await database.dispose()
 
     return Litestar(
-        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index],
+        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index,
+                        swagger_assets()],
         dependencies={
             "episodes": Provide(lambda: episodes, sync_to_thread=False),
             "runs": Provide(lambda: runs, sync_to_thread=False),
@@ -127,22 +214,28 @@ def create_app(settings: Settings) -> Litestar:
             {
                 "episodes": episodes,
                 "database": database,
-                "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes),
+                "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes, per_client=settings.ws_max_sessions_per_client,
+                                          exempt=settings.exempt_addresses, frames_per_s=settings.rate_limit_per_s),
                 "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
                 "implicit_episode": ImplicitEpisode(settings.single_session),
+                "rendered_pages": RenderedPages(),
             }
         ),
         lifespan=[lifespan],
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
+        response_headers=SECURITY_HEADERS,
+        middleware=rate_limit_middleware(settings),
+        request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
+        before_request=check_request,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="ecomm-support-env",
             version=settings.app_version,
             description="OpenEnv environment and benchmark service for e-commerce customer-support decisions.",
             path="/docs",
-            render_plugins=[SwaggerRenderPlugin()],
+            render_plugins=[LocalSwaggerUI()],
         ),
     )
 
@@ -162,6 +255,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn options every entry point passes (``serve`` and the container's ``server``)."""
+    return {
+        "log_level": settings.log_level.lower(),
+        "access_log": settings.access_log,
+        "ws_per_message_deflate": settings.ws_per_message_deflate,
+        # A frame over the body limit is refused (close 1009) by the protocol layer before it is read
+        # whole; small headroom so the app's own check still answers a frame just over the limit.
+        "ws_max_size": settings.max_body_bytes + 1024,
+        **({"forwarded_allow_ips": settings.forwarded_allow_ips} if settings.forwarded_allow_ips else {}),
+    }
+
+
 def serve(app: Any, settings: Settings) -> None:
     """Serve ``app`` with uvicorn as ``settings`` say (uvloop and httptools when installed).
 
@@ -177,9 +283,7 @@ def serve(app: Any, settings: Settings) -> None:
         app,
         host=settings.host,
         port=settings.port,
-        log_level=settings.log_level.lower(),
-        access_log=settings.access_log,
-        ws_per_message_deflate=settings.ws_per_message_deflate,
+        **uvicorn_options(settings),
         **({"workers": settings.workers, "factory": True} if settings.workers > 1 else {}),
     )
 

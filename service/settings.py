@@ -41,6 +41,16 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _seconds_or_off(env: Mapping[str, str], name: str, default: float | None) -> float | None:
+    """A positive number of seconds, or 0 / "off" for never."""
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    if raw.strip().lower() in {"0", "off", "never"}:
+        return None
+    return _float(env, name, 1.0)
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
@@ -60,7 +70,17 @@ class Settings:
     workers: int = 1  # uvicorn worker processes of `python -m service.app` (all state is in the database)
     max_concurrent_envs: int = 256
     ws_idle_timeout_s: float = 300.0
-    max_body_bytes: int = 64 * 1024
+    max_body_bytes: int = 64 * 1024  # HTTP bodies, WebSocket frames (uvicorn's ws_max_size too)
+    # Abuse limits (docs/security.md). Requests per second per client address (HTTP requests and WS
+    # frames alike) and per run token (Authorization: Bearer); 0 turns a limit off.
+    rate_limit_per_s: int = 20
+    rate_limit_run_token_per_s: int = 20
+    # Addresses no rate limit or per-client WS cap applies to. Loopback by default: the benchmarks and
+    # load tests run dozens of agents from one host. Behind a reverse proxy, set FORWARDED_ALLOW_IPS so
+    # clients are told apart by their forwarded address (else every visitor is the proxy's address).
+    rate_limit_exempt: str = "127.0.0.1,::1"
+    ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
+    forwarded_allow_ips: str | None = None  # uvicorn's; None: its default (127.0.0.1)
     default_split: str = "train"
     log_level: str = "INFO"
     access_log: bool = False  # one line per HTTP request; the database already records every step
@@ -71,6 +91,14 @@ class Settings:
     baseline_seeds_per_task: int = 5
     app_version: str = "1.0.0"
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
+    run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
+    # Retention (a background task of every worker, every retention_interval_s): deleted after this
+    # long without a step — plain episodes never finished; plain episodes finished (None: kept);
+    # expired runs with all their episodes. Complete runs and their episodes are never deleted.
+    retain_unfinished_episodes_s: float = 24 * 3600.0
+    retain_finished_episodes_s: float | None = 30 * 24 * 3600.0
+    retain_expired_runs_s: float = 7 * 24 * 3600.0
+    retention_interval_s: float = 600.0
     # The test split is generated from this secret (any string; 32+ random characters). When unset, a
     # random one is created at first start and kept in the database. Never publish it.
     test_split_key: str | None = None
@@ -84,6 +112,8 @@ class Settings:
     db_pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S  # a pooled connection (PostgreSQL) / a SQLite thread's queue
     # each statement (asyncpg command_timeout) / a lock wait (SQLite busy_timeout); None: 5 s / 10 s
     db_statement_timeout_s: float | None = None
+    # At start: how long to keep retrying migrations and reading the test key while the database is unavailable.
+    db_start_timeout_s: float = 30.0
     # For HTTP clients that never send an episode_id and keep no cookie (seed A's `requests.post`
     # client, written for a one-session server): such a request means the episode of the latest
     # /reset that named none either. Any client could land in it, so an operator switches it on for
@@ -109,6 +139,11 @@ class Settings:
             max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 256, minimum=1),
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
+            rate_limit_per_s=_int(env, "RATE_LIMIT_PER_S", 20, minimum=0),
+            rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 20, minimum=0),
+            rate_limit_exempt=env.get("RATE_LIMIT_EXEMPT", "127.0.0.1,::1"),
+            ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
+            forwarded_allow_ips=env.get("FORWARDED_ALLOW_IPS") or None,
             default_split=env.get("DEFAULT_SPLIT") or "train",
             log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
             access_log=_bool(env, "ACCESS_LOG", False),
@@ -118,6 +153,11 @@ class Settings:
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),
+            run_sweep_interval_s=_float(env, "RUN_SWEEP_INTERVAL_S", 60.0),
+            retain_unfinished_episodes_s=_float(env, "RETAIN_UNFINISHED_EPISODES_S", 24 * 3600.0),
+            retain_finished_episodes_s=_seconds_or_off(env, "RETAIN_FINISHED_EPISODES_S", 30 * 24 * 3600.0),
+            retain_expired_runs_s=_float(env, "RETAIN_EXPIRED_RUNS_S", 7 * 24 * 3600.0),
+            retention_interval_s=_float(env, "RETENTION_INTERVAL_S", 600.0),
             test_split_key=env.get("TEST_SPLIT_KEY") or None,
             submitter_keys=env.get("SUBMITTER_KEYS") or None,
             test_run_quota=_int(env, "TEST_RUN_QUOTA", 3, minimum=0),
@@ -129,6 +169,7 @@ class Settings:
             db_statement_timeout_s=_float(env, "DB_STATEMENT_TIMEOUT_S", 0.0) or None,  # unset: the backend default
             single_session=_bool(env, "SINGLE_SESSION", False),
             default_tasks=tuple(t.strip() for t in (env.get("DEFAULT_TASKS") or "").split(",") if t.strip()),
+            db_start_timeout_s=_float(env, "DB_START_TIMEOUT_S", 30.0),
         )
 
     def database(self) -> Database:
@@ -142,6 +183,10 @@ class Settings:
             pool_timeout_s=self.db_pool_timeout_s,
             statement_timeout_s=self.db_statement_timeout_s,
         )
+
+    @property
+    def exempt_addresses(self) -> frozenset[str]:
+        return frozenset(a.strip() for a in self.rate_limit_exempt.split(",") if a.strip())
 
     @property
     def is_sqlite(self) -> bool:

@@ -11,6 +11,7 @@ score is shown beside it.
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from math import comb
 from typing import Any, NamedTuple
@@ -80,9 +81,10 @@ def rank_bands(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str,
     ``intervals`` maps a row id to (value, lo, hi). A row's rank is 1 + the number of rows whose
     lower bound is above its upper bound — rows it is *significantly* behind (Chatbot Arena's rule).
     """
+    lows = sorted(lo for _, lo, _ in intervals.values())  # O(n log n): one binary search per row
     return {
-        rid: 1 + sum(1 for other, (_, olo, _) in intervals.items() if other != rid and olo > hi)
-        for rid, (_, _, hi) in intervals.items()
+        rid: 1 + len(lows) - bisect_right(lows, hi) - (1 if lo > hi else 0)  # never counts the row itself
+        for rid, (_, lo, hi) in intervals.items()
     }
 
 

@@ -46,7 +46,10 @@ async def _pg_schema(action: str, schema: str) -> None:
 @asynccontextmanager
 async def empty_database(backend: str, tmp_path: Path, filename: str = "test.db") -> AsyncIterator[Settings]:
     """Settings pointing at an empty database: a SQLite file, or a fresh PostgreSQL schema (dropped after)."""
-    base = Settings(max_concurrent_envs=256, ws_idle_timeout_s=30.0, baseline_seeds_per_task=1)
+    # The in-process test client ("testclient") counts as local, like loopback: tests of the limits
+    # themselves set rate_limit_exempt="".
+    base = Settings(max_concurrent_envs=256, ws_idle_timeout_s=30.0, baseline_seeds_per_task=1,
+                    rate_limit_exempt="127.0.0.1,::1,testclient")
     if backend == "sqlite":
         yield replace(base, database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / filename}")
         return

@@ -97,7 +97,7 @@ async def test_reset_errors(client: Client) -> None:
     assert 400 <= resp.status_code < 500 and resp.headers["content-type"].startswith(PROBLEM)
     ok = await client.post("/reset", json={"episode_id": "dup"})
     assert ok.status_code == 200
-    body = assert_problem(await client.post("/reset", json={"episode_id": "dup"}), 409, "already exists")
+    body = assert_problem(await client.post("/reset", json={"episode_id": "dup"}), 409, "is taken", "omit episode_id")
     assert body["episode_id"] == "dup"
 
 
@@ -180,8 +180,9 @@ async def test_steps_after_done_are_refused_and_grader_reports(client: Client) -
 async def test_state_endpoint(client: Client) -> None:
     stateless = (await client.get("/state")).json()
     assert stateless["episode_id"] is None and stateless["step_count"] == 0
-    eid = (await client.post("/reset", json={"seed": 9, "episode_id": "state-ep"})).json()["metadata"]["episode_id"]
-    body = (await client.get("/state", params={"episode_id": eid})).json()
+    reset = (await client.post("/reset", json={"seed": 9, "episode_id": "state-ep"})).json()
+    eid, token = reset["metadata"]["episode_id"], reset["metadata"]["episode_token"]
+    body = (await client.get("/state", params={"episode_id": eid}, headers={"X-Episode-Token": token})).json()
     assert body["episode_id"] == "state-ep" and body["step_count"] == 0 and body["episode_status"] == "active"
     assert_problem(await client.get("/state", params={"episode_id": "ghost"}), 404, "POST /reset")
 
@@ -419,7 +420,10 @@ async def test_single_session_mode_serves_a_client_without_id_or_cookie(settings
             assert resp.json()["done"] is True
         grade = await c.get("/grader")
         assert grade.status_code == 200 and grade.json()["episode_id"] == eid
-        assert (await c.get("/state", params={"episode_id": "explicit-ep"})).json()["step_count"] == 0
+        # the chosen id was not moved by the session; and the session gives nobody else its token
+        assert_problem(await c.get("/state", params={"episode_id": "explicit-ep"}), 401)
+        owned = {"X-Episode-Token": mine["metadata"]["episode_token"]}
+        assert (await other.get("/state", params={"episode_id": "explicit-ep"}, headers=owned)).json()["step_count"] == 0
 
 
 def test_single_session_setting() -> None:

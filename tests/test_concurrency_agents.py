@@ -10,7 +10,7 @@ from litestar.testing import AsyncTestClient
 from openenv.core import GenericEnvClient
 
 from service.settings import Settings
-from test_concurrency_support import assert_matches_replay, reset_args, script
+from test_concurrency_support import assert_matches_replay, owner, reset_args, script
 
 from service import env as core
 
@@ -20,10 +20,10 @@ AGENTS = 64
 async def _http_agent(client: AsyncTestClient[Litestar], agent: int) -> tuple[str, list[dict[str, Any]], list[float]]:
     resp = await client.post("/reset", json=reset_args(agent))
     assert resp.status_code == 200, resp.text
-    eid = resp.json()["metadata"]["episode_id"]
+    eid, h = resp.json()["metadata"]["episode_id"], owner(resp.json())
     applied, rewards = [], []
     for action in script(agent):
-        resp = await client.post("/step", json={"episode_id": eid, "action": action, "request_id": f"{agent}-{len(applied)}"})
+        resp = await client.post("/step", headers=h, json={"episode_id": eid, "action": action, "request_id": f"{agent}-{len(applied)}"})
         assert resp.status_code == 200, resp.text
         body = resp.json()
         assert body["observation"]["episode_id"] == eid and body["metadata"]["step_index"] == len(applied) + 1
@@ -71,37 +71,39 @@ async def test_64_ws_agents_on_a_live_server(live_server, settings: Settings) ->
 
 
 async def test_duplicate_request_id_applies_once(client: AsyncTestClient[Litestar], settings: Settings) -> None:
-    eid = (await client.post("/reset", json=reset_args(3))).json()["metadata"]["episode_id"]
+    reset = (await client.post("/reset", json=reset_args(3))).json()
+    eid, h = reset["metadata"]["episode_id"], owner(reset)
     body = {"episode_id": eid, "action": {"lookup": "policy"}, "request_id": "same"}
-    first = await client.post("/step", json=body)
-    again = await client.post("/step", json=body)
+    first = await client.post("/step", headers=h, json=body)
+    again = await client.post("/step", headers=h, json=body)
     assert first.status_code == again.status_code == 200
     assert again.json()["observation"] == first.json()["observation"] and again.json()["reward"] == first.json()["reward"]
     assert again.json()["metadata"]["replayed"] is True and first.json()["metadata"]["replayed"] is False
-    assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 1
+    assert (await client.get("/state", params={"episode_id": eid}, headers=h)).json()["step_count"] == 1
     # concurrent retries of one new request: one applies, the rest get the stored result
     body = {"episode_id": eid, "action": {"lookup": "order"}, "request_id": "burst"}
-    burst = await asyncio.gather(*(client.post("/step", json=body) for _ in range(8)))
+    burst = await asyncio.gather(*(client.post("/step", headers=h, json=body) for _ in range(8)))
     assert {r.status_code for r in burst} == {200}
     assert {r.json()["metadata"]["step_index"] for r in burst} == {2}
     assert sum(not r.json()["metadata"]["replayed"] for r in burst) == 1
-    assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 2
+    assert (await client.get("/state", params={"episode_id": eid}, headers=h)).json()["step_count"] == 2
     # reusing a request id for a different action is refused, and applies nothing
-    clash = await client.post("/step", json={**body, "action": {"lookup": "customer"}})
+    clash = await client.post("/step", headers=h, json={**body, "action": {"lookup": "customer"}})
     assert clash.status_code == 422 and "different action" in clash.json()["detail"]
-    assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 2
+    assert (await client.get("/state", params={"episode_id": eid}, headers=h)).json()["step_count"] == 2
 
 
 async def test_racing_steps_never_interleave(client: AsyncTestClient[Litestar], settings: Settings) -> None:
     # a workflow task: replies alone do not end it, so many steps can race
     task = next(t.id for t in core.TASKS.values() if t.family == "workflow")
-    eid = (await client.post("/reset", json={**reset_args(5), "task_id": task})).json()["metadata"]["episode_id"]
+    reset = (await client.post("/reset", json={**reset_args(5), "task_id": task})).json()
+    eid, h = reset["metadata"]["episode_id"], owner(reset)
     winners: list[dict[str, Any]] = []
     conflicts = 0
     for round_ in range(3):
         actions = [{"reply": f"update {round_}-{k}"} for k in range(6)]
         responses = await asyncio.gather(
-            *(client.post("/step", json={"episode_id": eid, "action": a}) for a in actions)
+            *(client.post("/step", headers=h, json={"episode_id": eid, "action": a}) for a in actions)
         )
         for action, resp in zip(actions, responses, strict=True):
             if resp.status_code == 200:

@@ -29,6 +29,12 @@ def script(agent: int, length: int = 40) -> list[dict[str, Any]]:
     return [rng.choice(options) for _ in range(length)]
 
 
+def owner(reset_body: dict[str, Any]) -> dict[str, str]:
+    """Headers that act on the episode a reset response started (a client-chosen id needs its token)."""
+    token = reset_body["metadata"].get("episode_token")
+    return {"X-Episode-Token": token} if token else {}
+
+
 def reset_args(agent: int) -> dict[str, Any]:
     tasks = list(core.TASKS)
     return {"task_id": tasks[agent % len(tasks)], "seed": 1000 + agent, "episode_id": f"agent-{agent:03d}"}

@@ -80,6 +80,11 @@ class AgentLog:
     in_flight_was_applied: bool = False  # set on resume: the lost response's step had been stored
 
 
+def token_for(episode_id: str) -> str:
+    """The agent's own episode token for its chosen id: it can resume even when a reset's response was lost."""
+    return f"secret-of-{episode_id}".ljust(40, "x")
+
+
 def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: float, rng: random.Random) -> None:
     """reset → steps with a unique request_id each, until ``stop`` or the server goes away.
 
@@ -93,7 +98,7 @@ def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: f
             if log.current is None:
                 episode_id = f"a{log.agent:02d}-e{n_episode:03d}"
                 n_episode += 1
-                args = {"episode_id": episode_id, "task_id": list(core.TASKS)[(log.agent + n_episode) % len(core.TASKS)], "seed": rng.randrange(10_000)}
+                args = {"episode_id": episode_id, "episode_token": token_for(episode_id), "task_id": list(core.TASKS)[(log.agent + n_episode) % len(core.TASKS)], "seed": rng.randrange(10_000)}
                 try:
                     resp = rng.choice(clients).post("/reset", json=args)
                 except httpx.TransportError:
@@ -112,7 +117,8 @@ def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: f
             action = next_action(rng)
             log.pending = (request_id, action)
             try:
-                resp = rng.choice(clients).post("/step", json={"episode_id": log.current, "action": action, "request_id": request_id})
+                resp = rng.choice(clients).post("/step", json={"episode_id": log.current, "episode_token": token_for(log.current),
+                                                               "action": action, "request_id": request_id})
             except httpx.TransportError:
                 return  # the server died with this step in flight: log.pending stays set
             requests += 1
@@ -242,10 +248,10 @@ def resume_and_finish(base_urls: list[str], log: AgentLog, db: dict[str, StoredE
     clients = [httpx.Client(base_url=u, timeout=15.0) for u in base_urls]
     try:
         if episode_id not in db:  # the reset itself was in flight and not stored: nothing to resume
-            resp = clients[0].post("/reset", json={"episode_id": episode_id, "resume": True})
+            resp = clients[0].post("/reset", json={"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)})
             assert resp.status_code == 404, resp.text
             return
-        resp = rng.choice(clients).post("/reset", json={"episode_id": episode_id, "resume": True})
+        resp = rng.choice(clients).post("/reset", json={"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)})
         assert resp.status_code == 200, resp.text
         body = resp.json()
         stored = db[episode_id]
@@ -254,7 +260,8 @@ def resume_and_finish(base_urls: list[str], log: AgentLog, db: dict[str, StoredE
         if log.pending is not None:
             request_id, action = log.pending
             applied = next((t for t in stored.transitions if t["request_id"] == request_id), None)
-            resp = rng.choice(clients).post("/step", json={"episode_id": episode_id, "action": action, "request_id": request_id})
+            resp = rng.choice(clients).post("/step", json={"episode_id": episode_id, "episode_token": token_for(episode_id),
+                                                           "action": action, "request_id": request_id})
             assert resp.status_code == 200, resp.text
             meta = resp.json()["metadata"]
             if applied is not None:  # it was applied before the crash: the stored result, nothing applied again
@@ -271,13 +278,14 @@ def resume_and_finish(base_urls: list[str], log: AgentLog, db: dict[str, StoredE
             assert k <= 100, f"{episode_id} never finished"
             action = next_action(rng)
             request_id = f"{episode_id}-resumed-{k}"
-            resp = rng.choice(clients).post("/step", json={"episode_id": episode_id, "action": action, "request_id": request_id})
+            resp = rng.choice(clients).post("/step", json={"episode_id": episode_id, "episode_token": token_for(episode_id),
+                                                           "action": action, "request_id": request_id})
             assert resp.status_code == 200, resp.text
             body = resp.json()
             log.acks.append(Ack(episode_id, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"]))
             done = body["done"]
         log.current = None
-        grade = rng.choice(clients).get("/grader", params={"episode_id": episode_id})
+        grade = rng.choice(clients).get("/grader", params={"episode_id": episode_id}, headers={"X-Episode-Token": token_for(episode_id)})
         assert grade.status_code == 200 and 0.0 <= grade.json()["score"] <= 1.0, grade.text
     finally:
         for c in clients:

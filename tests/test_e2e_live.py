@@ -19,7 +19,8 @@ OPENENV = [sys.executable, "-m", "openenv.cli"]
 def test_generic_env_client_plays_whole_episodes(live_server) -> None:
     for n, task in enumerate(core.TASKS):
         with GenericEnvClient(base_url=live_server.url).sync() as env:
-            first = env.reset(task_id=task, seed=40 + n, episode_id=f"e2e-{task}")
+            token = f"e2e-secret-{task}".ljust(40, "x")  # a chosen id comes with a secret: here, ours
+            first = env.reset(task_id=task, seed=40 + n, episode_id=f"e2e-{task}", episode_token=token)
             assert first.reward is None and first.done is False
             assert first.observation["task_id"] == task and first.observation["episode_id"] == f"e2e-{task}"
             steps = 0
@@ -32,7 +33,7 @@ def test_generic_env_client_plays_whole_episodes(live_server) -> None:
                 state = env.state()
                 assert state["episode_id"] == f"e2e-{task}" and state["step_count"] == steps
                 assert steps <= core.TASKS[task].max_steps
-        grade = httpx.get(live_server.url + "/grader", params={"episode_id": f"e2e-{task}"}).json()
+        grade = httpx.get(live_server.url + "/grader", params={"episode_id": f"e2e-{task}"}, headers={"X-Episode-Token": token}).json()
         assert 0.0 <= grade["score"] <= 1.0 and grade["task_id"] == task
 
 

@@ -104,6 +104,11 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
             )
             page = browser.new_page()
+            # Security headers (issue 13): the pages work under their CSP, and nothing loads from elsewhere.
+            csp_violations: list[str] = []
+            foreign: list[str] = []
+            page.on("console", lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None)
+            page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith((server.url, "data:")) else None)
             page.goto(server.url + "/leaderboard?split=dev")  # a browser asks for text/html
             rows = page.locator("#leaderboard tr.run-row")
             assert rows.count() == 2
@@ -117,8 +122,13 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
             page.wait_for_url(f"**/runs/{heuristic_run}**")
             assert page.locator("#run-status").inner_text() == "complete"
             assert page.locator("#per-task tbody tr").count() == len(core.TASKS)
-            assert page.locator("#episodes tbody tr").count() == 400
+            assert page.locator("#episodes tbody tr").count() == 200  # 400 episodes, 200 a page
             page.screenshot(path=str(shots / "run.png"))
+            page.locator("#page-nav a[rel=next]").click()
+            page.wait_for_url("**page=2**")
+            assert page.locator("#episodes tbody tr").count() == 200
+            assert page.locator("#episodes tbody tr td").first.inner_text() == "200"
+            page.go_back()
 
             page.locator("#episodes tbody tr a").first.click()
             page.wait_for_url("**/episodes/**")
@@ -127,7 +137,17 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
             assert page.locator("#grade tbody tr").count() >= 1
             assert "Order ORD-" in page.locator("#ticket").inner_text()
             page.screenshot(path=str(shots / "episode.png"), full_page=True)
+
+            response = page.goto(server.url + "/docs")
+            assert response is not None and "frame-ancestors 'none'" in response.headers["content-security-policy"]
+            assert response.headers["x-content-type-options"] == "nosniff" and response.headers["x-frame-options"] == "DENY"
+            page.wait_for_selector(".swagger-ui .info .title", timeout=15_000)  # Swagger UI rendered from our own assets
+            assert "ecomm-support-env" in page.locator(".swagger-ui .info .title").inner_text()
+            assert page.locator(".opblock").count() > 10
+            page.screenshot(path=str(shots / "docs.png"))
             browser.close()
-        assert len(list(shots.glob("*.png"))) == 3
+        assert not csp_violations, csp_violations
+        assert not foreign, foreign
+        assert len(list(shots.glob("*.png"))) == 4
     finally:
         server.stop()

@@ -38,6 +38,7 @@ from service.app import create_app
 from service.db.migrate import upgrade_to_head
 from service.settings import Settings
 
+EPISODE_TOKEN = "faults-test-episode-token".ljust(40, "x")
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 FAST_S = 1.5  # "fails fast": an answer within this, not after a connect or lock timeout
 BOUND_S = 1  # DB_CONNECT/POOL/STATEMENT_TIMEOUT_S of the in-process tests
@@ -105,7 +106,8 @@ async def test_a_database_that_cannot_be_opened_fails_fast_and_recovers_without_
 
             away.rename(volume)  # the file is back: the same process serves again
             took = wait_until(lambda: client.get("/ready").status_code == 200, "GET /ready answers 200 once the file is back")
-            reset = client.post("/reset", json={"task_id": WORKFLOW, "seed": 1, "episode_id": "back"})
+            client.headers["X-Episode-Token"] = EPISODE_TOKEN  # a chosen id is acted on with its token
+            reset = client.post("/reset", json={"task_id": WORKFLOW, "seed": 1, "episode_id": "back", "episode_token": EPISODE_TOKEN})
             assert reset.status_code == 200, reset.text
             step = client.post("/step", json={"episode_id": "back", "action": {"lookup": "policy"}, "request_id": "s1"})
             assert step.status_code == 200 and step.json()["metadata"]["step_index"] == 1, step.text
@@ -288,7 +290,8 @@ async def test_a_stalled_database_answers_503_within_the_bound_and_recovers(
     limit = 3 * BOUND_S + 1.5  # connect + pool + statement, and slack for a loaded machine
     try:
         async with AsyncTestClient(app=create_app(bounded)) as client:
-            reset = await client.post("/reset", json={"task_id": WORKFLOW, "seed": 3, "episode_id": "stall"})
+            client.headers["X-Episode-Token"] = EPISODE_TOKEN  # a chosen id is acted on with its token
+            reset = await client.post("/reset", json={"task_id": WORKFLOW, "seed": 3, "episode_id": "stall", "episode_token": EPISODE_TOKEN})
             assert reset.status_code == 200, reset.text
 
             if proxy is None:

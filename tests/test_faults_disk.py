@@ -41,7 +41,7 @@ from service.db.engine import Database
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, transitions, utcnow
 from service.settings import Settings
-from test_durability import Ack, assert_not_corrupt, load_database, next_action
+from test_durability import Ack, assert_not_corrupt, load_database, next_action, token_for
 
 JOURNAL_MODES = ["WAL", "DELETE"]
 DISK_SIZE = "48m"
@@ -244,10 +244,10 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
             if current is None:
                 episode_id = f"{prefix}-a{record.agent:02d}-e{n_episode:03d}"
                 n_episode += 1
-                args = {"episode_id": episode_id, "task_id": list(core.TASKS)[(record.agent + n_episode) % len(core.TASKS)], "seed": rng.randrange(10_000)}
+                args = {"episode_id": episode_id, "episode_token": token_for(episode_id), "task_id": list(core.TASKS)[(record.agent + n_episode) % len(core.TASKS)], "seed": rng.randrange(10_000)}
                 resp = send("/reset", args)
                 if resp is not None and resp.status_code == 409 and resp.json()["type"].endswith("episode-exists"):
-                    resp = send("/reset", {"episode_id": episode_id, "resume": True})  # stored after all: go on with it
+                    resp = send("/reset", {"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)})  # stored after all: go on with it
                 if resp is None:
                     return
                 if resp.status_code != 200:
@@ -256,7 +256,7 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
                 current, acked_here = episode_id, resp.json()["metadata"].get("step_count", 0)
             request_id = f"{current}-r{acked_here + 1:03d}-{rng.randrange(10**6)}"
             action = next_action(rng)
-            resp = send("/step", {"episode_id": current, "action": action, "request_id": request_id})
+            resp = send("/step", {"episode_id": current, "episode_token": token_for(current), "action": action, "request_id": request_id})
             if resp is None:
                 return
             if resp.status_code == 200:

@@ -76,6 +76,8 @@ def problem_details(ctx: Any, response: Any, case: Any) -> bool | None:
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance, problem_details]
 
 
+FUZZ_TOKEN = "f" * 40
+
 class Known:
     """Ids that exist in the database, swapped into generated cases."""
 
@@ -85,10 +87,11 @@ class Known:
             assert resp.status_code in (200, 201), resp.text
             return resp.json()
 
-        post("/reset", {"task_id": WORKFLOW, "seed": 3, "episode_id": "fz-active"})
-        post("/step", {"episode_id": "fz-active", "action": {"lookup": "policy"}, "request_id": "fz-r1"})
-        post("/reset", {"task_id": DECISION, "seed": 4, "episode_id": "fz-done"})
-        assert post("/step", {"episode_id": "fz-done", "action": {"decision": "reject"}})["done"] is True
+        # chosen ids, with one token the fuzzer knows (and sends sometimes: 401/403 are answers too)
+        post("/reset", {"task_id": WORKFLOW, "seed": 3, "episode_id": "fz-active", "episode_token": FUZZ_TOKEN})
+        post("/step", {"episode_id": "fz-active", "action": {"lookup": "policy"}, "request_id": "fz-r1", "episode_token": FUZZ_TOKEN})
+        post("/reset", {"task_id": DECISION, "seed": 4, "episode_id": "fz-done", "episode_token": FUZZ_TOKEN})
+        assert post("/step", {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": FUZZ_TOKEN})["done"] is True
         run = post("/runs", {"agent": "fuzz", "split": "dev", "task_ids": [DECISION], "limit_per_task": 1})
         self.run_id, self.run_token = run["run_id"], run["run_token"]
         self.episodes = ["fz-active", "fz-done"]
@@ -107,11 +110,16 @@ class Known:
                 case.headers = {**(case.headers or {}), "Authorization": f"Bearer {self.run_token}"}
         if isinstance(case.query, dict) and "episode_id" in case.query and swap():
             case.query["episode_id"] = data.draw(st.sampled_from(self.episodes))
+        if data.draw(st.integers(0, 1), label="token") == 1:
+            case.headers = {**(case.headers or {}), "X-Episode-Token": FUZZ_TOKEN}
         if isinstance(case.body, dict):
             if case.operation.path in ("/step", "/reset") and swap():
                 case.body["episode_id"] = data.draw(st.sampled_from(self.episodes))
             if case.operation.path == "/step" and swap():
                 case.body["action"] = data.draw(st.sampled_from(VALID_ACTIONS))
+                # the action in one place: seed A's top-level form beside `action` is a 422 by design
+                for field in ("action_type", *core.ACTION_FIELDS):
+                    case.body.pop(field, None)
 
 
 @pytest.fixture
@@ -183,9 +191,28 @@ def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
         ("/reset", b"[1, 2]", "application/json", None),
         ("/step", b'{"action": [], "episode_id": "fz-active"}', "application/json", 422),
         ("/step", b'{"action": {"decision": "reject"}, "episode_id": "fz-active", "request_id": ""}', "application/json", 422),
+        # text PostgreSQL cannot store (NUL) or no driver can encode (a lone surrogate): a 422, on both backends
+        ("/reset", b'{"episode_id": "a\\u0000b"}', "application/json", 422),
+        ("/reset", b'{"episode_id": "\\ud800"}', "application/json", 422),
+        ("/step", b'{"action": {"reply": "\\u0000"}, "episode_id": "fz-active"}', "application/json", 422),
+        ("/step", b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "request_id": "\\udc00"}', "application/json", 422),
+        ("/step", b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "run_token": "\\u0000"}', "application/json", 422),
+        ("/runs", b'{"agent": "x\\u0000", "split": "dev", "limit_per_task": 1}', "application/json", 422),
+        ("/runs", b'{"agent": "a", "model": "\\ud800", "split": "dev", "limit_per_task": 1}', "application/json", 422),
+        ("/reset", b'{"run_tokne": "x"}', "application/json", 422),
+        ("/reset", b'{"seed": true}', "application/json", 422),
     ]
+    get_cases = ["/state?episode_id=%00", "/grader?episode_id=a%00", "/episodes/%00", "/runs/a%00b", "/state?episode_id=%ED%A0%80"]
     with asgi.get_client(fuzz_app) as client:
         Known(client)
+        for path in get_cases:
+            resp = client.get(path)
+            assert resp.status_code in (404, 422), (path, resp.status_code, resp.text[:300])
+            assert resp.headers["content-type"].startswith("application/problem+json"), resp.headers
+        for body in (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}',
+                     b'{"jsonrpc": "2.0", "id": "\\u0000", "method": "tools/call", "params": {"name": "state"}}'):
+            resp = client.post("/mcp", data=body, headers={"content-type": "application/json"})
+            assert resp.status_code == 200 and resp.json()["error"]["code"] == -32602, resp.text[:300]
         for path, body, content_type, expected in cases:
             resp = client.post(path, data=body, headers={"content-type": content_type})
             assert 400 <= resp.status_code < 500 or resp.status_code == 200, (path, body[:60], resp.status_code, resp.text[:300])
@@ -201,7 +228,8 @@ def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
 DOCUMENT_BUGS = [
     pytest.param("POST", "/step", {"episode_id": "nope", "action": {"decision": "reject"}}, {}, id="404-undeclared"),
     pytest.param("POST", "/step", {"action": {"decision": "reject"}}, {}, id="422-undeclared"),
-    pytest.param("POST", "/step", {"episode_id": "fz-done", "action": {"decision": "reject"}}, {}, id="409-undeclared"),
+    pytest.param("POST", "/step", {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": "f" * 40},
+                 {}, id="409-undeclared"),
     pytest.param("POST", "/step", b"not json", {}, id="400-declared-as-application-json-with-status_code"),
 ]
 

@@ -27,7 +27,9 @@ NON_FATAL = {"INVALID_JSON", "UNKNOWN_TYPE", "VALIDATION_ERROR", "EXECUTION_ERRO
 TASK = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 MAX_FRAME = 65_536  # Settings.max_body_bytes default, applied to frames too
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
+# Text includes what PostgreSQL cannot store (NUL) and what no driver can encode (lone surrogates).
+hostile_text = st.text(max_size=20) | st.lists(st.sampled_from(["a", "\x00", "\ud800", "\udfff", "é"]), min_size=1, max_size=4).map("".join)
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_text
 json_values = st.recursive(json_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4), max_leaves=12)
 action_keys = st.sampled_from([*core.ACTION_FIELDS, "action_type", "bogus", ""])
 bad_actions = st.dictionaries(action_keys, json_values, max_size=4)
@@ -150,6 +152,11 @@ async def test_huge_deep_and_odd_frames(settings: Settings) -> None:
         ("text", json.dumps({"type": "reset", "data": {"split": "test"}}), "EXECUTION_ERROR"),
         ("text", '{"type": "reset", "data": {"seed": NaN}}', "INVALID_JSON"),  # NaN is not JSON
         ("text", '{"type": "reset", "type": "bogus"}', "UNKNOWN_TYPE"),
+        ("text", '{"type": "reset", "data": {"episode_id": "a\\u0000"}}', "VALIDATION_ERROR"),
+        ("text", '{"type": "reset", "data": {"episode_id": "\\ud800"}}', "VALIDATION_ERROR"),
+        ("text", '{"type": "step", "data": {"reply": "\\udc00"}}', "VALIDATION_ERROR"),
+        ("text", '{"type": "reset", "data": {"seed": true}}', "VALIDATION_ERROR"),
+        ("text", '{"type": "reset", "data": {"sede": 1}}', "VALIDATION_ERROR"),
     ]
     with TestClient(create_app(settings)) as client, client.websocket_connect("/ws") as ws:
         for mode, payload, code in cases:

@@ -68,11 +68,12 @@ def two_servers(shared_settings: Settings, tmp_path: Path) -> Iterator[tuple[Liv
 
 
 async def test_episode_stepped_alternately_through_both_servers(two_servers: tuple[LiveServer, LiveServer], shared_settings: Settings) -> None:
-    a, b = (httpx.Client(base_url=s.url, timeout=15.0) for s in two_servers)
+    token = "alt-secret-".ljust(40, "x")  # the chosen id's token, chosen too: both servers check it
+    a, b = (httpx.Client(base_url=s.url, timeout=15.0, headers={"X-Episode-Token": token}) for s in two_servers)
     servers = [a, b]
     rng = random.Random(7)
     try:
-        a.post("/reset", json={"episode_id": "alt", "task_id": WORKFLOW, "seed": 11}).raise_for_status()
+        a.post("/reset", json={"episode_id": "alt", "episode_token": token, "task_id": WORKFLOW, "seed": 11}).raise_for_status()
         actions: list[dict[str, Any]] = []
         rewards: list[float] = []
         done = False
@@ -127,6 +128,11 @@ class Pair:
     errors: list[str] = field(default_factory=list)
 
 
+def pair_token(episode_id: str) -> str:
+    """Both members of a pair step one chosen id, so they share its token."""
+    return f"pair-secret-{episode_id}".ljust(40, "x")
+
+
 def race(urls: list[str], pair: Pair, member: int, deadline: float) -> None:
     """One agent of a pair: every round both members step the shared episode at once."""
     clients = [httpx.Client(base_url=u, timeout=15.0) for u in urls]
@@ -139,7 +145,8 @@ def race(urls: list[str], pair: Pair, member: int, deadline: float) -> None:
                     pair.stop = time.monotonic() > deadline
                     if not pair.stop and (pair.episode_id is None or pair.episode_done):
                         pair.episode_id, pair.episode_done = f"p{pair.index}-e{episodes}", False
-                        resp = mine.choice(clients).post("/reset", json={"episode_id": pair.episode_id, "task_id": WORKFLOW, "seed": rnd})
+                        resp = mine.choice(clients).post("/reset", json={"episode_id": pair.episode_id, "episode_token": pair_token(pair.episode_id),
+                                                                             "task_id": WORKFLOW, "seed": rnd})
                         episodes += 1
                         if resp.status_code != 200:
                             pair.errors.append(f"reset {resp.status_code} {resp.text[:200]}")
@@ -155,7 +162,8 @@ def race(urls: list[str], pair: Pair, member: int, deadline: float) -> None:
             else:
                 request_id = f"{pair.episode_id}-r{rnd}-m{member}"
                 action = mine.choice(STEADY) if mine.random() > 0.08 else mine.choice(ENDINGS)
-            resp = mine.choice(clients).post("/step", json={"episode_id": pair.episode_id, "action": action, "request_id": request_id})
+            resp = mine.choice(clients).post("/step", json={"episode_id": pair.episode_id, "episode_token": pair_token(pair.episode_id),
+                                                                  "action": action, "request_id": request_id})
             body = resp.json()
             with pair.lock:
                 pair.outcomes.append(Outcome(rnd, pair.episode_id, request_id, action, resp.status_code, body))
@@ -238,16 +246,18 @@ async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored
 ) -> None:
     a, b = two_servers
     answers: list[httpx.Response] = []
-    with httpx.Client(base_url=a.url, timeout=15.0) as ca, httpx.Client(base_url=b.url, timeout=15.0) as cb:
+    token = {"X-Episode-Token": "stale-secret-".ljust(40, "x")}  # every chosen id here shares one token
+    with httpx.Client(base_url=a.url, timeout=15.0, headers=token) as ca, httpx.Client(base_url=b.url, timeout=15.0, headers=token) as cb:
         for trial in range(10):
             episode_id = f"stale-{trial}"
-            ca.post("/reset", json={"episode_id": episode_id, "task_id": WORKFLOW, "seed": trial}).raise_for_status()
+            ca.post("/reset", json={"episode_id": episode_id, "episode_token": token["X-Episode-Token"], "task_id": WORKFLOW,
+                                    "seed": trial}).raise_for_status()
             cb.post("/step", json={"episode_id": episode_id, "action": {"lookup": "policy"}}).raise_for_status()  # b caches step 1
             ca.post("/step", json={"episode_id": episode_id, "action": {"lookup": "order"}}).raise_for_status()  # b's copy is stale
             barrier = threading.Barrier(4, timeout=30)
 
             def deliver(episode_id: str = episode_id) -> None:  # the same request, delivered 4 times to b at once
-                with httpx.Client(base_url=b.url, timeout=15.0) as c:
+                with httpx.Client(base_url=b.url, timeout=15.0, headers=token) as c:
                     barrier.wait()
                     answers.append(c.post("/step", json={"episode_id": episode_id, "action": {"lookup": "customer"}, "request_id": "dup"}))
 

@@ -68,19 +68,20 @@ async def test_full_episode_over_ws_is_persisted(settings: Settings) -> None:
             assert isinstance(frame["data"]["done"], bool)
             assert frame["data"]["reward"] == result.reward and frame["data"]["done"] == result.done
             ws.send_json({"type": "state"})
-            assert ws.receive_json()["data"] == {**ws_state_expectation(client, "ws-1"), "episode_id": "ws-1", "step_count": steps}
+            assert ws.receive_json()["data"] == {**ws_state_expectation(client, "ws-1", first["data"]["metadata"]["episode_token"]), "episode_id": "ws-1", "step_count": steps}
             if result.done:
                 break
         ws.send_json({"type": "close"})
         expect_closed(ws)
     # the HTTP side sees the same stored episode
     with TestClient(create_app(settings)) as client:
-        assert client.get("/state", params={"episode_id": "ws-1"}).json()["step_count"] == steps
-        assert client.get("/grader", params={"episode_id": "ws-1"}).status_code == 200
+        assert ws_state_expectation(client, "ws-1", first["data"]["metadata"]["episode_token"])["step_count"] == steps
+        owner = {"X-Episode-Token": first["data"]["metadata"]["episode_token"]}
+        assert client.get("/grader", params={"episode_id": "ws-1"}, headers=owner).status_code == 200
 
 
-def ws_state_expectation(client: TestClient, episode_id: str) -> dict:
-    return client.get("/state", params={"episode_id": episode_id}).json()
+def ws_state_expectation(client: TestClient, episode_id: str, token: str) -> dict:
+    return client.get("/state", params={"episode_id": episode_id}, headers={"X-Episode-Token": token}).json()
 
 
 async def test_error_codes_keep_the_connection_open(settings: Settings) -> None:
@@ -109,7 +110,7 @@ async def test_error_codes_keep_the_connection_open(settings: Settings) -> None:
         errs = error(ws, "VALIDATION_ERROR")["errors"]
         assert any(e["field"] == "action.decision" for e in errs)
         ws.send_json({"type": "reset", "data": {"episode_id": "dup"}})
-        assert "already exists" in error(ws, "EXECUTION_ERROR")["message"]
+        assert "is taken" in error(ws, "EXECUTION_ERROR")["message"]
         ws.send_json({"type": "reset", "data": {"episode_id": "never-made", "resume": True}})
         assert error(ws, "EXECUTION_ERROR")["status"] == 404
         # still attached to "dup": finish it, then a step after done is an execution error
@@ -171,12 +172,12 @@ async def test_resume_after_a_dropped_connection(settings: Settings) -> None:
     with TestClient(create_app(settings)) as client:
         with client.websocket_connect("/ws") as ws:
             ws.send_json({"type": "reset", "data": {"episode_id": "resume-me", "task_id": TASK, "seed": 7}})
-            ws.receive_json()
+            token = ws.receive_json()["data"]["metadata"]["episode_token"]
             ws.send_json({"type": "step", "data": {"lookup": "customer"}})
             before = ws.receive_json()["data"]
         # dropped without a close frame; a new connection re-attaches
         with client.websocket_connect("/ws") as ws:
-            ws.send_json({"type": "reset", "data": {"episode_id": "resume-me", "resume": True}})
+            ws.send_json({"type": "reset", "data": {"episode_id": "resume-me", "resume": True, "episode_token": token}})
             frame = ws.receive_json()["data"]
             assert frame["observation"] == before["observation"] and frame["reward"] == before["reward"]
             assert frame["metadata"]["resumed"] is True

@@ -7,21 +7,25 @@ it loads the stored state, calls ``service.env``, and stores what the core retur
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import secrets
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from service import env as core
+from service.api.decoding import OPENENV_TOLERATED_RESET_FIELDS, ClosedBody, JsonBool, JsonInt
 from service.api.problems import (
     EpisodeAlreadyExists,
     EpisodeFinishedProblem,
     EpisodeNotFinished,
     EpisodeNotFound,
+    EpisodeTokenInvalid,
+    EpisodeTokenMissing,
     InvalidInput,
     MissingEpisodeId,
     RunNotActive,
@@ -29,6 +33,7 @@ from service.api.problems import (
     TestResultsPrivate,
     TestSplitNeedsRun,
 )
+from service.api.deployment import hash_secret
 from service.db import repository as repo
 from service.db.engine import Database
 
@@ -38,14 +43,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("service.episodes")
 
 MAX_SEED = 2**31 - 1  # seeds are stored in a 32-bit integer column
+# Run episodes are "<run_id>-<index>" with run ids "run_<hex>": clients may not choose ids there.
+RUN_ID_PREFIX = "run_"
+MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
 
 
-class ResetParams(BaseModel):
-    """Body of ``POST /reset`` (all optional; ``{}`` and an empty body are valid)."""
+class ResetParams(ClosedBody):
+    """Body of ``POST /reset`` (all optional; ``{}`` and an empty body are valid). Unknown fields are
+    refused by name; so are a ``true`` or ``"5"`` seed (strict integers)."""
 
-    model_config = ConfigDict(extra="allow")
+    tolerated_fields = OPENENV_TOLERATED_RESET_FIELDS
 
-    seed: int | None = Field(default=None, ge=0, le=MAX_SEED, description="Ticket seed; random (and recorded) if omitted.")
+    seed: Annotated[int | None, JsonInt] = Field(
+        default=None, ge=0, le=MAX_SEED, description="Ticket seed; random (and recorded) if omitted."
+    )
     episode_id: str | None = Field(
         default=None, min_length=1, max_length=255, description="Client-chosen episode id; generated if omitted."
     )
@@ -56,7 +67,12 @@ class ResetParams(BaseModel):
         default=None, max_length=64, description="Start the next episode of this run (needs run_token); the run picks the ticket."
     )
     run_token: str | None = Field(default=None, max_length=128, description="The token POST /runs returned.")
-    resume: bool = Field(
+    episode_token: str | None = Field(
+        default=None, max_length=128,
+        description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
+        "made and returned in metadata.episode_token if omitted). With resume: that episode's token.",
+    )
+    resume: Annotated[bool, JsonBool] = Field(
         default=False,
         description="With episode_id of a stored episode: re-attach to it instead of starting a new one.",
     )
@@ -221,6 +237,7 @@ class CachedEpisode:
     record: repo.EpisodeRecord
     state: core.EpisodeState
     grade: repo.GradeRecord | None = None  # stored by the step that finished the episode here
+    observation: dict[str, Any] | None = None  # its last step's, whole: the next step stores only what changed
 
 
 class EpisodeCache:
@@ -242,8 +259,11 @@ class EpisodeCache:
             self._entries.move_to_end(episode_id)
         return entry
 
-    def put(self, record: repo.EpisodeRecord, state: core.EpisodeState, grade: repo.GradeRecord | None = None) -> None:
-        self._entries[record.id] = CachedEpisode(record, state, grade)
+    def put(
+        self, record: repo.EpisodeRecord, state: core.EpisodeState, grade: repo.GradeRecord | None = None,
+        observation: dict[str, Any] | None = None,
+    ) -> None:
+        self._entries[record.id] = CachedEpisode(record, state, grade, observation)
         self._entries.move_to_end(record.id)
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
@@ -276,14 +296,29 @@ class EpisodeService:
         early, late = core.feedback(record.split, in_run, False), core.feedback(record.split, in_run, True)
         if early == late or record.run_id is None or self.runs is None:
             return early
-        status = run_status if run_status is not None else (await self.runs.load(record.run_id)).status
+        status = run_status if run_status is not None else await self.runs.status_of(record.run_id)
         return late if status == "complete" else early
 
     async def _run_status(self, record: repo.EpisodeRecord, token: str | None) -> str | None:
-        """For an episode of a run: check the token, return the run's status (None for plain episodes)."""
+        """For an episode of a run: check the token, return the run's status (None for plain episodes).
+
+        A run idle past its TTL is expired here, so no step or resume outlives the TTL even when
+        nobody reads the run (see :meth:`RunService.live_status`)."""
         if record.run_id is None or self.runs is None:
             return None
-        return (await self.runs.authorized(record.run_id, token)).status
+        run = await self.runs.authorized(record.run_id, token)
+        return await self.runs.live_status(run, record.updated_at)
+
+    @staticmethod
+    def _check_owner(record: repo.EpisodeRecord, episode_token: str | None) -> None:
+        """A client-chosen id is acted on only with the token its reset returned. Server-made ids
+        (128 random bits) are their own capability; run episodes are guarded by the run token."""
+        if record.token_sha256 is None:
+            return
+        if not episode_token:
+            raise EpisodeTokenMissing(record.id)
+        if not hmac.compare_digest(hash_secret(episode_token), record.token_sha256):
+            raise EpisodeTokenInvalid(record.id)
 
     @staticmethod
     def _shown(result: EpisodeResult, record: repo.EpisodeRecord, run_status: str | None) -> EpisodeResult:
@@ -318,14 +353,22 @@ class EpisodeService:
             **more,
         }
 
-    async def reset(self, params: ResetParams, run_token: str | None = None) -> EpisodeResult:
+    async def reset(
+        self, params: ResetParams, run_token: str | None = None, episode_token: str | None = None
+    ) -> EpisodeResult:
         token = run_token or params.run_token
         if params.resume:
             if not params.episode_id:
                 raise MissingEpisodeId()
-            return await self.resume(params.episode_id, token)
+            return await self.resume(params.episode_id, token, params.episode_token or episode_token)
         if params.run_id is not None and self.runs is not None:
             return await self.runs.next_episode(params.run_id, token)
+        if params.episode_id is not None and params.episode_id[: len(RUN_ID_PREFIX)].lower() == RUN_ID_PREFIX:
+            raise InvalidInput(
+                f"episode ids starting with {RUN_ID_PREFIX!r} are reserved for the episodes of runs; choose another "
+                "episode_id, or omit it to get a fresh one",
+                errors=[{"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}],
+            )
         seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
         split = params.split or self.default_split
         if split == core.HIDDEN_SPLIT:
@@ -335,6 +378,14 @@ class EpisodeService:
             )
         task_id = choose_task(params.task_id, params.difficulty, seed, self.default_tasks)
         episode_id = params.episode_id or uuid.uuid4().hex
+        # A chosen id is guessable, so it comes with a secret (the client's own, so that it can
+        # resume even if this response is lost, or ours); a server-made id is the secret.
+        new_token = params.episode_token or (secrets.token_urlsafe(32) if params.episode_id else None)
+        if new_token is not None and len(new_token) < MIN_CLIENT_TOKEN:
+            raise InvalidInput(
+                f"episode_token must be at least {MIN_CLIENT_TOKEN} random characters (or omit it and use the one returned)",
+                errors=[{"field": "episode_token", "message": f"shorter than {MIN_CLIENT_TOKEN}", "type": "too_short"}],
+            )
         try:
             state, observation = core.reset(task_id, seed, split, self.dataset)
         except core.EnvError as exc:
@@ -350,22 +401,31 @@ class EpisodeService:
                 run_id=None,
                 state=state.model_dump(mode="json"),
                 done=state.done,
+                token_sha256=hash_secret(new_token) if new_token else None,
             )
         except repo.EpisodeExists as exc:
+            # Never point at the stored episode: it may be someone else's, set up as a trap.
             raise EpisodeAlreadyExists(
-                f"episode {episode_id!r} already exists; omit episode_id to get a fresh one, or resume it "
-                "(WebSocket reset with {\"episode_id\": ..., \"resume\": true}, or POST /step with that id)",
+                f"the episode id {episode_id!r} is taken; omit episode_id to get a fresh one, or choose another id",
                 episode_id=episode_id,
             ) from exc
         self.cache.put(record, state)
         log.debug("episode reset episode_id=%s task_id=%s seed=%s split=%s", episode_id, task_id, seed, split)
-        return EpisodeResult(
-            episode_id, wire_observation(episode_id, observation), None, state.done, self._meta(record, step_count=0)
-        )
+        meta = self._meta(record, step_count=0)
+        if new_token is not None:
+            meta["episode_token"] = new_token  # shown once; only its hash is stored
+        return EpisodeResult(episode_id, wire_observation(episode_id, observation), None, state.done, meta)
 
-    async def resume(self, episode_id: str, run_token: str | None = None) -> EpisodeResult:
+    async def resume(self, episode_id: str, run_token: str | None = None, episode_token: str | None = None) -> EpisodeResult:
         record = await self._load(episode_id)
+        self._check_owner(record, episode_token)
         run_status = await self._run_status(record, run_token)
+        if run_status == "expired" and record.status != "done":
+            raise RunNotActive(
+                f"run {record.run_id!r} expired (idle past its TTL); its episodes cannot be resumed — start a new run "
+                "with POST /runs",
+                run_id=record.run_id, run_status=run_status, code="run_expired",
+            )
         state = core.EpisodeState.model_validate(record.state)
         last = await repo.last_transition(self.db, episode_id)
         # A finished episode resumes on its final observation (score and all); others on a fresh view.
@@ -381,14 +441,21 @@ class EpisodeService:
         ), record, run_status)
 
     async def step(
-        self, episode_id: str | None, action_payload: Any, request_id: str | None = None, run_token: str | None = None
+        self,
+        episode_id: str | None,
+        action_payload: Any,
+        request_id: str | None = None,
+        run_token: str | None = None,
+        episode_token: str | None = None,
     ) -> EpisodeResult:
         cached = self.cache.get(episode_id) if episode_id else None
         record, state = (cached.record, cached.state) if cached is not None else (await self._load(episode_id), None)
+        self._check_owner(record, episode_token)
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
         if request_id is None:
-            return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+            return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None,
+                                     previous_observation=cached.observation if cached is not None else None)
         key = (record.id, request_id)
         first = self._inflight.get(key)
         if first is not None:
@@ -397,12 +464,13 @@ class EpisodeService:
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
                     return self._shown(self._replay(record, stored, action.model_dump(mode="json")), record, run_status)
-            return await self.step(episode_id, action_payload, request_id, run_token)
+            return await self.step(episode_id, action_payload, request_id, run_token, episode_token)
         future: asyncio.Future[EpisodeResult | None] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         result: EpisodeResult | None = None
         try:
-            result = await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None)
+            result = await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None,
+                                       previous_observation=cached.observation if cached is not None else None)
             return result
         finally:
             del self._inflight[key]
@@ -416,6 +484,7 @@ class EpisodeService:
         request_id: str | None,
         run_status: str | None,
         from_cache: bool,
+        previous_observation: dict[str, Any] | None = None,
     ) -> EpisodeResult:
         """Apply one step optimistically; the SQL guard on step_count decides who wins.
 
@@ -435,9 +504,10 @@ class EpisodeService:
                 episode_id=record.id,
             )
         if run_status not in (None, "active"):
+            why = " (idle past its TTL)" if run_status == "expired" else ""
             raise RunNotActive(
-                f"run {record.run_id!r} is {run_status}; its episodes take no more steps — start a new run with POST /runs",
-                run_id=record.run_id, run_status=run_status,
+                f"run {record.run_id!r} is {run_status}{why}; its episodes take no more steps — start a new run with POST /runs",
+                run_id=record.run_id, run_status=run_status, code=f"run_{run_status}",
             )
         state = state if state is not None else core.EpisodeState.model_validate(record.state)
         try:
@@ -464,6 +534,7 @@ class EpisodeService:
                 reward=result.reward,
                 grade=grade,
                 run_id=record.run_id,
+                previous_observation=previous_observation,
             )
         except repo.StepConflict as exc:
             if request_id is not None:
@@ -500,6 +571,7 @@ class EpisodeService:
             result.state,
             repo.GradeRecord(record.id, grade.score, grade.resolved, grade.breakdown, grade.grader_version, stored.created_at)
             if grade else None,
+            observation,
         )
         if stored.done and record.run_id is not None and self.runs is not None:
             await self.runs.finish_if_complete(record.run_id)  # this step is still shown as during the run
@@ -526,8 +598,9 @@ class EpisodeService:
             self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=stored.request_id, replayed=True),
         )
 
-    async def state(self, episode_id: str | None) -> dict[str, Any]:
+    async def state(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
         record = await self._load(episode_id)
+        self._check_owner(record, episode_token)
         state = core.EpisodeState.model_validate(record.state)
         return {
             **core.public_state(state),
@@ -540,13 +613,15 @@ class EpisodeService:
             "run_id": record.run_id,
         }
 
-    async def view(self, episode_id: str) -> dict[str, Any]:
-        """Everything the episode viewer shows; never a test-split episode, no rewards during a run."""
+    async def view(self, episode_id: str, episode_token: str | None = None) -> dict[str, Any]:
+        """Everything the episode viewer shows; never a test-split episode, no rewards during a run.
+        Run episodes (ids on public run pages) are public; a client-chosen id needs its token."""
         record = await self._load(episode_id)
+        self._check_owner(record, episode_token)
         fb = await self._feedback(record)
         if not fb.episode_details:
             raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=episode_id), episode_id=episode_id)
-        state = await self.state(episode_id)
+        state = await self.state(episode_id, episode_token)
         first = core.reset(state["task_id"], state["seed"], state["split"], self.dataset)[1]
         steps = [
             {"index": t.step_index, "action": t.action, "observation": t.observation,
@@ -561,16 +636,17 @@ class EpisodeService:
             "ticket_text": first.ticket,
             "instructions": first.instructions,
             "steps": steps,
-            "grade": await self.grade(episode_id) if done else None,
+            "grade": await self.grade(episode_id, episode_token) if done else None,
             "rewards_hidden": not fb.step_rewards,
         }
 
-    async def grade(self, episode_id: str | None) -> dict[str, Any]:
+    async def grade(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
         cached = self.cache.get(episode_id) if episode_id else None
         if cached is not None and cached.record.status == "done" and cached.grade is not None:
             record, stored = cached.record, cached.grade  # final: a finished episode never changes
         else:
             record, stored = await self._load(episode_id), None
+        self._check_owner(record, episode_token)
         if record.status != "done":
             raise EpisodeNotFinished(
                 f"episode {record.id!r} is not finished (step {record.step_count}); keep sending POST /step "

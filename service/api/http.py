@@ -14,6 +14,7 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
+from service.api.credentials import episode_token, explicit_episode_token
 from service.api.episodes import (
     EpisodeResult,
     EpisodeService,
@@ -23,7 +24,7 @@ from service.api.episodes import (
     wire_action_schema,
     wire_observation_schema,
 )
-from service.api.implicit_episode import COOKIE_DOC, ImplicitEpisode
+from service.api.implicit_episode import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
 from service.api.problems import InvalidInput, bearer, problem_responses
 from service.api.schemas import (
     BaselineResponse,
@@ -58,23 +59,28 @@ def implicit(request: Request[Any, Any, Any]) -> ImplicitEpisode:
 
 
 def started(request: Request[Any, Any, Any], params: ResetParams, result: EpisodeResult) -> Response[ObservationResponse]:
-    """The reset's answer, with the cookie naming its episode (see service.api.implicit_episode)."""
-    return Response(ObservationResponse.of(result), cookies=[implicit(request).started(params, result.episode_id)])
+    """The reset's answer, with the cookies naming its episode and, for a client-chosen id, its episode
+    token (see service.api.implicit_episode): a client that only keeps cookies can act on it."""
+    token = result.metadata.get("episode_token")  # a new client-chosen id: the token its reset made or took
+    if token is None and params.resume:  # re-attached with a token sent as one (never a bearer run token)
+        token = explicit_episode_token(request, params.episode_token) or cookie_token(request, params.episode_id)
+    return Response(ObservationResponse.of(result), cookies=implicit(request).started(params, result.episode_id, token))
 
 
 class OpenEnvController(Controller):
     tags = ["openenv"]
 
     @post("/reset", status_code=200, summary="Start a persisted episode", responses=problem_responses(401, 403, 404, 409),
-          response_cookies=[COOKIE_DOC])
+          response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC])
     async def reset_post(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
     ) -> Response[ObservationResponse]:
         params = data or ResetParams()
-        return started(request, params, await episodes.reset(params, bearer(request)))
+        token = episode_token(request, params.episode_token, params.episode_id)  # a resume's; a new episode's is in params
+        return started(request, params, await episodes.reset(params, bearer(request), token))
 
     @get("/reset", summary="Start a persisted episode (query parameters)", responses=problem_responses(401, 403, 404, 409),
-         response_cookies=[COOKIE_DOC])
+         response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC])
     async def reset_get(
         self,
         request: Request[Any, Any, Any],
@@ -84,14 +90,13 @@ class OpenEnvController(Controller):
         task_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
         split: Annotated[str | None, QueryParameter(max_length=16)] = None,
         difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
-        run_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
-        run_token: Annotated[str | None, QueryParameter(max_length=128)] = None,
+        run_id: Annotated[str | None, QueryParameter(max_length=64, description="Its token goes in `Authorization: Bearer`, never here.")] = None,
     ) -> Response[ObservationResponse]:
         params = _validated_reset(
-            seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id,
-            run_token=run_token
+            seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id
         )
-        return started(request, params, await episodes.reset(params, bearer(request)))
+        token = episode_token(request, episode_id=params.episode_id)
+        return started(request, params, await episodes.reset(params, bearer(request), token))
 
     @post("/step", status_code=200, summary="Apply an action to an episode", responses=problem_responses(401, 403, 404, 409))
     async def step(
@@ -100,9 +105,12 @@ class OpenEnvController(Controller):
         token = bearer(request) or data.run_token
         action = data.the_action()
         episode_id = implicit(request).resolve(request, data.episode_id)
-        return ObservationResponse.of(await episodes.step(episode_id, action, data.request_id, token))
+        return ObservationResponse.of(
+            await episodes.step(episode_id, action, data.request_id, token, episode_token(request, data.episode_token, episode_id))
+        )
 
-    @get("/state", summary="Episode id, step count, status and ticket state", responses=problem_responses(404))
+    @get("/state", summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token)",
+         responses=problem_responses(401, 403, 404))
     async def state(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None
     ) -> StateResponse:
@@ -115,7 +123,7 @@ class OpenEnvController(Controller):
                 episode_status="no_episode",
                 hint="pass ?episode_id=… (returned by POST /reset) to read a persisted episode",
             )
-        return StateResponse(**await episodes.state(episode_id))
+        return StateResponse(**await episodes.state(episode_id, episode_token(request, episode_id=episode_id)))
 
     @get("/health", summary="Liveness")
     async def health(self) -> HealthResponse:
@@ -154,7 +162,7 @@ class BenchmarkController(Controller):
             action_schema=action_schema,
         )
 
-    @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(403, 404, 409))
+    @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(401, 403, 404, 409))
     async def grader(
         self,
         request: Request[Any, Any, Any],
@@ -166,7 +174,8 @@ class BenchmarkController(Controller):
         if run_id is not None and episode_id is None and episodes.runs is not None:
             run = await episodes.runs.detail(run_id)
             return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})
-        return GraderResponse(**await episodes.grade(implicit(request).resolve(request, episode_id)))
+        episode_id = implicit(request).resolve(request, episode_id)
+        return GraderResponse(**await episodes.grade(episode_id, episode_token(request, episode_id=episode_id)))
 
     @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")
     async def baseline(self, state: State, settings: NamedDependency[Settings]) -> BaselineResponse:

@@ -7,6 +7,13 @@ cookie, which every HTTP ``/reset`` sets — a client that keeps cookies (``requ
 the operator started the server with ``SINGLE_SESSION=1``, the episode of the latest ``/reset``
 that named no episode (any client without a cookie lands there: one client per server); else
 none, and the request gets the usual 422 asking for an ``episode_id``.
+
+A client-chosen episode id is guessable, so acting on it needs its episode token
+(:mod:`service.api.credentials`). For a client that keeps cookies but never sends tokens (seed A's
+client never sends an episode id either), the reset that created such an episode also sets the
+``ecomm_episode_token`` cookie (HttpOnly) with its token; it stands in for ``X-Episode-Token`` only
+on requests for the episode the ``ecomm_episode`` cookie names. Whoever merely knows the id has
+neither cookie, and still gets the 401 of a missing token.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from service.api.episodes import ResetParams
 from service.api.problems import InvalidInput
 
 EPISODE_COOKIE = "ecomm_episode"
+EPISODE_TOKEN_COOKIE = "ecomm_episode_token"
 MAX_EPISODE_ID = 255
+MAX_EPISODE_TOKEN = 128
 
 COOKIE_DOC = Cookie(
     key=EPISODE_COOKIE,
@@ -31,6 +40,43 @@ COOKIE_DOC = Cookie(
     samesite="lax",
     documentation_only=True,
 )
+TOKEN_COOKIE_DOC = Cookie(
+    key=EPISODE_TOKEN_COOKIE,
+    description="Set with a client-chosen episode_id: that episode's token (as metadata.episode_token), sent back "
+    "in place of X-Episode-Token on requests for the episode of the ecomm_episode cookie; cleared otherwise.",
+    httponly=True,
+    samesite="lax",
+    documentation_only=True,
+)
+
+
+def _cookie(key: str, value: str, max_age: int | None = None) -> Cookie:
+    return Cookie(key=key, value=value, httponly=True, samesite="lax", path="/", max_age=max_age)
+
+
+def cookie_episode(request: Request[Any, Any, Any]) -> str | None:
+    """The episode id of the request's ``ecomm_episode`` cookie (None without one; 422 if it is not an id)."""
+    raw = request.cookies.get(EPISODE_COOKIE)
+    if not raw:
+        return None
+    cookie = unquote(raw)
+    if not 0 < len(cookie) <= MAX_EPISODE_ID or not cookie.isprintable():
+        raise InvalidInput(
+            f"the {EPISODE_COOKIE} cookie is not an episode id; drop it and POST /reset, or pass episode_id",
+            errors=[{"field": f"cookie.{EPISODE_COOKIE}", "message": "not an episode id", "type": "invalid_cookie"}],
+        )
+    return cookie
+
+
+def cookie_token(request: Request[Any, Any, Any], episode_id: str | None) -> str | None:
+    """The ``ecomm_episode_token`` cookie's token, only for the episode the ``ecomm_episode`` cookie names."""
+    if not episode_id:
+        return None
+    raw = request.cookies.get(EPISODE_TOKEN_COOKIE)
+    if not raw or episode_id != cookie_episode(request):
+        return None
+    token = unquote(raw)
+    return token if 0 < len(token) <= MAX_EPISODE_TOKEN else None
 
 
 class ImplicitEpisode:
@@ -43,19 +89,16 @@ class ImplicitEpisode:
     def resolve(self, request: Request[Any, Any, Any], episode_id: str | None) -> str | None:
         if episode_id:
             return episode_id
-        raw = request.cookies.get(EPISODE_COOKIE)
-        if raw:
-            cookie = unquote(raw)
-            if not 0 < len(cookie) <= MAX_EPISODE_ID or not cookie.isprintable():
-                raise InvalidInput(
-                    f"the {EPISODE_COOKIE} cookie is not an episode id; drop it and POST /reset, or pass episode_id",
-                    errors=[{"field": f"cookie.{EPISODE_COOKIE}", "message": "not an episode id", "type": "invalid_cookie"}],
-                )
+        cookie = cookie_episode(request)
+        if cookie is not None:
             return cookie
         return self._latest if self.single_session else None
 
-    def started(self, params: ResetParams, episode_id: str) -> Cookie:
-        """Record a reset; the cookie that names its episode to the client."""
+    def started(self, params: ResetParams, episode_id: str, episode_token: str | None = None) -> list[Cookie]:
+        """Record a reset; the cookies that name its episode to the client, and its token (for a
+        client-chosen id; otherwise the token cookie is cleared, so it never outlives its episode)."""
         if params.episode_id is None and params.run_id is None:
             self._latest = episode_id
-        return Cookie(key=EPISODE_COOKIE, value=quote(episode_id, safe=""), httponly=True, samesite="lax", path="/")
+        token = (_cookie(EPISODE_TOKEN_COOKIE, quote(episode_token, safe=""))
+                 if episode_token else _cookie(EPISODE_TOKEN_COOKIE, "", max_age=0))
+        return [_cookie(EPISODE_COOKIE, quote(episode_id, safe="")), token]

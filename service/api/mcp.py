@@ -22,13 +22,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from service.api.episodes import EpisodeService, ResetParams, validation_errors
+from service.api.decoding import UnstorableText, check_text, unstorable
+from service.api.episodes import EpisodeResult, EpisodeService, ResetParams, validation_errors
 from service.api.problems import InvalidInput, Problem
 
 PROTOCOL_VERSION = "2025-06-18"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 
 _EPISODE_ID = {"type": "string", "maxLength": 255, "description": "From the reset tool (or POST /reset)."}
+_EPISODE_TOKEN = {"type": "string", "maxLength": 128,
+                  "description": "For a client-chosen episode_id: the episode_token its reset returned (a session sends its own)."}
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -42,6 +45,8 @@ TOOLS: list[dict[str, Any]] = [
                 "task_id": {"type": "string"},
                 "split": {"type": "string", "enum": ["train", "dev", "test"]},
                 "difficulty": {"type": "string"},
+                "episode_token": _EPISODE_TOKEN,
+                "resume": {"type": "boolean", "description": "With episode_id (+ episode_token): re-attach to a stored episode."},
             },
         },
     },
@@ -54,6 +59,7 @@ TOOLS: list[dict[str, Any]] = [
                 "episode_id": _EPISODE_ID,
                 "action": {"type": "object", "description": "Action fields; see GET /schema."},
                 "request_id": {"type": "string", "maxLength": 255},
+                "episode_token": _EPISODE_TOKEN,
             },
             "required": ["action"],
         },
@@ -61,12 +67,12 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "state",
         "description": "Episode id, step count, status and the visible ticket state.",
-        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID}},
+        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN}},
     },
     {
         "name": "grade",
         "description": "Score in [0, 1] with breakdown for a finished episode.",
-        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID}},
+        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN}},
     },
 ]
 
@@ -76,6 +82,11 @@ def _error(code: int, message: str, id_: Any = None, data: Any = None) -> dict[s
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "error": err, "id": id_}
+
+
+def jsonrpc_invalid_text(exc: UnstorableText, id_: Any = None) -> dict[str, Any]:
+    """A request whose text cannot be stored: JSON-RPC invalid params, the field in ``data``."""
+    return _error(INVALID_PARAMS, f"Invalid params: {exc.detail}", id_, data={"errors": exc.extra["errors"]})
 
 
 def _tool_result(payload: dict[str, Any], is_error: bool = False) -> dict[str, Any]:
@@ -93,10 +104,24 @@ class McpSession:
     """Per-connection MCP context: the episode a WebSocket session (or an HTTP MCP session) is
     attached to, if any."""
 
+    def with_secrets(self, params: ResetParams) -> ResetParams:
+        """A resume of the episode this session already holds needs no token resent."""
+        if params.resume and params.episode_id is not None and params.episode_id == self.episode_id:
+            return params.model_copy(update={"episode_token": params.episode_token or self.episode_token,
+                                             "run_token": params.run_token or self.run_token})
+        return params
+
+    def own(self, result: EpisodeResult, params: ResetParams) -> None:
+        """After a reset or resume in this session: it now acts on that episode, with its secrets."""
+        self.episode_id = result.episode_id
+        self.run_token = params.run_token
+        self.episode_token = result.metadata.get("episode_token") or params.episode_token
+
     def __init__(self, episode_id: str | None = None) -> None:
         self.id = uuid.uuid4().hex
         self.episode_id = episode_id
         self.run_token: str | None = None  # from the reset that started a run episode
+        self.episode_token: str | None = None  # the session owns what it reset (a client-chosen id's token)
 
 
 class McpSessions:
@@ -129,6 +154,13 @@ async def handle_jsonrpc(
 ) -> dict[str, Any]:
     """Answer one JSON-RPC request (already JSON-decoded). ``session`` is the WebSocket's own
     session (``mcp`` frames); ``sessions`` the HTTP MCP sessions (``POST /mcp``)."""
+    if isinstance(raw, dict):
+        try:  # the decoders' text rule, answered in JSON-RPC's shape with the caller's id when it is usable
+            check_text(raw)
+        except UnstorableText as exc:
+            rid = raw.get("id")
+            usable = isinstance(rid, int) or (isinstance(rid, str) and not unstorable(rid))
+            return jsonrpc_invalid_text(exc, rid if usable else None)
     if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
         return _error(INVALID_REQUEST, "Invalid Request: send {\"jsonrpc\": \"2.0\", \"method\": ..., \"id\": ...}",
                       raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) else None)
@@ -200,10 +232,11 @@ async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, 
         except ValidationError as exc:
             errors = validation_errors(exc)
             raise InvalidInput("invalid reset arguments: " + ", ".join(e["field"] for e in errors), errors=errors) from exc
+        if session is not None:
+            params = session.with_secrets(params)
         result = await episodes.reset(params)
         if session is not None:
-            session.episode_id = result.episode_id
-            session.run_token = params.run_token
+            session.own(result, params)
         return result.wire()
     if name == "step":
         request_id = args.get("request_id")
@@ -212,13 +245,26 @@ async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, 
         token = args.get("run_token") or (session.run_token if session is not None else None)
         if token is not None and not isinstance(token, str):
             raise InvalidInput("run_token must be a string", errors=[{"field": "run_token"}])
-        result = await episodes.step(_episode_id(args, default_id), args.get("action"), request_id, token)
+        episode_id = _episode_id(args, default_id)
+        result = await episodes.step(episode_id, args.get("action"), request_id, token, _token(args, session, episode_id))
         return result.wire()
     if name == "state":
-        return await episodes.state(_episode_id(args, default_id))
+        episode_id = _episode_id(args, default_id)
+        return await episodes.state(episode_id, _token(args, session, episode_id))
     if name == "grade":
-        return await episodes.grade(_episode_id(args, default_id))
+        episode_id = _episode_id(args, default_id)
+        return await episodes.grade(episode_id, _token(args, session, episode_id))
     raise KeyError(name)
+
+
+def _token(args: dict[str, Any], session: McpSession | None, episode_id: str | None) -> str | None:
+    """The episode token of a tool call: its argument, else the one the session got for this episode."""
+    value = args.get("episode_token")
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput("episode_token must be a string", errors=[{"field": "episode_token"}])
+    if value is None and session is not None and episode_id == session.episode_id:
+        value = session.episode_token
+    return value
 
 
 def _episode_id(args: dict[str, Any], default: str | None) -> str | None:

@@ -17,6 +17,8 @@ from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel, ConfigDict
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from sqlalchemy.exc import IntegrityError
+
 from service.db.errors import DatabaseFault, FaultLog
 
 log = logging.getLogger("service.api")
@@ -39,9 +41,9 @@ class ProblemDetails(BaseModel):
 def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
     """OpenAPI entries for the problem statuses a route can answer (400, 413, 422, 503 and 507 always)."""
     described = {
-        400: "The body is not JSON, or is nested absurdly deep",
-        401: "A run episode without its run token",
-        403: "The wrong run or submitter token, the test split outside a run, or a test episode's private results",
+        400: "The body is not JSON, or a token was sent in the query string",
+        401: "A run episode without its run token, or a client-chosen episode id without its episode token",
+        403: "The wrong run, episode or submitter token, the test split outside a run, or a test episode's private results",
         404: "No such episode, run or route",
         409: "The episode or run is in a state that does not allow this (finished, raced, hidden results, exhausted run)",
         413: "The body is larger than MAX_BODY_BYTES",
@@ -143,6 +145,39 @@ class RunTokenInvalid(Problem):
     title = "Run token does not match"
 
 
+class EpisodeTokenMissing(Problem):
+    status = 401
+    slug = "episode-token-required"
+    title = "Episode token required"
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(
+            f"episode {episode_id!r} has a client-chosen id, so it needs the episode_token its reset returned "
+            "(metadata.episode_token): send it in the `X-Episode-Token` header (or `Authorization: Bearer`, or "
+            "`episode_token` in a POST body) — never in the URL",
+            episode_id=episode_id,
+        )
+
+
+class EpisodeTokenInvalid(Problem):
+    status = 403
+    slug = "episode-token-invalid"
+    title = "Episode token does not match"
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(
+            f"that is not the episode_token of episode {episode_id!r}; only the client whose reset created it may "
+            "act on it — POST /reset without episode_id starts an episode of your own",
+            episode_id=episode_id,
+        )
+
+
+class TokenInUrl(Problem):
+    status = 400
+    slug = "token-in-url"
+    title = "Secrets never travel in a URL"
+
+
 class RunNotFound(Problem):
     status = 404
     slug = "run-not-found"
@@ -153,6 +188,18 @@ class RunNotActive(Problem):
     status = 409
     slug = "run-not-active"
     title = "Run is not active"
+
+
+class RunEpisodeIdTaken(Problem):
+    status = 409
+    slug = "run-episode-id-taken"
+    title = "The run's next episode id is taken"
+
+
+class AgentNameTaken(Problem):
+    status = 409
+    slug = "agent-name-taken"
+    title = "Agent name belongs to another submitter"
 
 
 class TestSplitNeedsRun(Problem):
@@ -195,9 +242,11 @@ def bearer(request: Request[Any, Any, Any]) -> str | None:
     return (token.strip() or None) if scheme.lower() == "bearer" else None
 
 
-def problem_response(status: int, title: str, detail: str, slug: str, **extra: Any) -> Response[dict[str, Any]]:
+def problem_response(
+    status: int, title: str, detail: str, slug: str, headers: dict[str, str] | None = None, **extra: Any
+) -> Response[dict[str, Any]]:
     body = {"type": TYPE_BASE + slug, "title": title, "status": status, "detail": detail, **extra}
-    return Response(content=body, status_code=status, media_type=PROBLEM_JSON)
+    return Response(content=body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def _problem_handler(_: Request[Any, Any, Any], exc: Problem) -> Response[dict[str, Any]]:
@@ -209,7 +258,9 @@ def _validation_handler(request: Request[Any, Any, Any], exc: ValidationExceptio
     fields = [e.get("key") for e in errors if isinstance(e, dict) and e.get("key")]
     detail = str(exc.detail) if exc.detail else "the request is invalid"
     if fields:
-        detail = f"fix these fields and retry: {', '.join(map(str, fields))}"
+        detail = "fix these fields and retry: " + "; ".join(
+            f"{e['key']} ({e['message']})" if e.get("message") else str(e["key"]) for e in errors if isinstance(e, dict) and e.get("key")
+        )
     elif "JSON" in detail or "decode" in detail.lower():
         detail = "the body is not valid JSON; send a JSON object (Content-Type: application/json)"
     return problem_response(422, "Request validation failed", detail, "validation-error", errors=errors)
@@ -233,10 +284,24 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
     title = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 413: "Payload too large"}.get(
         status, str(exc.detail) if exc.detail else "HTTP error"
     )
+    if status == 429:  # RateLimitMiddleware: windows are one second long
+        return problem_response(
+            429, "Too many requests",
+            "this client address or run token sent more requests this second than RATE_LIMIT_PER_S / "
+            "RATE_LIMIT_RUN_TOKEN_PER_S allow; wait Retry-After seconds and retry",
+            "rate-limited", retry_after_s=1, headers={"Retry-After": "1"},
+        )
     response = problem_response(status, title, detail, slug)
     if exc.headers:
         response.headers.update(exc.headers)
     return response
+
+
+def _integrity_handler(request: Request[Any, Any, Any], exc: IntegrityError) -> Response[dict[str, Any]]:
+    # Expected collisions are mapped where they happen; this is the net for any other insert.
+    log.warning("integrity conflict on %s %s: %s", request.method, request.url.path, type(exc.orig).__name__)
+    return problem_response(409, "Conflict", "what you asked to create already exists (or conflicts with stored data); "
+                            "choose another id, or omit it to let the server make one", "conflict")
 
 
 def _too_deep_handler(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
@@ -269,6 +334,7 @@ def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault)
 exception_handlers: dict[Any, Any] = {
     Problem: _problem_handler,
     DatabaseFault: _database_fault_handler,
+    IntegrityError: _integrity_handler,
     ValidationException: _validation_handler,
     NotFoundException: _http_handler,
     HTTPException: _http_handler,

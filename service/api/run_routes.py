@@ -6,18 +6,22 @@ to clients that ask for ``text/html`` (browsers), or with ``?format=html``.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from litestar import Controller, MediaType, Request, get, post
+import msgspec
+from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream, Template
 
 from service import env as core
+from service.api.credentials import episode_token
 from service.api.episodes import EpisodeService
 from service.api.problems import bearer, problem_responses
-from service.api.runs import CreateRun, RunService, Usage
+from service.api.runs import MANIFEST_PAGE_MAX, RUN_PAGE_DEFAULT, RUN_PAGE_MAX, CreateRun, RunService, Usage
 from service.api.schemas import ObservationResponse
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
@@ -32,6 +36,53 @@ def wants_html(request: Request[Any, Any, Any]) -> bool:
     if fmt is not None:
         return fmt == "html"
     return "text/html" in request.headers.get("accept", "")
+
+
+class RenderedPages:
+    """Run pages rendered to HTML, by ETag (one app's, bounded): a page read again unchanged is not
+    rendered again. The ETag is a hash of the page's data, so any change makes a new entry."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self._by_etag: OrderedDict[str, bytes] = OrderedDict()
+
+    def get(self, etag: str) -> bytes | None:
+        page = self._by_etag.get(etag)
+        if page is not None:
+            self._by_etag.move_to_end(etag)
+        return page
+
+    def put(self, etag: str, page: bytes) -> None:
+        self._by_etag[etag] = page
+        while len(self._by_etag) > self.capacity:
+            self._by_etag.popitem(last=False)
+
+
+def _etag_matches(request: Request[Any, Any, Any], etag: str) -> bool:
+    header = request.headers.get("if-none-match")
+    if not header:
+        return False
+    candidates = {c.strip().removeprefix("W/") for c in header.split(",")}
+    return "*" in candidates or etag in candidates
+
+
+def conditional_page(request: Request[Any, Any, Any], body: dict[str, Any], template: str, context: dict[str, Any]) -> Response[Any]:
+    """JSON or HTML of ``body`` with a strong ETag (a hash of the data, one per representation);
+    ``If-None-Match`` with it answers 304 without a body. Clients revalidate (``no-cache``)."""
+    data = msgspec.json.encode(body)
+    html = wants_html(request)
+    etag = '"' + hashlib.blake2b(data, digest_size=12).hexdigest() + ('-html"' if html else '"')
+    headers = {"ETag": etag, "Cache-Control": "no-cache", "Vary": "Accept"}
+    if _etag_matches(request, etag):
+        return Response(content=b"", status_code=304, headers=headers)
+    if not html:
+        return Response(content=data, media_type=MediaType.JSON, headers=headers)
+    pages: RenderedPages = request.app.state.rendered_pages
+    page = pages.get(etag)
+    if page is None:
+        page = request.app.template_engine.get_template(template).render(**context).encode()
+        pages.put(etag, page)
+    return Response(content=page, media_type=MediaType.HTML, headers=headers)
 
 
 class RunController(Controller):
@@ -50,12 +101,29 @@ class RunController(Controller):
     async def usage(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], data: JSONBody[Usage]) -> dict[str, Any]:
         return await runs.set_usage(run_id, bearer(request), data)
 
-    @get("/runs/{run_id:str}", summary="A run: status, manifest progress, per-episode scores, summary", responses=problem_responses(404))
-    async def detail(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Any:
-        run = await runs.detail(run_id)
-        if wants_html(request):
-            return Template(template_name="run.html", context={"run": run, "tasks": core.TASKS}, media_type=MediaType.HTML)
-        return run
+    @get("/runs/{run_id:str}", summary="A run: status, summary and one page of its episodes (ETag; If-None-Match answers 304)",
+         responses=problem_responses(404))
+    async def detail(
+        self,
+        request: Request[Any, Any, Any],
+        runs: NamedDependency[RunService],
+        run_id: FromPath[str],
+        page: Annotated[int, QueryParameter(ge=1, le=1_000_000, description="1-based page of the run's episodes.")] = 1,
+        per_page: Annotated[int, QueryParameter(ge=1, le=RUN_PAGE_MAX, description="Episodes per page.")] = RUN_PAGE_DEFAULT,
+    ) -> Response[Any]:  # JSON (or HTML) bytes encoded once: the ETag is their hash
+        run = await runs.detail(run_id, page, per_page)
+        return conditional_page(request, run, "run.html", {"run": run, "tasks": core.TASKS})
+
+    @get("/runs/{run_id:str}/manifest", summary="The run's manifest, paged: the ticket (task, seed, trial) of each episode index",
+         responses=problem_responses(404))
+    async def manifest(
+        self,
+        runs: NamedDependency[RunService],
+        run_id: FromPath[str],
+        offset: Annotated[int, QueryParameter(ge=0, le=10_000_000)] = 0,
+        limit: Annotated[int, QueryParameter(ge=1, le=MANIFEST_PAGE_MAX)] = MANIFEST_PAGE_MAX,
+    ) -> dict[str, Any]:
+        return await runs.manifest_page(run_id, offset, limit)
 
     @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line (never on test)", media_type="application/x-ndjson", responses=problem_responses(401, 403, 404, 409))
     async def trajectories(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Stream:
@@ -77,9 +145,10 @@ class RunController(Controller):
             return Template(template_name="leaderboard.html", context={"board": board, "chart": chart(board["rows"])}, media_type=MediaType.HTML)
         return board
 
-    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown (never a test episode)", responses=problem_responses(403, 404))
+    @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown (never a test episode; "
+         "a client-chosen id needs X-Episode-Token)", responses=problem_responses(401, 403, 404))
     async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: FromPath[str]) -> Any:
-        view = await episodes.view(episode_id)
+        view = await episodes.view(episode_id, episode_token(request, episode_id=episode_id))
         if wants_html(request):
             return Template(template_name="episode.html", context={"ep": view}, media_type=MediaType.HTML)
         return view

@@ -14,12 +14,16 @@ per episode is ever served.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hmac
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
-from datetime import timedelta
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -32,6 +36,8 @@ from service.api.problems import (
     InvalidInput,
     QuotaExceeded,
     RunNotActive,
+    AgentNameTaken,
+    RunEpisodeIdTaken,
     RunNotFound,
     RunTokenInvalid,
     RunTokenMissing,
@@ -47,12 +53,18 @@ from service.stats import LADDER_MARGIN, PUBLISHED_DECIMALS, Trial, ladder, publ
 
 log = logging.getLogger("service.runs")
 
+MANIFESTS_CACHED = 16  # runs whose manifest this process keeps (a 3,200-entry one is ~1 MB; derived ones are shared)
+
 class CreateRun(BaseModel):
     """Body of ``POST /runs``."""
 
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = Field(min_length=1, max_length=128, description="Agent name shown on the leaderboard.")
+    agent: str = Field(
+        min_length=1, max_length=128,
+        description="Agent name shown on the leaderboard. A name first run with a submitter key is that submitter's: "
+        "others (and anonymous runs) get 409.",
+    )
     model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
     split: str = Field(default="dev", pattern="^(train|dev|test)$", description="test needs a submitter key (Authorization: Bearer).")
     trials: int = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
@@ -79,6 +91,27 @@ class Usage(BaseModel):
     cost_usd: float | None = Field(default=None, ge=0)
 
 
+MANIFEST_PAGE_MAX = 1000
+RUN_PAGE_DEFAULT, RUN_PAGE_MAX = 200, 1000  # episodes per run page
+
+
+@functools.lru_cache(maxsize=64)
+def _derived_manifest(split: str, task_ids: tuple[str, ...], trials: int, limit_per_task: int | None) -> tuple[dict[str, Any], ...]:
+    return tuple(e.model_dump() for e in core.run_manifest(split, list(task_ids), trials, limit_per_task))
+
+
+def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
+    """Every entry of the run's manifest, in play order (shared, read-only: copy before changing).
+
+    Runs store their parameters, not the expanded manifest: :func:`service.env.run_manifest` is a
+    pure function of (split, task_ids, trials, limit_per_task) under the run's dataset version,
+    so the same entries come back for as long as this deployment serves that version (runs of
+    another version are never ranked). Runs created before migration 0005 kept theirs."""
+    if run.manifest is not None:
+        return run.manifest
+    return _derived_manifest(run.split, tuple(run.task_ids), run.trials, run.limit_per_task)
+
+
 def episode_id_for(run_id: str, index: int) -> str:
     return f"{run_id}-{index:05d}"
 
@@ -97,13 +130,52 @@ class RunService:
         self.quota = quota
         self.quota_period = timedelta(seconds=quota_period_s)
         self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
+        # A run's manifest never changes: decoded once per process, not on every /next.
+        self._manifests: OrderedDict[str, Sequence[dict[str, Any]]] = OrderedDict()
+        # Per split: (version, board). The version (complete runs, sum of their revisions) is read on every
+        # request — one index-only query — so a run completed by any process shows on the next request.
+        self._boards: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+        self._board_lock = asyncio.Lock()
 
-    # ------------------------------------------------------------------------------ access
+    # -------------------------------------------------------------------------- maintenance
 
-    async def expire_idle(self) -> None:
+    async def expire_idle(self) -> int:
         expired = await run_store.expire_idle(self.db, utcnow() - self.ttl)
         if expired:
             log.info("runs expired count=%d", expired)
+        return expired
+
+    async def sweep(self) -> None:
+        """The timer's work (never a read's): expire idle runs; summarise complete runs whose process
+        stopped between their last episode and their summary."""
+        await self.expire_idle()
+        for run_id in await run_store.complete_unsummarised(self.db):
+            await self.finish_if_complete(run_id)
+
+    async def maintain(self, interval_s: float) -> None:
+        """Run :meth:`sweep` every ``interval_s`` seconds until cancelled (a background task of the app)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.sweep()
+            except Exception as exc:  # noqa: BLE001 - the next sweep retries; one line, no traceback
+                log.warning("run sweep failed (%s: %s); next try in %.0f s", type(exc).__name__, exc, interval_s)
+
+    # ------------------------------------------------------------------------------ access
+
+    async def live_status(self, run: run_store.RunAccess, episode_updated_at: datetime) -> str:
+        """The status of ``run`` for a step or resume of one of its episodes (last moved at
+        ``episode_updated_at``): a run idle past its TTL is expired now, whoever asks, so the TTL
+        holds without anyone reading the run. Costs nothing while the run or the episode is fresh."""
+        if run.status != "active":
+            return run.status
+        cutoff = utcnow() - self.ttl
+        if run.updated_at >= cutoff or episode_updated_at >= cutoff:
+            return "active"
+        if await run_store.expire_run(self.db, run.id, cutoff):
+            log.info("run expired on use run_id=%s", run.id)
+            return "expired"
+        return await self.status_of(run.id)  # another episode of the run moved recently
 
     async def load(self, run_id: str) -> run_store.RunRecord:
         run = await run_store.get_run(self.db, run_id)
@@ -112,7 +184,7 @@ class RunService:
         return run
 
     @staticmethod
-    def authorize(run: run_store.RunRecord, token: str | None) -> None:
+    def authorize(run: run_store.RunRecord | run_store.RunAccess, token: str | None) -> None:
         if not token:
             raise RunTokenMissing(
                 f"episodes of run {run.id!r} need its token: send `Authorization: Bearer <run_token>` (or `run_token` in the body)",
@@ -121,11 +193,20 @@ class RunService:
         if not hmac.compare_digest(hash_secret(token), run.token_sha256):
             raise RunTokenInvalid(f"that is not the token of run {run.id!r}; use the run_token POST /runs returned", run_id=run.id)
 
-    async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunRecord:
-        if active:
-            await self.expire_idle()
-        run = await self.load(run_id)
+    async def access(self, run_id: str) -> run_store.RunAccess:
+        """The run's token hash and status (what a step needs), without its manifest."""
+        run = await run_store.get_run_access(self.db, run_id)
+        if run is None:
+            raise RunNotFound(f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id)
+        return run
+
+    async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunAccess:
+        run = await self.access(run_id)
         self.authorize(run, token)
+        if active and run.status == "active" and run.updated_at < utcnow() - self.ttl:
+            # Idle past its TTL and the sweep has not come by yet: expire it before handing out more.
+            if await run_store.expire_run(self.db, run.id, utcnow() - self.ttl):
+                run = replace(run, status="expired")
         if active and run.status != "active":
             raise RunNotActive(
                 f"run {run_id!r} is {run.status}; start a new run with POST /runs",
@@ -137,7 +218,7 @@ class RunService:
 
     async def create(self, body: CreateRun, submitter_key: str | None = None) -> dict[str, Any]:
         try:
-            manifest = core.run_manifest(body.split, body.task_ids, body.trials, body.limit_per_task)
+            manifest = _derived_manifest(body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task)
         except ValueError as exc:
             raise InvalidInput(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
         full = body.task_ids is None or set(body.task_ids) == set(core.TASKS)
@@ -155,6 +236,8 @@ class RunService:
             test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
             limit = submitter.quota if submitter.quota is not None else self.quota
             quota = (limit, utcnow() - self.quota_period)
+        elif submitter_key:  # optional on public splits: it binds the agent name to the submitter
+            test = {"submitter": (await self._submitter(submitter_key)).name}
         run_id = "run_" + secrets.token_hex(8)
         token = secrets.token_urlsafe(32)
         try:
@@ -169,12 +252,20 @@ class RunService:
                 trials=body.trials,
                 task_ids=body.task_ids or list(core.TASKS),
                 full_split=full_split,
-                manifest=[e.model_dump() for e in manifest],
+                limit_per_task=body.limit_per_task,
+                manifest=None,  # derived from the parameters above (manifest_of)
                 episodes_total=len(manifest),
                 dataset_version=core.DATASET_VERSION,
                 grader_version=core.GRADER_VERSION,
                 **test,
             )
+        except run_store.AgentNameTaken as exc:
+            raise AgentNameTaken(
+                f"the agent name {exc.name!r} belongs to submitter {exc.owner!r} (names are bound to the submitter key "
+                "that first ran them, case and spacing ignored); choose another name, or send that submitter's key as "
+                "`Authorization: Bearer <submitter key>`",
+                agent=exc.name, owner=exc.owner,
+            ) from exc
         except run_store.QuotaExceeded as exc:
             assert quota is not None
             retry = max(1, int((exc.retry_at + self.quota_period - utcnow()).total_seconds()) + 1)
@@ -184,7 +275,8 @@ class RunService:
                 retry_after_s=retry,
             ) from exc
         log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
-        return {**self.view(run), "run_token": token, "manifest": run.manifest}
+        return {**self.view(run), "run_token": token, "limit_per_task": body.limit_per_task,
+                "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}"}
 
     async def _submitter(self, key: str | None) -> run_store.SubmitterRecord:
         if not key:
@@ -197,12 +289,24 @@ class RunService:
             raise SubmitterKeyInvalid("that submitter key is not valid here (unknown or revoked); ask the operator for one")
         return submitter
 
+    async def _manifest(self, run_id: str) -> Sequence[dict[str, Any]]:
+        """The run's manifest (:func:`manifest_of`), worked out once per process: never per /next."""
+        manifest = self._manifests.get(run_id)
+        if manifest is None:
+            manifest = manifest_of(await self.load(run_id))
+            self._manifests[run_id] = manifest
+            if len(self._manifests) > MANIFESTS_CACHED:
+                self._manifests.popitem(last=False)
+        self._manifests.move_to_end(run_id)
+        return manifest
+
     async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult:
         run = await self.authorized(run_id, token, active=True)
+        manifest = await self._manifest(run.id)
         started: dict[str, Any] = {}
 
         def make_episode(index: int) -> dict[str, Any]:
-            entry = run.manifest[index]
+            entry = manifest[index]
             state, observation = core.reset(entry["task_id"], entry["seed"], run.split, self.dataset)
             started.update(state=state, observation=observation, entry=entry)
             return dict(
@@ -211,7 +315,14 @@ class RunService:
                 state=state.model_dump(mode="json"), version=1,
             )
 
-        index = await run_store.claim_next(self.db, run.id, make_episode)
+        try:
+            index = await run_store.claim_next(self.db, run.id, make_episode)
+        except run_store.EpisodeIdTaken as exc:  # only an episode stored before run ids were reserved
+            raise RunEpisodeIdTaken(
+                f"the id {exc.episode_id!r} of run {run_id!r}'s next episode is taken by an episode outside the run; "
+                "nothing was handed out — start a new run with POST /runs (its ids cannot be taken)",
+                run_id=run_id, episode_id=exc.episode_id, code="run_episode_id_taken",
+            ) from exc
         if index is None:
             raise RunNotActive(
                 f"every episode of run {run_id!r} has been handed out; finish the started ones "
@@ -232,6 +343,9 @@ class RunService:
     async def finish_if_complete(self, run_id: str) -> str:
         """After a run episode finished: if that completed the run, compute and store its summary
         (off the event loop). Returns the run's status."""
+        status = (await self.access(run_id)).status  # the whole run is read only once it is complete
+        if status != "complete":
+            return status
         run = await self.load(run_id)
         if run.status != "complete" or run.summary is not None:
             return run.status
@@ -269,7 +383,7 @@ class RunService:
             "episodes_done": run.episodes_done,
             "dataset_version": run.dataset_version,
             "grader_version": run.grader_version,
-            "submitter": run.submitter if test else None,
+            "submitter": run.submitter,  # set when a submitter key created the run (its agent name is theirs)
             "test_key_fingerprint": run.key_fingerprint if test else None,
             "usage": run.usage,
             "created_at": run.created_at.isoformat(),
@@ -278,26 +392,58 @@ class RunService:
             "leaderboard_url": f"/leaderboard?split={run.split}",
         }
 
-    async def detail(self, run_id: str) -> dict[str, Any]:
-        await self.expire_idle()
+    async def status_of(self, run_id: str) -> str:
+        return (await self.access(run_id)).status
+
+    async def detail(self, run_id: str, page: int = 1, per_page: int = RUN_PAGE_DEFAULT) -> dict[str, Any]:
+        """The run and one page of its episodes (``per_page`` manifest entries, 1-based ``page``). Never
+        writes: idle runs are expired by the sweep (or when one of their episodes is used)."""
         run = await self.load(run_id)
         if run.status == "complete" and run.summary is None:
             await self.finish_if_complete(run.id)
             run = await self.load(run_id)
         test = run.split == core.HIDDEN_SPLIT
-        started = {e.episode_id: e for e in await run_store.run_episodes(self.db, run.id, run.grader_version)}
+        start = (page - 1) * per_page
+        entries = manifest_of(run)[start: start + per_page]
+        handed_out = [episode_id_for(run.id, e["index"]) for e in entries if e["index"] < run.next_index]
+        started = {
+            e.episode_id: e for e in (
+                await run_store.run_episodes(self.db, run.id, run.grader_version, ids=handed_out) if handed_out else []
+            )
+        }
         rows = []
-        for entry in run.manifest:
+        for entry in entries:
             ep = started.get(episode_id_for(run.id, entry["index"]))
             row = {**entry, "episode_id": ep.episode_id if ep else None, "status": "pending" if ep is None else ep.status,
                    "step_count": ep.step_count if ep else 0}
             if not test:
                 row.update(score=ep.score if ep else None, resolved=ep.resolved if ep else None)
             rows.append(row)
-        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": not test}
+        pages = max(1, -(-run.episodes_total // per_page))
+
+        def url(n: int) -> str | None:
+            return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages else None
+
+        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": not test,
+                "page": {"number": page, "per_page": per_page, "pages": pages, "first_index": start,
+                         "prev_url": url(page - 1), "next_url": url(page + 1)}}
         if test:
             body.update(await self._test_result(run))
         return body
+
+    async def manifest_page(self, run_id: str, offset: int, limit: int) -> dict[str, Any]:
+        """A slice of the run's manifest: which ticket each episode index plays, in order."""
+        run = await self.load(run_id)
+        entries = list(manifest_of(run)[offset: offset + limit])
+        after = offset + len(entries)
+        return {
+            "run_id": run.id,
+            "episodes_total": run.episodes_total,
+            "offset": offset,
+            "limit": limit,
+            "entries": entries,
+            "next_url": f"/runs/{run.id}/manifest?offset={after}&limit={limit}" if after < run.episodes_total else None,
+        }
 
     async def _test_result(self, run: run_store.RunRecord) -> dict[str, Any]:
         """What a test run publishes: aggregates, rounded, only when the Ladder released them."""
@@ -318,21 +464,33 @@ class RunService:
         }
 
     async def leaderboard(self, split: str) -> dict[str, Any]:
-        await self.expire_idle()
-        complete = await run_store.list_runs(self.db, split=split, status="complete")
-        for run in complete:
-            if run.summary is None:  # completed by a process that stopped before summarising
-                await self.finish_if_complete(run.id)
-        complete = await run_store.list_runs(self.db, split=split, status="complete")
+        """The split's leaderboard, cached until a run completes or what it shows of one changes (the
+        version is read first, so rows read after it can only be newer: a stale board is never kept).
+        The returned dict is shared: never modify it. Never writes (runs whose summary is missing are
+        summarised by the sweep)."""
+        version = await run_store.leaderboard_version(self.db, split)
+        cached = self._boards.get(split)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        async with self._board_lock:
+            cached = self._boards.get(split)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            board = self._board(split, await run_store.leaderboard_runs(self.db, split))
+            self._boards[split] = (version, board)
+        return board
+
+    def _board(self, split: str, complete: list[run_store.BoardRun]) -> dict[str, Any]:
         current = [r for r in complete if r.summary and r.dataset_version == core.DATASET_VERSION
                    and r.grader_version == core.GRADER_VERSION]
         if split == core.HIDDEN_SPLIT:
             current = _best_release_per_submitter(
                 [r for r in current if r.released is not None and r.key_fingerprint == self.dataset.test_fingerprint]
             )
-        ranked = [r for r in current if r.full_split]
+        ranked, entries = _best_per_entrant([r for r in current if r.full_split])
         ranks = rank_bands({r.id: (r.summary["resolved"], *r.summary["resolved_ci95"]) for r in ranked})  # type: ignore[index]
-        rows = sorted((self._row(r, ranks[r.id]) for r in ranked), key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]))
+        rows = sorted(({**self._row(r, ranks[r.id]), "entrant_runs": entries[r.id]} for r in ranked),
+                      key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]))
         unranked = [self._row(r, None) for r in current if not r.full_split]
         return {
             "split": split,
@@ -342,16 +500,22 @@ class RunService:
             "method": "ranked on the resolved rate (an episode is resolved when every required check of its task passes): "
                       "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
                       "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
-                      "partial score is shown beside it. Test rows: aggregates rounded to 2 decimals, each submitter's best "
-                      "run released by the Ladder, under this deployment's test key only.",
+                      "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
+                      "its best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to "
+                      "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
+                      "decimals, each submitter's best run released by the Ladder, under this deployment's test key only.",
             "rows": rows,
             "unranked": unranked,
         }
 
-    def _row(self, run: run_store.RunRecord, rank: int | None) -> dict[str, Any]:
+    def _row(self, run: run_store.BoardRun, rank: int | None) -> dict[str, Any]:
         s = run.summary or {}
         if run.split == core.HIDDEN_SPLIT:
             s = published(s)
+            if run.released is not None:
+                # The public score of a test run is what the Ladder released: the rounded summary but at a
+                # tie (0.885 rounds to 0.89, the Ladder's margin steps release 0.88), where they differed.
+                s["resolved"] = run.released
         return {
             "rank": rank,
             "run_id": run.id,
@@ -391,7 +555,7 @@ class RunService:
         for ep in await run_store.run_episodes(self.db, run.id, run.grader_version):
             if ep.status != "done":
                 continue
-            entry = run.manifest[index_of(ep.episode_id)]
+            entry = manifest_of(run)[index_of(ep.episode_id)]
             _, first = core.reset(ep.task_id, ep.seed, run.split, self.dataset)
             steps = await repo.list_transitions(self.db, ep.episode_id)
             shown = core.feedback(run.split, True, run.status == "complete")
@@ -411,8 +575,23 @@ class RunService:
             }, ensure_ascii=False) + "\n"
 
 
-def _best_release_per_submitter(runs: list[run_store.RunRecord]) -> list[run_store.RunRecord]:
-    best: dict[str, run_store.RunRecord] = {}
+def _best_per_entrant(runs: list[run_store.BoardRun]) -> tuple[list[run_store.BoardRun], dict[str, int]]:
+    """One ranked row per entrant — submitter (or anonymous), agent name (case and spacing ignored)
+    and model — its best run: repeating a run never puts one agent on the board twice. Returns the
+    kept runs and, per kept run, how many runs its entrant finished."""
+    groups: dict[tuple[str | None, str, str], list[run_store.BoardRun]] = {}
+    for run in runs:
+        groups.setdefault((run.submitter, run_store.agent_name_key(run.agent), run.model), []).append(run)
+    best = [
+        min(group, key=lambda r: (-(r.summary or {}).get("resolved", 0.0), -(r.summary or {}).get("mean", 0.0),
+                                  r.finished_at or r.created_at))
+        for group in groups.values()
+    ]
+    return best, {b.id: len(g) for b, g in zip(best, groups.values(), strict=True)}
+
+
+def _best_release_per_submitter(runs: list[run_store.BoardRun]) -> list[run_store.BoardRun]:
+    best: dict[str, run_store.BoardRun] = {}
     for run in runs:
         key = run.submitter or run.id
         if key not in best or (run.released or 0.0) > (best[key].released or 0.0):
@@ -427,7 +606,7 @@ def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]
     """
     graded = {index_of(e.episode_id): e for e in episodes}
     items: dict[tuple[str, int], list[Trial]] = {}
-    for entry in run.manifest:
+    for entry in manifest_of(run):
         ep = graded.get(entry["index"])
         trial = Trial(ep.score or 0.0, bool(ep.resolved)) if ep is not None else Trial(0.0, False)
         items.setdefault((entry["task_id"], entry["seed"]), []).append(trial)

@@ -13,17 +13,31 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, Field
 
 from service import env as core
+from service.api.decoding import OPENENV_TOLERATED_STEP_FIELDS, ClosedBody
 from service.api.episodes import ACTION_TYPE, EpisodeResult, ResetParams
 from service.api.problems import InvalidInput
 
 __all__ = ["ResetParams"]
 
 
-class StepRequest(BaseModel):
-    """Body of ``POST /step``: the action fields (GET /schema → action) in ``action``, or at the top
-    level of the body (seed A's ``{"action_type": "reject"}``), not both."""
+# Action fields a body may carry at its top level instead of inside `action` (with `action_type`, a
+# declared field): seed A's client posts {"action_type": "approve_refund", "reply": ...}.
+TOP_LEVEL_ACTION_FIELDS = frozenset(core.ACTION_FIELDS)
 
-    model_config = ConfigDict(extra="allow")
+
+class StepRequest(ClosedBody):
+    """Body of ``POST /step``: the action fields (GET /schema → action) in ``action``, or at the top
+    level of the body (seed A's ``{"action_type": "reject"}``), not both. Any other unknown top-level
+    field is refused by name, except those OpenEnv clients send (``OPENENV_TOLERATED_STEP_FIELDS``)."""
+
+    # The action's own fields are accepted at the top level (read from `model_extra` by the_action;
+    # parse_action validates them as it does `action`); every other unknown field stays a 422 naming it.
+    tolerated_fields = OPENENV_TOLERATED_STEP_FIELDS | TOP_LEVEL_ACTION_FIELDS
+    tolerated_schemas = {
+        name: {**spec, "description": f"The action's `{name}` at the top level, instead of inside `action` (not both). "
+               + spec.get("description", "")}
+        for name, spec in core.Action.model_json_schema()["properties"].items() if name in TOP_LEVEL_ACTION_FIELDS
+    }
 
     action: dict[str, Any] | None = Field(
         default=None, description="The action, e.g. {\"decision\": \"request_info\"}; or put its fields at the top level."
@@ -42,6 +56,10 @@ class StepRequest(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0, description="Accepted for OpenEnv compatibility; steps are fast.")
     run_token: str | None = Field(
         default=None, max_length=128, description="For episodes of a run (or send `Authorization: Bearer <run_token>`)."
+    )
+    episode_token: str | None = Field(
+        default=None, max_length=128,
+        description="For a client-chosen episode_id: the episode_token its reset returned (or send `X-Episode-Token`).",
     )
 
     def the_action(self) -> Any:
@@ -62,10 +80,6 @@ class StepRequest(BaseModel):
                 errors=[{"field": "action", "message": "field required", "type": "missing"}],
             )
         return self.action if self.action is not None else top
-
-
-# Action fields a body may carry at its top level instead of inside `action` (with `action_type`).
-TOP_LEVEL_ACTION_FIELDS = frozenset(core.Action.model_fields)
 
 
 class ObservationResponse(msgspec.Struct):

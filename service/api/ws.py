@@ -19,7 +19,9 @@ from litestar.di import NamedDependency
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import text
 
+from service.api.decoding import BodyNotJson, UnstorableText, decode_json
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
+from service.api.limits import FrameRate
 from service.api.mcp import McpSession, McpSessions, handle_jsonrpc, mcp_style_step
 from service.api.problems import Problem
 from service.db.errors import DatabaseFault
@@ -65,8 +67,13 @@ FRAMES: dict[str, type[_Frame]] = {
 
 
 class SessionCapacity(Exception):
-    def __init__(self, active: int, maximum: int) -> None:
-        super().__init__(f"server at capacity: {active}/{maximum} sessions; retry later")
+    def __init__(self, active: int, maximum: int, per_client: bool = False) -> None:
+        if per_client:
+            message = (f"this client already holds {active}/{maximum} sessions (WS_MAX_SESSIONS_PER_CLIENT); "
+                       "close one, or play several episodes one after another on one connection")
+        else:
+            message = f"server at capacity: {active}/{maximum} sessions; retry later"
+        super().__init__(message)
         self.active, self.maximum = active, maximum
 
 
@@ -75,27 +82,43 @@ class FactoryFailed(Exception):
 
 
 class WsSessions:
-    """Counts live sessions against ``MAX_CONCURRENT_ENVS`` (one per app, event-loop confined)."""
+    """Counts live sessions against ``MAX_CONCURRENT_ENVS`` and ``WS_MAX_SESSIONS_PER_CLIENT`` (one per
+    app, event-loop confined). Addresses in ``exempt`` (loopback by default) have no per-client cap."""
 
-    def __init__(self, max_sessions: int, episodes: EpisodeService) -> None:
+    def __init__(self, max_sessions: int, episodes: EpisodeService, per_client: int = 0,
+                 exempt: frozenset[str] = frozenset(), frames_per_s: int = 0) -> None:
         self.max_sessions = max_sessions
+        self.per_client = per_client
+        self.exempt = exempt
         self.active = 0
+        self.by_client: dict[str, int] = {}
+        self.frame_rate = FrameRate(frames_per_s, exempt)
         self.episodes = episodes
 
-    def acquire(self) -> None:
+    def acquire(self, client: str = "") -> None:
         if self.active >= self.max_sessions:
             raise SessionCapacity(self.active, self.max_sessions)
+        held = self.by_client.get(client, 0)
+        if self.per_client and client not in self.exempt and held >= self.per_client:
+            raise SessionCapacity(held, self.per_client, per_client=True)
         self.active += 1
+        self.by_client[client] = held + 1
 
-    def release(self) -> None:
+    def release(self, client: str = "") -> None:
         self.active -= 1
+        left = self.by_client.get(client, 1) - 1
+        if left > 0:
+            self.by_client[client] = left
+        else:
+            self.by_client.pop(client, None)
+            self.frame_rate.forget(client)
 
     async def open_session(self) -> McpSession:
         """Make sure the session can work: its episodes live in the database, so reach it once."""
         try:
             await self.episodes.db.read(lambda conn: conn.execute(text("SELECT 1")))
         except Exception as exc:  # noqa: BLE001 - any failure here means no session can be served
-            raise FactoryFailed(f"cannot open a session: the episode store is unavailable ({type(exc).__name__})") from exc
+            raise FactoryFailed("cannot open a session: the episode store is unavailable; retry later") from exc
         return McpSession()
 
 
@@ -110,10 +133,11 @@ def _error(message: str, code: str, **extra: Any) -> str:
     return _frame("error", {"message": message, "code": code, **extra})
 
 
-async def _receive_text(socket: WebSocket[Any, Any, Any], timeout: float) -> str | None:
-    """The next text frame, or None when the client went away. Raises TimeoutError when idle."""
+async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> str | None:
+    """The next text frame, or None when the client went away. Raises TimeoutError past ``deadline``
+    (loop time)."""
     while True:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout_at(deadline):
             event = await socket.receive()
         if event["type"] == "websocket.disconnect":
             return None
@@ -141,9 +165,9 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
                 params = ResetParams(**msg.data)
             except ValidationError as exc:
                 return _error("Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data"))
+            params = session.with_secrets(params)
             result = await episodes.reset(params)
-            session.episode_id = result.episode_id
-            session.run_token = params.run_token
+            session.own(result, params)
             return _frame("observation", result.wire())
         if isinstance(msg, StepFrame):
             answered = await mcp_style_step(msg.data, episodes, session)  # openenv-core 0.3.0's MCPToolClient
@@ -151,13 +175,15 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
                 return _frame("observation", answered)
             if session.episode_id is None:
                 return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR")
-            result = await episodes.step(session.episode_id, msg.data, run_token=session.run_token)
+            result = await episodes.step(
+                session.episode_id, msg.data, run_token=session.run_token, episode_token=session.episode_token
+            )
             return _frame("observation", result.wire())
         if isinstance(msg, StateFrame):
             if session.episode_id is None:
                 data: dict[str, Any] = {"episode_id": None, "step_count": 0}
             else:
-                data = await episodes.state(session.episode_id)
+                data = await episodes.state(session.episode_id, session.episode_token)
             return _frame("state", data)
         assert isinstance(msg, McpFrame)
         return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session))
@@ -167,14 +193,19 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
         return _error(exc.detail, "EXECUTION_ERROR", status=exc.status)
 
 
+ACTIVITY = frozenset({"reset", "step"})  # only these keep a session alive; state/mcp/junk frames do not
+
+
 @websocket("/ws")
 async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: NamedDependency[Settings]) -> None:
     sessions: WsSessions = state.ws_sessions
     episodes: EpisodeService = state.episodes
+    client = socket.client.host if socket.client else ""
+    loop = asyncio.get_running_loop()
     await socket.accept()
     acquired = False
     try:
-        sessions.acquire()
+        sessions.acquire(client)
         acquired = True
         session = await sessions.open_session()
         requested = socket.query_params.get("session_id")
@@ -182,19 +213,20 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
             mcp_sessions: McpSessions = state.mcp_sessions
             shared = mcp_sessions.get(requested)
             if shared is None:
-                await socket.send_text(_error(f"Unknown session_id: {requested}; create one with POST /mcp "
-                                              "openenv/session/create", "SESSION_ERROR"))
+                await socket.send_text(_error("Unknown session_id; create one with POST /mcp openenv/session/create",
+                                              "SESSION_ERROR"))
                 return
             session = shared
+        idle_deadline = loop.time() + settings.ws_idle_timeout_s
         while True:
             try:
-                raw = await _receive_text(socket, settings.ws_idle_timeout_s)
+                raw = await _receive_text(socket, idle_deadline)
             except TimeoutError:
                 log.info("ws session reaped after %.0fs idle episode_id=%s", settings.ws_idle_timeout_s, session.episode_id)
                 await socket.send_text(
                     _error(
-                        f"session idle for {settings.ws_idle_timeout_s:g}s and closed; reconnect and send "
-                        'a reset frame with {"episode_id": ..., "resume": true} to continue',
+                        f"session idle for {settings.ws_idle_timeout_s:g}s (no reset or step) and closed; reconnect "
+                        'and send a reset frame with {"episode_id": ..., "resume": true} to continue',
                         "SESSION_ERROR",
                     )
                 )
@@ -207,22 +239,33 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                            "VALIDATION_ERROR", errors=[{"field": "frame", "message": "too large"}])
                 )
                 continue
+            retry_after = sessions.frame_rate.spend(client)
+            if retry_after is not None:
+                await socket.send_text(_error(
+                    f"more than {sessions.frame_rate.per_s} frames per second from this client (RATE_LIMIT_PER_S); "
+                    f"wait {retry_after}s", "EXECUTION_ERROR", status=429, retry_after_s=retry_after))
+                continue
             try:
-                frame = msgspec.json.decode(raw)
-            except (msgspec.DecodeError, RecursionError) as exc:
-                await socket.send_text(_error(f"Invalid JSON: {exc}", "INVALID_JSON"))
+                frame = decode_json(raw)
+            except (BodyNotJson, RecursionError):
+                await socket.send_text(_error("Invalid JSON: send one JSON object per text frame", "INVALID_JSON"))
+                continue
+            except UnstorableText as exc:
+                await socket.send_text(_error(exc.detail, "VALIDATION_ERROR", errors=exc.extra["errors"]))
                 continue
             if not isinstance(frame, dict):
                 await socket.send_text(_error("a frame must be a JSON object with a `type` key", "VALIDATION_ERROR", errors=[]))
                 continue
+            if isinstance(frame.get("type"), str) and frame["type"] in ACTIVITY:
+                idle_deadline = loop.time() + settings.ws_idle_timeout_s
             try:
                 reply = await _handle(frame, session, episodes)
             except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
                 episodes.db.faults.failure(log, f"ws frame episode_id={session.episode_id}", exc)
                 reply = _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s)
-            except Exception as exc:  # noqa: BLE001 - one bad frame must not kill the session
+            except Exception:  # noqa: BLE001 - one bad frame must not kill the session
                 log.exception("ws frame failed episode_id=%s", session.episode_id)
-                reply = _error(f"internal error while handling the frame ({type(exc).__name__}); retry", "EXECUTION_ERROR")
+                reply = _error("internal error while handling the frame (logged on the server); retry", "EXECUTION_ERROR")
             if reply is None:
                 break
             await socket.send_text(reply)
@@ -237,12 +280,12 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
             return
         log.exception("ws session failed")
         try:
-            await socket.send_text(_error(f"session failed: {type(exc).__name__}", "SESSION_ERROR"))
+            await socket.send_text(_error("session failed (logged on the server); reconnect", "SESSION_ERROR"))
         except Exception:  # noqa: BLE001 - the socket may already be gone
             pass
     finally:
         if acquired:
-            sessions.release()
+            sessions.release(client)
         try:
             await socket.close()
         except Exception:  # noqa: BLE001 - already closed by the peer

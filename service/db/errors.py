@@ -40,6 +40,18 @@ class DatabaseUnavailable(DatabaseFault):
     """Cannot connect, connection lost, locked or stalled past the bound: answered 503."""
 
 
+class DatabaseNotMigrated(DatabaseUnavailable):
+    """The tables (or columns) this version needs are not there: nobody ran the migrations. Answered 503."""
+
+    retry_after_s = 5
+    slug = "database-not-migrated"
+    title = "Database not migrated"
+    detail = (
+        "the database does not have this version's tables yet (it was not migrated): the operator runs "
+        "`alembic upgrade head` or starts the service with MIGRATE_ON_START=true; retry after Retry-After seconds"
+    )
+
+
 class DatabaseFull(DatabaseFault):
     """The disk (or the database's size limit) is full: answered 507."""
 
@@ -75,6 +87,8 @@ _PG_FULL = {"53100"}  # disk_full
 # read-only transaction (a replica after a failover).
 _PG_UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
 _PG_UNAVAILABLE = {"55P03", "25006"}
+_PG_NOT_MIGRATED = {"42P01", "42703"}  # undefined_table, undefined_column
+_SQLITE_NOT_MIGRATED = ("no such table", "no such column")
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -97,6 +111,8 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
     if isinstance(exc, sa_exc.IntegrityError):
         return None
     for err in _chain(exc):
+        if isinstance(err, sqlite3.OperationalError) and str(err).startswith(_SQLITE_NOT_MIGRATED):
+            return DatabaseNotMigrated
         if isinstance(err, sqlite3.Error):
             code = getattr(err, "sqlite_errorcode", None)
             if code is not None:
@@ -109,6 +125,8 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
         if isinstance(state, str) and len(state) == 5:
             if state in _PG_FULL:
                 return DatabaseFull
+            if state in _PG_NOT_MIGRATED:
+                return DatabaseNotMigrated
             if state.startswith(_PG_UNAVAILABLE_CLASSES) or state in _PG_UNAVAILABLE:
                 return DatabaseUnavailable
         if isinstance(err, OSError):  # refused, reset, connect/command timeout (TimeoutError), ENOSPC
@@ -187,6 +205,7 @@ class FaultLog:
 __all__ = [
     "DatabaseFault",
     "DatabaseFull",
+    "DatabaseNotMigrated",
     "DatabaseUnavailable",
     "FaultLog",
     "classify",

@@ -78,6 +78,9 @@ class EpisodeRow(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # SHA-256 of the episode token of a client-chosen id (who may act on it). NULL: a server-made id
+    # (its 128 random bits are the capability) or a run episode (guarded by the run's token).
+    token_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class TransitionRow(Base):
@@ -115,17 +118,29 @@ class RunRow(Base):
     """A benchmark run: an agent/model on a split's task list, k trials; the server owns the manifest."""
 
     __tablename__ = "runs"
-    __table_args__ = (Index("ix_runs_submitter_created_at", "submitter", "created_at"),)
+    __table_args__ = (
+        Index("ix_runs_submitter_created_at", "submitter", "created_at"),
+        # the leaderboard (rows and its cache version) reads a split's complete runs from this index alone
+        Index("ix_runs_split_status_revision", "split", "status", "revision"),
+        Index("ix_runs_status_updated_at", "status", "updated_at"),  # the idle-run sweep
+        # What authorising a step reads, answered from the index alone: on SQLite those columns of the
+        # row itself sit behind the manifest's overflow pages (50 of them for a 3,200-entry run). Runs
+        # created since 0005 store no manifest, so this matters for older runs; run_store reads it by name.
+        Index("ix_runs_access", "id", "token_sha256", "split", "status", "updated_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     token_sha256: Mapped[str] = mapped_column(String(64))
     agent: Mapped[str] = mapped_column(String(128))
     model: Mapped[str] = mapped_column(String(200))
-    split: Mapped[str] = mapped_column(String(16), index=True)
+    split: Mapped[str] = mapped_column(String(16))
     trials: Mapped[int] = mapped_column(Integer)
     task_ids: Mapped[list[str]] = mapped_column(JSONType)
     full_split: Mapped[bool] = mapped_column(Boolean)  # every task, every ticket: rankable
-    manifest: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    # The manifest is derived from (split, task_ids, trials, limit_per_task) and the dataset version;
+    # only runs created before 0005 stored it expanded (kept so they read back unchanged).
+    limit_per_task: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    manifest: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType, nullable=True)
     episodes_total: Mapped[int] = mapped_column(Integer)
     next_index: Mapped[int] = mapped_column(Integer, default=0)  # manifest entries handed out
     episodes_done: Mapped[int] = mapped_column(Integer, default=0)
@@ -142,6 +157,9 @@ class RunRow(Base):
     submitter: Mapped[str | None] = mapped_column(String(128), nullable=True)
     key_fingerprint: Mapped[str | None] = mapped_column(String(32), nullable=True)
     released: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # +1 on every change to what the leaderboard shows of a complete run (summary, release, usage); with
+    # the count of complete runs it is the version the leaderboard cache is keyed by, in every process.
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class SubmitterRow(Base):
@@ -161,6 +179,17 @@ class SubmitterRow(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
+class AgentNameRow(Base):
+    """An agent name bound to the submitter who first ran it with a key: nobody else (and no
+    anonymous run) may use it. ``name_key`` is the name trimmed and case-folded."""
+
+    __tablename__ = "agent_names"
+
+    name_key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    submitter: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 class DeploymentSecretRow(Base):
     """Secrets a deployment creates for itself at first start (the test split's key)."""
 
@@ -175,5 +204,6 @@ episodes = EpisodeRow.__table__
 runs = RunRow.__table__
 submitters = SubmitterRow.__table__
 deployment_secrets = DeploymentSecretRow.__table__
+agent_names = AgentNameRow.__table__
 transitions = TransitionRow.__table__
 grades = GradeRow.__table__

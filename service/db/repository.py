@@ -4,11 +4,14 @@ The step write is one transaction: bump ``episodes.step_count`` guarded by the s
 caller computed from (``WHERE step_count = :expected``), then insert the transition (and the
 grade when the step finished the episode). Zero rows updated means another step won the race:
 :class:`StepConflict`. Nothing but database calls happens inside a transaction.
+
+A transition stores its observation as what changed since the previous step
+(:mod:`service.db.observations`); every read here returns whole observations.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +19,7 @@ from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from service.db import observations
 from service.db.engine import Database
 from service.db.models import episodes, grades, transitions, utcnow
 from service.db.prepared import Prepared
@@ -44,6 +48,7 @@ class EpisodeRecord:
     version: int
     created_at: datetime
     updated_at: datetime
+    token_sha256: str | None = None  # set for client-chosen ids: the owner's episode token, hashed
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,10 @@ _INSERT_EPISODE = _insert(episodes)
 _INSERT_TRANSITION = _insert(transitions)
 _INSERT_GRADE = _insert(grades)
 _SELECT_EPISODE = select(episodes).where(episodes.c.id == bindparam("episode_id"))
+_SELECT_TRANSITIONS = select(transitions).where(transitions.c.episode_id == bindparam("episode_id")).order_by(transitions.c.step_index)
+_SELECT_OBSERVATIONS = (
+    select(transitions.c.observation).where(transitions.c.episode_id == bindparam("episode_id")).order_by(transitions.c.step_index)
+)
 
 
 async def insert_episode(
@@ -128,6 +137,7 @@ async def insert_episode(
     run_id: str | None,
     state: dict[str, Any],
     done: bool,
+    token_sha256: str | None = None,
 ) -> EpisodeRecord:
     now = utcnow()
     values = dict(
@@ -143,6 +153,7 @@ async def insert_episode(
         version=1,
         created_at=now,
         updated_at=now,
+        token_sha256=token_sha256,
     )
     try:
         await db.write(_INSERT_EPISODE.execute, values)
@@ -157,26 +168,20 @@ async def get_episode(db: Database, episode_id: str) -> EpisodeRecord | None:
 
 
 async def get_transition_by_request(db: Database, episode_id: str, request_id: str) -> TransitionRecord | None:
-    query = select(transitions).where(transitions.c.episode_id == episode_id, transitions.c.request_id == request_id)
-    row = await db.read(lambda conn: conn.execute(query).first())
-    return _transition(row) if row is not None else None
+    return next((t for t in await list_transitions(db, episode_id) if t.request_id == request_id), None)
 
 
 async def list_transitions(db: Database, episode_id: str) -> list[TransitionRecord]:
-    query = select(transitions).where(transitions.c.episode_id == episode_id).order_by(transitions.c.step_index)
-    rows = await db.read(lambda conn: conn.execute(query).all())
-    return [_transition(r) for r in rows]
+    """The episode's transitions in step order, each with its whole observation (rebuilt from the first
+    step's, a few rows: an episode has at most its task's max_steps)."""
+    rows = await db.read(lambda conn: conn.execute(_SELECT_TRANSITIONS, {"episode_id": episode_id}).all())
+    whole = observations.expand_all([r.observation for r in rows])
+    return [replace(_transition(r), observation=o) for r, o in zip(rows, whole, strict=True)]
 
 
 async def last_transition(db: Database, episode_id: str) -> TransitionRecord | None:
-    query = (
-        select(transitions)
-        .where(transitions.c.episode_id == episode_id)
-        .order_by(transitions.c.step_index.desc())
-        .limit(1)
-    )
-    row = await db.read(lambda conn: conn.execute(query).first())
-    return _transition(row) if row is not None else None
+    stored = await list_transitions(db, episode_id)
+    return stored[-1] if stored else None
 
 
 async def record_step(
@@ -192,11 +197,15 @@ async def record_step(
     reward: float,
     grade: GradeDraft | None = None,
     run_id: str | None = None,
+    previous_observation: dict[str, Any] | None = None,
 ) -> TransitionRecord:
     """Persist one applied step atomically, or raise :class:`StepConflict` and change nothing.
 
     When the step finishes an episode of a run, the run's finished-episode count moves in the
     same transaction (and the run becomes complete with its last episode).
+
+    ``previous_observation``: the whole observation of step ``expected_step_count`` if the caller has
+    it (its cache), so only what changed is stored; without it, it is rebuilt inside the transaction.
     """
     now = utcnow()
     step_index = expected_step_count + 1
@@ -211,7 +220,7 @@ async def record_step(
         created_at=now,
     )
     try:
-        await db.write(_record_step, record, expected_step_count, new_state, grade, run_id)
+        await db.write(_record_step, record, expected_step_count, new_state, grade, run_id, previous_observation)
     except IntegrityError as exc:
         # Only reachable if a writer bypassed the step_count guard; treat it as a lost race.
         raise StepConflict(episode_id) from exc
@@ -225,6 +234,7 @@ def _record_step(
     new_state: dict[str, Any],
     grade: GradeDraft | None,
     run_id: str | None,
+    previous_observation: dict[str, Any] | None = None,
 ) -> None:
     """The step transaction: guarded bump, transition, grade, run count. Raises StepConflict."""
     bumped = _BUMP_EPISODE.execute(
@@ -239,7 +249,14 @@ def _record_step(
     )
     if bumped != 1:
         raise StepConflict(record.episode_id)
-    _INSERT_TRANSITION.execute(conn, record.__dict__)
+    # The guard held, so step ``expected_step_count`` is the last stored one: the base of this delta.
+    previous = None
+    if expected_step_count > 0:
+        previous = previous_observation
+        if previous is None:
+            stored = [r[0] for r in conn.execute(_SELECT_OBSERVATIONS, {"episode_id": record.episode_id})]
+            previous = observations.expand_all(stored)[-1] if stored else None
+    _INSERT_TRANSITION.execute(conn, {**record.__dict__, "observation": observations.compact(previous, record.observation)})
     if grade is not None:
         _INSERT_GRADE.execute(
             conn,

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, insert, select, update
+from sqlalchemy import JSON, and_, bindparam, exists, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from service.db.engine import Database
-from service.db.models import deployment_secrets, episodes, grades, runs, submitters, utcnow
+from service.db.models import agent_names, deployment_secrets, episodes, grades, runs, submitters, utcnow
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class RunRecord:
     trials: int
     task_ids: list[str]
     full_split: bool
-    manifest: list[dict[str, Any]]
+    limit_per_task: int | None
+    manifest: list[dict[str, Any]] | None  # only runs created before 0005; see service.api.runs.manifest_of
     episodes_total: int
     next_index: int
     episodes_done: int
@@ -46,6 +47,38 @@ class RunRecord:
     submitter: str | None
     key_fingerprint: str | None
     released: float | None
+
+
+@dataclass(frozen=True)
+class RunAccess:
+    """What authorising a request on a run needs: never its manifest."""
+
+    id: str
+    token_sha256: str
+    split: str
+    status: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class BoardRun:
+    """A complete run as the leaderboard shows it (no manifest, no token)."""
+
+    id: str
+    agent: str
+    model: str
+    split: str
+    trials: int
+    full_split: bool
+    dataset_version: str
+    grader_version: str
+    usage: dict[str, Any] | None
+    summary: dict[str, Any] | None
+    finished_at: datetime | None
+    submitter: str | None
+    key_fingerprint: str | None
+    released: float | None
+    created_at: datetime  # ties between an entrant's runs fall back to it (no finished_at)
 
 
 @dataclass(frozen=True)
@@ -84,8 +117,33 @@ class SubmitterExists(Exception):
     pass
 
 
+class AgentNameTaken(Exception):
+    """The agent name belongs to another submitter (``owner``)."""
+
+    def __init__(self, name: str, owner: str) -> None:
+        super().__init__(name)
+        self.name, self.owner = name, owner
+
+
+def agent_name_key(name: str) -> str:
+    """How agent names are compared for ownership: "Acme", "acme " and "ACME" are one name."""
+    return " ".join(name.split()).casefold()
+
+
+class EpisodeIdTaken(Exception):
+    """The id of a run's next episode is already stored (nothing was claimed)."""
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(episode_id)
+        self.episode_id = episode_id
+
+
 def _run(row: Any) -> RunRecord:
     return RunRecord(**{k: row._mapping[k] for k in RunRecord.__dataclass_fields__})
+
+
+def _columns(record: type) -> list[Any]:
+    return [runs.c[name] for name in record.__dataclass_fields__]  # type: ignore[attr-defined]
 
 
 async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **values: Any) -> RunRecord:
@@ -95,7 +153,7 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
     now = utcnow()
     values = {"next_index": 0, "episodes_done": 0, "status": "active", "usage": None, "summary": None,
               "created_at": now, "updated_at": now, "finished_at": None, "submitter": None,
-              "key_fingerprint": None, "released": None, **values}
+              "key_fingerprint": None, "released": None, "revision": 0, **values}
 
     def insert_checked(conn: Connection) -> None:
         if quota is not None:
@@ -107,10 +165,22 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
             ).one()
             if recent[0] >= limit:
                 raise QuotaExceeded(recent[0], _aware(recent[1]))
+        _claim_agent_name(conn, values["agent"], values["submitter"], now)
         conn.execute(insert(runs).values(**values))
 
     await db.write(insert_checked)
-    return RunRecord(**values)
+    return RunRecord(**{k: v for k, v in values.items() if k in RunRecord.__dataclass_fields__})
+
+
+def _claim_agent_name(conn: Connection, agent: str, submitter: str | None, now: datetime) -> None:
+    """Inside the run's insert: a name bound to a submitter is theirs only; a submitter's first
+    run under a free name binds it to them. Anonymous runs use free names, binding nothing."""
+    key = agent_name_key(agent)
+    owner = conn.execute(select(agent_names.c.submitter).where(agent_names.c.name_key == key)).scalar()
+    if owner is not None and owner != submitter:
+        raise AgentNameTaken(agent, owner)
+    if owner is None and submitter is not None:
+        conn.execute(insert(agent_names).values(name_key=key, submitter=submitter, created_at=now))
 
 
 def _aware(value: datetime) -> datetime:
@@ -123,6 +193,24 @@ def _aware(value: datetime) -> datetime:
 async def get_run(db: Database, run_id: str) -> RunRecord | None:
     row = await db.read(lambda conn: conn.execute(select(runs).where(runs.c.id == run_id)).first())
     return _run(row) if row is not None else None
+
+
+# SQLite would pick the primary key's index and then walk the row's manifest overflow pages to reach
+# status and updated_at; the covering index answers alone (PostgreSQL keeps the manifest out of line).
+# Since 0005 new runs store no manifest (service.api.runs.manifest_of), so their rows are short; the
+# index still spares runs stored before it that walk, and keeps a step's authorisation one index read.
+_ACCESS = select(*_columns(RunAccess)).where(runs.c.id == bindparam("run_id"))
+_ACCESS_SQLITE = text(
+    "SELECT id, token_sha256, split, status, updated_at FROM runs INDEXED BY ix_runs_access WHERE id = :run_id"
+).columns(*_columns(RunAccess))
+
+
+async def get_run_access(db: Database, run_id: str) -> RunAccess | None:
+    """The run's id, token hash, split, status and last activity: one indexed read, no manifest."""
+    row = await db.read(
+        lambda conn: conn.execute(_ACCESS_SQLITE if conn.dialect.name == "sqlite" else _ACCESS, {"run_id": run_id}).first()
+    )
+    return RunAccess(*row) if row is not None else None
 
 
 async def claim_next(db: Database, run_id: str, make_episode: Callable[[int], dict[str, Any]]) -> int | None:
@@ -142,7 +230,11 @@ async def claim_next(db: Database, run_id: str, make_episode: Callable[[int], di
         if claimed is None:
             return None
         index = claimed[0] - 1
-        conn.execute(insert(episodes).values(**make_episode(index), created_at=now, updated_at=now))
+        values = make_episode(index)
+        try:
+            conn.execute(insert(episodes).values(**values, created_at=now, updated_at=now))
+        except IntegrityError as exc:  # the transaction rolls back: the claim is undone too
+            raise EpisodeIdTaken(values["id"]) from exc
         return index
 
     return await db.write(claim)
@@ -165,24 +257,48 @@ def count_finished_episode(conn: Connection, run_id: str) -> bool:
     return completed.rowcount == 1
 
 
-async def expire_idle(db: Database, cutoff: datetime) -> int:
-    """Mark active runs with no activity since ``cutoff`` as expired; returns how many."""
+# A run without a summary stores JSON null (SQL NULL only if written so): either means "none yet".
+_no_summary = or_(runs.c.summary.is_(None), runs.c.summary == JSON.NULL)
+
+
+def _idle(cutoff: datetime) -> Any:
+    """Active, and nothing happened since ``cutoff``: not the run row, nor any of its episodes."""
     recent = exists().where(and_(episodes.c.run_id == runs.c.id, episodes.c.updated_at >= cutoff))
-    result = await db.write(
-        lambda conn: conn.execute(
-            update(runs).where(runs.c.status == "active", runs.c.updated_at < cutoff, ~recent).values(status="expired")
-        )
-    )
+    return and_(runs.c.status == "active", runs.c.updated_at < cutoff, ~recent)
+
+
+async def expire_idle(db: Database, cutoff: datetime) -> int:
+    """Mark active runs with no activity since ``cutoff`` as expired; returns how many.
+
+    A sweep on a timer, never on a read: ``ix_runs_status_updated_at`` finds the candidates, and only
+    those (active and idle on their own row) are checked against their episodes."""
+    result = await db.write(lambda conn: conn.execute(update(runs).where(_idle(cutoff)).values(status="expired")))
     return result.rowcount or 0
 
 
-async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[RunEpisode]:
+async def expire_run(db: Database, run_id: str, cutoff: datetime) -> bool:
+    """Expire this one run if it has been idle since ``cutoff`` (before handing out more of it)."""
+    result = await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id, _idle(cutoff)).values(status="expired")))
+    return bool(result.rowcount)
+
+
+async def complete_unsummarised(db: Database) -> list[str]:
+    """Ids of complete runs whose summary was never stored (their process stopped in between)."""
+    query = select(runs.c.id).where(runs.c.status == "complete", _no_summary)
+    return await db.read(lambda conn: list(conn.execute(query).scalars()))
+
+
+async def run_episodes(db: Database, run_id: str, grader_version: str, ids: list[str] | None = None) -> list[RunEpisode]:
+    """The run's started episodes (only ``ids`` among them, if given: a page reads its own rows)."""
     query = (
         select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.status, episodes.c.step_count,
                episodes.c.state["truncated"].as_boolean().label("truncated"), grades.c.score, grades.c.resolved)
         .select_from(episodes.outerjoin(grades, and_(grades.c.episode_id == episodes.c.id, grades.c.grader_version == grader_version)))
         .where(episodes.c.run_id == run_id)
+        .order_by(episodes.c.id)  # manifest order (ids end in the entry's index), on every backend
     )
+    if ids is not None:
+        query = query.where(episodes.c.id.in_(ids))
     rows = await db.read(lambda conn: conn.execute(query).all())
     return [
         RunEpisode(r.id, r.task_id, r.seed, r.status, r.step_count, bool(r.truncated), r.score,
@@ -191,8 +307,12 @@ async def run_episodes(db: Database, run_id: str, grader_version: str) -> list[R
     ]
 
 
+# Every change to what the leaderboard shows of a run moves its revision (the leaderboard cache's version).
+_REVISED = {"revision": runs.c.revision + 1}
+
+
 async def set_summary(db: Database, run_id: str, summary: dict[str, Any]) -> None:
-    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary)))
+    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary, **_REVISED)))
 
 
 async def set_summary_released(
@@ -216,7 +336,7 @@ async def set_summary_released(
             )
         ).scalar()
         released = release(summary["resolved"], best)
-        conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary, released=released))
+        conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary, released=released, **_REVISED))
         return released
 
     return await db.write(store)
@@ -236,7 +356,7 @@ async def best_released(db: Database, run: RunRecord) -> float | None:
 
 async def set_usage(db: Database, run_id: str, usage: dict[str, Any]) -> None:
     now = utcnow()
-    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(usage=usage, updated_at=now)))
+    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(usage=usage, updated_at=now, **_REVISED)))
 
 
 async def list_runs(db: Database, split: str | None = None, status: str | None = None) -> list[RunRecord]:
@@ -247,6 +367,22 @@ async def list_runs(db: Database, split: str | None = None, status: str | None =
         query = query.where(runs.c.status == status)
     rows = await db.read(lambda conn: conn.execute(query).all())
     return [_run(r) for r in rows]
+
+
+async def leaderboard_version(db: Database, split: str) -> tuple[int, int]:
+    """(complete runs, sum of their revisions) of ``split``: changes whenever a run completes or what the
+    leaderboard shows of one changes, in any process. Answered from ``ix_runs_split_status_revision``."""
+    query = select(func.count(), func.coalesce(func.sum(runs.c.revision), 0)).where(runs.c.split == split, runs.c.status == "complete")
+    row = await db.read(lambda conn: conn.execute(query).one())
+    return int(row[0]), int(row[1])
+
+
+async def leaderboard_runs(db: Database, split: str) -> list[BoardRun]:
+    """The complete runs of ``split``, only the columns the leaderboard shows."""
+    query = (select(*_columns(BoardRun)).where(runs.c.split == split, runs.c.status == "complete")
+             .order_by(runs.c.created_at.desc()))
+    rows = await db.read(lambda conn: conn.execute(query).all())
+    return [BoardRun(*r) for r in rows]
 
 
 # ------------------------------------------------------------------------------- submitters

@@ -1,0 +1,248 @@
+"""Abuse benchmark: does one client at its rate limit slow an honest agent down? Side by side in one
+run, on 127.0.0.1 only, bounded in time; prints one JSON document.
+
+    .venv/bin/python -m bench.abuse                    # 3 rounds x (alone, with abuser), 8 s windows
+    .venv/bin/python -m bench.abuse --tiny             # a few seconds: the shape of the report (tests)
+
+One server (``python -m service.app``, SQLite file or ``--database-url``), started with
+``RATE_LIMIT_EXEMPT=127.0.0.1`` and ``RATE_LIMIT_PER_S=--limit``. Loopback has a whole /8, so the
+two clients come from different addresses:
+
+- the **honest agent** connects from 127.0.0.1 (exempt, as local agents are by default) and plays
+  whole episodes closed-loop with the heuristic agent (reset, steps until done) as fast as it can;
+  its steps per second is what is measured;
+- the **abuser** connects from 127.0.0.2 (limited) and spends its whole allowance on writes: it
+  resets episodes and steps them (``paced``: exactly ``--limit`` requests a second), or retries
+  without backoff at ``--flood-factor`` times its limit (``flood``: most answered 429). Both are
+  open-loop and evenly spaced, so the abuser's own client stays well under a CPU core (a closed-loop
+  flooder on a shared 2-vCPU machine measures its own client's CPU, not the server's).
+
+Rounds interleave honest-alone and honest-with-abuser windows so background noise hits both alike;
+the report gives medians, the ratio of medians and the median of per-round ratios per abuser mode,
+and the server's CPU seconds per second in each window. The abuser runs in its own
+process so its client CPU is not the honest agent's. The server is stopped by its PID at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from service import env as core
+from service.env.agents import HeuristicAgent
+
+ROOT = Path(__file__).resolve().parents[1]
+HONEST_ADDRESS, ABUSER_ADDRESS, SERVER_HOST = "127.0.0.1", "127.0.0.2", "127.0.0.1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((SERVER_HOST, 0))
+        return s.getsockname()[1]
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _client(base: str, source: str) -> httpx.AsyncClient:
+    transport = httpx.AsyncHTTPTransport(local_address=source)
+    return httpx.AsyncClient(base_url=base, transport=transport, timeout=30.0)
+
+
+async def honest_window(base: str, seconds: float) -> dict[str, Any]:
+    """Closed-loop heuristic episodes for ``seconds``; steps/s and step latency."""
+    steps, errors, latencies = 0, 0, []
+    tasks = list(core.TASKS)
+    fields = core.Observation.model_fields
+    async with _client(base, HONEST_ADDRESS) as client:
+        deadline = time.monotonic() + seconds
+        episode = 0
+        while time.monotonic() < deadline:
+            resp = await client.post("/reset", json={"task_id": tasks[episode % len(tasks)], "seed": episode})
+            episode += 1
+            if resp.status_code != 200:
+                errors += 1
+                continue
+            body, agent = resp.json(), HeuristicAgent()
+            episode_id = body["metadata"]["episode_id"]
+            while not body["done"] and time.monotonic() < deadline:
+                obs = core.Observation.model_validate({k: v for k, v in body["observation"].items() if k in fields})
+                action = agent.act(obs).model_dump(exclude_defaults=True)
+                started = time.perf_counter()
+                resp = await client.post("/step", json={"episode_id": episode_id, "action": action})
+                if resp.status_code != 200:
+                    errors += 1
+                    break
+                latencies.append((time.perf_counter() - started) * 1000)
+                steps += 1
+                body = resp.json()
+    latencies.sort()
+    return {
+        "steps_per_s": round(steps / seconds, 1),
+        "errors": errors,
+        "step_p50_ms": round(latencies[len(latencies) // 2], 2) if latencies else None,
+        "step_p95_ms": round(latencies[int(len(latencies) * 0.95)], 2) if latencies else None,
+    }
+
+
+async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor: int) -> dict[str, int]:
+    counts = {"sent": 0, "served": 0, "limited": 0, "server_errors": 0}
+    stop = time.monotonic() + seconds
+
+    async def one(client: httpx.AsyncClient, n: int) -> None:
+        # a write the server must store: a new episode every 4 requests, steps in between
+        if n % 4 == 0:
+            resp = await client.post("/reset", json={"seed": n % 1000})
+            if resp.status_code == 200:
+                one.episode_id = resp.json()["metadata"]["episode_id"]  # type: ignore[attr-defined]
+        else:
+            resp = await client.post("/step", json={"episode_id": getattr(one, "episode_id", "none"),
+                                                    "action": {"reply": "x" * 200}})
+        counts["sent"] += 1
+        # served: the server did the work (200, or a 4xx such as stepping a finished episode); limited: 429
+        key = "limited" if resp.status_code == 429 else "server_errors" if resp.status_code >= 500 else "served"
+        counts[key] += 1
+
+    async with _client(base, ABUSER_ADDRESS) as client:
+        if mode == "paced":  # `limit` requests a second, evenly spaced: the whole allowance, no 429 needed
+            rate = float(limit)
+        else:  # flood: `flood_factor` times the limit, retrying without backoff (most answered 429)
+            rate = float(limit * flood_factor)
+        n, due, pending = 0, time.monotonic(), set()
+        while time.monotonic() < stop:
+            task = asyncio.ensure_future(one(client, n))  # open loop: a slow answer does not slow the abuser
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            n += 1
+            due += 1.0 / rate
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+        await asyncio.gather(*pending)
+    return counts
+
+
+def _abuser_process(base: str, mode: str, seconds: float, limit: int, flood_factor: int, out: Any) -> None:
+    out.put(asyncio.run(_abuse(base, mode, seconds, limit, flood_factor)))
+
+
+class Server:
+    """``python -m service.app`` on 127.0.0.1 in its own session; stopped by its PID."""
+
+    def __init__(self, database_url: str, limit: int, log_path: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://{SERVER_HOST}:{self.port}"
+        env = {**os.environ, "DATABASE_URL": database_url, "HOST": SERVER_HOST, "PORT": str(self.port),
+               "LOG_LEVEL": "WARNING", "RATE_LIMIT_PER_S": str(limit), "RATE_LIMIT_EXEMPT": HONEST_ADDRESS}
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=ROOT, env=env,
+                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("server not ready in 60 s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self._log.close()
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the rounds and build the report."""
+    modes = ["paced", "flood"] if args.mode == "both" else [args.mode]
+    with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
+        database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/abuse.db"
+        server = Server(database_url, args.limit, Path(tmp) / "server.log")
+        ctx = multiprocessing.get_context("spawn")
+        rounds: list[dict[str, Any]] = []
+        try:
+            asyncio.run(honest_window(server.url, args.warmup))  # warm caches, JIT-free but connection pools
+            for _ in range(args.rounds):
+                cpu0 = _cpu_s(server.proc.pid)
+                row: dict[str, Any] = {"alone": asyncio.run(honest_window(server.url, args.duration))}
+                row["alone"]["server_cpu_s_per_s"] = round((_cpu_s(server.proc.pid) - cpu0) / args.duration, 3)
+                for mode in modes:
+                    out = ctx.Queue()
+                    abuser = ctx.Process(target=_abuser_process,
+                                         args=(server.url, mode, args.duration + 1.0, args.limit, args.flood_factor, out))
+                    abuser.start()
+                    time.sleep(0.5)  # the abuser is at its rate before the honest window opens
+                    cpu0 = _cpu_s(server.proc.pid)
+                    honest = asyncio.run(honest_window(server.url, args.duration))
+                    honest["server_cpu_s_per_s"] = round((_cpu_s(server.proc.pid) - cpu0) / args.duration, 3)
+                    abuser.join(timeout=args.duration + 30)
+                    if abuser.is_alive():
+                        abuser.terminate()  # our own child, by handle
+                    counts = out.get(timeout=5) if not out.empty() else {}
+                    row[mode] = {**honest, "abuser": {**counts, "served_per_s": round(counts.get("served", 0) / (args.duration + 1.0), 1)}}
+                rounds.append(row)
+        finally:
+            server.stop()
+    alone = statistics.median(r["alone"]["steps_per_s"] for r in rounds)
+    summary: dict[str, Any] = {"honest_alone_steps_per_s": alone}
+    for mode in modes:
+        with_abuser = statistics.median(r[mode]["steps_per_s"] for r in rounds)
+        ratio = round(with_abuser / alone, 3) if alone else None
+        pairwise = statistics.median(r[mode]["steps_per_s"] / r["alone"]["steps_per_s"] for r in rounds if r["alone"]["steps_per_s"])
+        summary[mode] = {"honest_steps_per_s": with_abuser, "ratio_to_alone": ratio,
+                         "ratio_median_of_rounds": round(pairwise, 3),
+                         "server_cpu_s_per_s": statistics.median(r[mode]["server_cpu_s_per_s"] for r in rounds),
+                         "abuser_served_per_s": statistics.median(r[mode]["abuser"].get("served_per_s", 0) for r in rounds),
+                         "abuser_sent_per_s": statistics.median(r[mode]["abuser"].get("sent", 0) / (args.duration + 1.0) for r in rounds),
+                         "drop_within_20pct": ratio is not None and ratio >= 0.8 and pairwise >= 0.8}
+    return {
+        "benchmark": "abuse",
+        "config": {"limit_per_s": args.limit, "duration_s": args.duration, "rounds": args.rounds, "modes": modes,
+                   "flood_factor": args.flood_factor,
+                   "database": "postgresql" if args.database_url and args.database_url.startswith("postgresql") else "sqlite",
+                   "cpus": os.cpu_count(), "load_avg_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "summary": summary,
+        "rounds": rounds,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=20, help="RATE_LIMIT_PER_S for the abuser's address")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per measured window")
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mode", choices=["paced", "flood", "both"], default="both")
+    parser.add_argument("--flood-factor", type=int, default=10, help="flood mode sends this many times the limit")
+    parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file")
+    parser.add_argument("--tiny", action="store_true", help="1 round of 1 s windows: checks the report's shape")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.duration, args.warmup, args.rounds = 1.0, 0.3, 1
+    print(json.dumps(measure(args), indent=2))
+
+
+if __name__ == "__main__":
+    main()

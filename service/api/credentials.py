@@ -1,0 +1,45 @@
+"""Where the secrets of a request travel: headers or the JSON body, never the URL.
+
+Run tokens and submitter keys go in ``Authorization: Bearer …`` (or ``run_token`` in a body); the
+episode token of a client-chosen episode id goes in ``X-Episode-Token`` (or ``Authorization:
+Bearer``, or ``episode_token`` in a body; over HTTP, a client that keeps cookies also sends the
+``ecomm_episode_token`` cookie its reset set, see :mod:`service.api.implicit_episode`). A URL ends up in access logs, proxy logs and browser
+history, so a token in the query string is refused before anything else happens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+
+from service.api.implicit_episode import cookie_token
+from service.api.problems import TokenInUrl, bearer
+
+EPISODE_TOKEN_HEADER = "x-episode-token"
+SECRET_QUERY_KEYS = ("run_token", "episode_token", "token", "submitter_key", "api_key", "access_token")
+
+
+def episode_token(request: Request[Any, Any, Any], in_body: str | None = None, episode_id: str | None = None) -> str | None:
+    """The episode token a request carries for ``episode_id``: header, then body, then ``Authorization:
+    Bearer``, then — only when ``episode_id`` is the episode of the request's ``ecomm_episode`` cookie —
+    the ``ecomm_episode_token`` cookie the reset of that episode set."""
+    return request.headers.get(EPISODE_TOKEN_HEADER) or in_body or bearer(request) or cookie_token(request, episode_id)
+
+
+def explicit_episode_token(request: Request[Any, Any, Any], in_body: str | None = None) -> str | None:
+    """An episode token the request sends as such (header or body field), never a bearer token."""
+    return request.headers.get(EPISODE_TOKEN_HEADER) or in_body
+
+
+async def refuse_tokens_in_url(request: Request[Any, Any, Any]) -> None:
+    """``before_request`` hook of the app: a secret in the query string is a 400, never used."""
+    found = [key for key in SECRET_QUERY_KEYS if key in request.query_params]
+    if found:
+        raise TokenInUrl(
+            f"{', '.join(found)} in the query string: secrets go in a header or the body, never in the URL (URLs are "
+            "logged). Send a run token or submitter key as "
+            "`Authorization: Bearer <token>`, an episode token as `X-Episode-Token: <token>`, or either in the "
+            "JSON body of a POST — and treat this token as leaked if it was real",
+            errors=[{"field": key, "message": "not allowed in the query string"} for key in found],
+        )

@@ -1,0 +1,50 @@
+"""Background upkeep of a running service: the retention pass, on a timer in the app's lifespan.
+
+Every worker runs it; passes are idempotent (deletes re-check their condition in the deleting
+transaction), so several workers only share the work. What is deleted and when:
+:mod:`service.db.retention`, with the ages from :class:`~service.settings.Settings`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta
+
+from service.api.runs import RunService
+from service.db import retention
+from service.db.engine import Database
+from service.db.errors import DatabaseFault
+from service.db.models import utcnow
+from service.settings import Settings
+
+log = logging.getLogger("service.housekeeping")
+
+
+async def retention_pass(db: Database, runs: RunService, settings: Settings, now: datetime | None = None) -> retention.Purged:
+    """Expire idle runs, then delete what is past its retention age; returns what was deleted."""
+    now = now or utcnow()
+    await runs.expire_idle()  # a run idle past its TTL becomes expired (and, later, purgeable)
+    finished = settings.retain_finished_episodes_s
+    return await retention.purge(
+        db,
+        unfinished_before=now - timedelta(seconds=settings.retain_unfinished_episodes_s),
+        finished_before=now - timedelta(seconds=finished) if finished is not None else None,
+        expired_runs_before=now - timedelta(seconds=settings.retain_expired_runs_s),
+    )
+
+
+async def retention_loop(db: Database, runs: RunService, settings: Settings) -> None:
+    """Run :func:`retention_pass` every ``retention_interval_s`` until cancelled; never dies of a failure."""
+    while True:
+        await asyncio.sleep(settings.retention_interval_s)
+        try:
+            purged = await retention_pass(db, runs, settings)
+        except DatabaseFault as exc:  # an outage: the next pass tries again
+            log.warning("retention pass skipped: %s", exc.reason)
+            continue
+        except Exception:  # noqa: BLE001 - a bug here must not stop the service or the timer
+            log.exception("retention pass failed")
+            continue
+        if purged:
+            log.info("retention purged %s", retention.describe(purged))
