@@ -45,7 +45,7 @@ async def test_per_address_limit_answers_429_with_retry_after(settings: Settings
     async with AsyncTestClient(app=app) as client:
         for _ in range(3):  # a window may end mid-burst: retry until one burst hits the limit
             codes = [r.status_code for r in await _burst(client, 5)]
-            if 429 in codes:
+            if 429 in codes and codes.count(200) <= 3:  # a burst inside one window (one across two may pass 4)
                 break
         assert codes.count(200) <= 3 and 429 in codes, codes
         assert_429(next(r for r in await _burst(client, 4) if r.status_code == 429))
