@@ -152,8 +152,27 @@ def test_any_valid_action_sequence_scores_in_unit_interval(task_id: str, seed: i
     state, _, rewards = _play(task_id, seed, actions)
     grade = grade_episode(state)
     assert 0.0 <= grade.score <= 1.0
-    assert all(-1.0 <= r <= 1.0 for r in rewards)
-    assert sum(rewards) == pytest.approx(grade.raw, abs=1e-6)  # rewards add up to the raw score
+    assert all(-1.0 <= r <= 1.0 for r in rewards)  # openenv.yaml declares the range
+    assert -1.0 <= grade.raw <= 1.0
+    if state.done and all(abs(r) < 1.0 for r in rewards):  # nothing carried: the rewards add up to the raw score
+        assert sum(rewards) == pytest.approx(grade.raw, abs=1e-6)
+
+
+def test_a_step_that_would_drop_the_raw_score_by_more_than_one_pays_the_rest_later() -> None:
+    """Several penalties in one step (a changed decision, a rude, leaking reply, a second outcome tag) moved
+    the raw score by -1.03: the reward stays at -1 and the remainder arrives with the next step."""
+    state, _ = reset("workflow-resolution", 0, "dev")
+    oid = PUBLIC.ticket(state.ticket_id).order.order_id
+    actions = [
+        Action(lookup="policy"),
+        Action(decision="reject", add_tag="Policy_Denied", reply=f"Thank you, order {oid}: sorry, we can't accept this."),
+        Action(decision="approve_refund", add_tag="Refund", reassign_queue="Fraud",
+               reply="Stupid request, your fraud flag and chargebacks are noted. Not our problem."),
+        Action(close_ticket=True),
+    ]
+    state, _, rewards = _play("workflow-resolution", 0, actions)
+    assert rewards[2] == -1.0 and rewards[3] < 0
+    assert sum(rewards) == pytest.approx(grade_episode(state).raw, abs=1e-6)
     assert state.step_count == len(rewards) <= state.max_steps
 
 

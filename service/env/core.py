@@ -111,7 +111,10 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
         "truncated": truncated,
     })
     grade = grade_episode(new_state, dataset)  # rewards are not graded: this is the grade of the final state too
-    reward = round(grade.raw - _raw_so_far(state), 6)
+    # The change in the raw score, kept inside the declared reward range [-1, 1]: a step that would move it
+    # further (several penalties at once) pays the rest over the next steps, so the rewards still add
+    # up to the raw score whenever the episode goes on long enough to carry it.
+    reward = round(max(-1.0, min(1.0, grade.raw - _raw_so_far(state))), 6)
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
     observation = observe(new_state, reward, ticket=ticket)
     if new_state.done:
@@ -131,7 +134,7 @@ def replay(task_id: str, seed: int, split: str, actions: list[Action], dataset: 
 
 
 def _raw_so_far(state: EpisodeState) -> float:
-    # The rewards so far add up to the raw score of the prefix (that is how they are made).
+    # The rewards so far: the raw score of the prefix, less any change still carried (see ``step``).
     return round(sum(state.rewards), 6)
 
 

@@ -364,7 +364,7 @@ def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
                 name=penalty.name, kind="penalty", earned=round(-penalty.amount * count, 6), weight=0.0,
                 detail=f"{count} × {penalty.description}",
             ))
-    raw = round(sum(c.earned for c in components), 6)
+    raw = round(max(-1.0, min(1.0, sum(c.earned for c in components))), 6)  # penalties stop at -1
     clauses = tuple(dict.fromkeys(cl for comp in components for cl in comp.clauses))
     return Grade(
         task_id=task.id,
