@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Act, EpisodeState, Grade, GradeComponent
@@ -122,17 +123,19 @@ def _walk(acts: tuple[Act, ...]) -> _Walk:
 
 @dataclass(frozen=True)
 class _Context:
+    """What the checks read; derived values are computed once per grade (several checks read each)."""
+
     ticket: Ticket
     walk: _Walk
     initial: Verdict  # the verdict before the customer answered anything
     task_id: str
 
-    @property
+    @cached_property
     def reply(self) -> Judgement | None:
         """The reply the task grades: the holding reply when routing, else the answer."""
         return self.holding if self.task_id == "workflow-routing" else self.answer
 
-    @property
+    @cached_property
     def decision(self) -> tuple[str, Verdict] | None:
         """The agent's decision (the first that is not request_info) and the verdict it faced."""
         real = self.walk.real_decisions
@@ -144,7 +147,7 @@ class _Context:
     def judge_replies(self, replies: list[str], decision: str | None, verdict: Verdict) -> Judgement | None:
         return judge(" ".join(replies), self.ticket, decision, verdict, frozenset(self.walk.revealed)) if replies else None
 
-    @property
+    @cached_property
     def answer(self) -> Judgement | None:
         """The resolution reply judged against the agent's own decision."""
         decided = self.decision
@@ -152,10 +155,22 @@ class _Context:
             return None
         return self.judge_replies(self.walk.answers, decided[0], decided[1])
 
-    @property
+    @cached_property
     def holding(self) -> Judgement | None:
         """The routing reply, judged as a holding reply."""
         return self.judge_replies(self.walk.replies, None, self.initial)
+
+
+    @cached_property
+    def conduct(self) -> list[str]:
+        """Problems of conduct across every reply of the episode (rude, leaks, promises)."""
+        decided = self.decision
+        bad: list[str] = []
+        for reply in self.walk.replies:
+            j = judge(reply, self.ticket, decided[0] if decided else None, decided[1] if decided else self.initial,
+                      frozenset(self.walk.revealed))
+            bad += [p for p in j.problems if p.startswith(("rude", "leaks", "promises"))]
+        return bad
 
 
 @dataclass(frozen=True)
@@ -271,11 +286,7 @@ def _reply_clean(c: _Context) -> _Check:
 def _conduct(c: _Context) -> _Check:
     """Across every reply of the episode: no rudeness, no leaked risk notes, no promise the agent's own
     decision denies."""
-    decided = c.decision
-    bad = []
-    for reply in c.walk.replies:
-        j = judge(reply, c.ticket, decided[0] if decided else None, decided[1] if decided else c.initial, frozenset(c.walk.revealed))
-        bad += [p for p in j.problems if p.startswith(("rude", "leaks", "promises"))]
+    bad = c.conduct
     return _ok(not bad, "no forbidden reply content", "; ".join(dict.fromkeys(bad)))
 
 
