@@ -30,9 +30,7 @@ import asyncio
 import json
 import multiprocessing
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,17 +39,11 @@ from typing import Any
 
 import httpx
 
+from bench.load import HOST, ServerProcess, free_port
 from service import env as core
 from service.env.agents import HeuristicAgent
 
-ROOT = Path(__file__).resolve().parents[1]
-HONEST_ADDRESS, ABUSER_ADDRESS, SERVER_HOST = "127.0.0.1", "127.0.0.2", "127.0.0.1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((SERVER_HOST, 0))
-        return s.getsockname()[1]
+HONEST_ADDRESS, ABUSER_ADDRESS = HOST, "127.0.0.2"
 
 
 def _cpu_s(pid: int) -> float:
@@ -140,49 +132,19 @@ def _abuser_process(base: str, mode: str, seconds: float, limit: int, flood_fact
     out.put(asyncio.run(_abuse(base, mode, seconds, limit, flood_factor)))
 
 
-class Server:
-    """``python -m service.app`` on 127.0.0.1 in its own session; stopped by its PID."""
-
-    def __init__(self, database_url: str, limit: int, log_path: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://{SERVER_HOST}:{self.port}"
-        env = {**os.environ, "DATABASE_URL": database_url, "HOST": SERVER_HOST, "PORT": str(self.port),
-               "LOG_LEVEL": "WARNING", "RATE_LIMIT_PER_S": str(limit), "RATE_LIMIT_EXEMPT": HONEST_ADDRESS}
-        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=ROOT, env=env,
-                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("server not ready in 60 s")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self._log.close()
-
-
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Run the rounds and build the report."""
     modes = ["paced", "flood"] if args.mode == "both" else [args.mode]
     with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
         database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/abuse.db"
-        server = Server(database_url, args.limit, Path(tmp) / "server.log")
+        port = free_port()
+        env = {**os.environ, "DATABASE_URL": database_url, "HOST": HOST, "PORT": str(port), "LOG_LEVEL": "WARNING",
+               "RATE_LIMIT_PER_S": str(args.limit), "RATE_LIMIT_EXEMPT": HONEST_ADDRESS}
+        server = ServerProcess("ours", [sys.executable, "-m", "service.app"], port, env, Path(tmp))
         ctx = multiprocessing.get_context("spawn")
         rounds: list[dict[str, Any]] = []
         try:
+            server.wait_healthy()
             asyncio.run(honest_window(server.url, args.warmup))  # warm caches, JIT-free but connection pools
             for _ in range(args.rounds):
                 cpu0 = _cpu_s(server.proc.pid)
