@@ -144,10 +144,15 @@ def test_seed_a_baseline_plays_its_30_episodes(single_session_server: LiveServer
     for _ in range(EPISODES):
         totals.append(seed_a_baseline_episode(env))
         grade = requests.get(f"{env}/grader", timeout=10)  # the test's question, as seed A's inference.py asks it
+        assert grade.status_code in (200, 409), grade.text  # an unfinished episode is a 409 problem, never a 5xx
         scores.append(grade.json()["score"] if grade.status_code == 200 else None)
     assert all(math.isfinite(t) for t in totals)
     finished = [s for s in scores if s is not None]
-    assert len(finished) >= EPISODES // 2, scores  # a decision other than request_info ends the episode
+    # A decision other than request_info ends the episode; the keyword agent asks three times in a
+    # row on about 40 % of train decision tickets (measured in-process over 3,000 random seeds: 61 %
+    # finish). The bound is 5 of 30: below it happens about once in 10^6 runs, so a failure means
+    # the fallback broke, not bad luck (a bound of 15 failed about one run in twelve).
+    assert len(finished) >= 5, scores
     assert sum(finished) > 0.0, scores
 
 

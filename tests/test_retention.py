@@ -116,3 +116,26 @@ def test_retention_settings_come_from_the_environment() -> None:
         3600.0, None, 60.0, 5.0)
     defaults = Settings.from_env({})
     assert defaults.retain_unfinished_episodes_s == 86400.0 and defaults.retain_finished_episodes_s == 30 * 86400.0
+
+
+async def test_the_age_scan_of_plain_episodes_is_an_index_search(tmp_path) -> None:
+    """Retention's batch query must not filter every episode while it holds the writer: SQLite plans
+    it on the partial index of plain episodes by (status, updated_at), not on ix_episodes_run_id or
+    a scan (380-550 ms per batch at 200k plain episodes before revision 0006)."""
+    from service.db.retention import plain_candidates
+
+    db = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'r.db'}").database()
+    try:
+        from service.db.migrate import upgrade_to_head
+
+        await upgrade_to_head(db)
+        query = plain_candidates("active", utcnow())
+        compiled = query.compile(compile_kwargs={"literal_binds": True})
+
+        def plan(conn) -> str:
+            return " | ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}"))
+
+        text = await db.read(plan)
+    finally:
+        await db.dispose()
+    assert "ix_episodes_plain_status_updated_at" in text, text

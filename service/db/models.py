@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -65,6 +66,17 @@ class Base(DeclarativeBase):
 
 class EpisodeRow(Base):
     __tablename__ = "episodes"
+    __table_args__ = (
+        # Retention's scan of plain episodes by age (run_id IS NULL, status, updated_at < cutoff): an index
+        # search instead of a scan of every episode while the pass holds the writer.
+        Index(
+            "ix_episodes_plain_status_updated_at",
+            "status",
+            "updated_at",
+            sqlite_where=text("run_id IS NULL"),
+            postgresql_where=text("run_id IS NULL"),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)
     task_id: Mapped[str] = mapped_column(String(64))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, select
+from sqlalchemy import Select, and_, delete, exists, select
 from sqlalchemy.engine import Connection
 
 from service.db.engine import Database
@@ -47,12 +47,18 @@ def _delete_episodes(conn: Connection, ids: list[str]) -> int:
     return conn.execute(delete(episodes).where(episodes.c.id.in_(ids))).rowcount or 0
 
 
-async def _purge_plain(db: Database, status: str, before: datetime, max_batches: int) -> int:
-    query = (
+def plain_candidates(status: str, before: datetime) -> Select[tuple[str]]:
+    """One batch of plain episodes in ``status`` last touched before ``before`` (an index search:
+    ix_episodes_plain_status_updated_at)."""
+    return (
         select(episodes.c.id)
         .where(episodes.c.run_id.is_(None), episodes.c.status == status, episodes.c.updated_at < before)
         .limit(BATCH)
     )
+
+
+async def _purge_plain(db: Database, status: str, before: datetime, max_batches: int) -> int:
+    query = plain_candidates(status, before)
     total = 0
     for _ in range(max_batches):
         # re-checked inside the deleting transaction: an episode stepped meanwhile is kept
