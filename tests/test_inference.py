@@ -22,7 +22,8 @@ from service import env as core
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tests")) if p not in sys.path]
 
-import inference  # noqa: E402 - the runner lives at the repository root
+from client import agents, config, llm, logformat, prompt, runner, wire  # noqa: E402
+from client import evaluation  # noqa: E402
 from stub_openai import StubLLM  # noqa: E402
 
 START_RE = re.compile(r"^\[START\] task=(?P<task>[a-z0-9-]+) env=(?P<env>[\w.-]+) model=(?P<model>\S+)$")
@@ -158,41 +159,41 @@ def ticket_of(task_id: str, seed: int, split: str = "dev") -> str:
     ],
 )
 def test_parse_action_tolerates_fences_and_prose(reply: str, expected: dict[str, Any]) -> None:
-    assert inference.parse_action(reply) == expected
+    assert prompt.parse_action(reply) == expected
 
 
 @pytest.mark.parametrize("reply", ["", "   ", "I cannot decide.", "[1, 2, 3]", "{unclosed", '"just a string"'])
 def test_parse_action_rejects_replies_without_an_object(reply: str) -> None:
-    with pytest.raises(inference.UnparseableReply):
-        inference.parse_action(reply)
+    with pytest.raises(prompt.UnparseableReply):
+        prompt.parse_action(reply)
 
 
 def test_log_lines_are_single_lines_in_the_exact_format() -> None:
-    step = inference.step_line(3, {"reply": "a\nb", "close_ticket": True}, -0.5, True, "bad\nthing\r\nhappened")
+    step = logformat.step_line(3, {"reply": "a\nb", "close_ticket": True}, -0.5, True, "bad\nthing\r\nhappened")
     assert "\n" not in step and STEP_RE.match(step)
     assert step == '[STEP] step=3 action={"reply":"a\\nb","close_ticket":true} reward=-0.50 done=true error=bad thing happened'
-    assert inference.step_line(1, None, 0.0, False, None) == "[STEP] step=1 action=null reward=0.00 done=false error=null"
+    assert logformat.step_line(1, None, 0.0, False, None) == "[STEP] step=1 action=null reward=0.00 done=false error=null"
     # The hackathon checker rejects a task score of exactly 0 or 1: the printed score is clamped
     # into [0.001, 0.999] (the exact score is GET /grader's). Step rewards are printed as sent.
-    assert inference.end_line(False, 0, 0.0, []) == "[END] success=false steps=0 score=0.001 rewards="
-    assert inference.end_line(True, 1, 1.0, [1.0]) == "[END] success=true steps=1 score=0.999 rewards=1.00"
-    assert inference.end_line(False, 1, 0.0, [-0.5]) == "[END] success=false steps=1 score=0.001 rewards=-0.50"
-    end = inference.end_line(True, 2, 0.85, [0.1, 0.75])
+    assert logformat.end_line(False, 0, 0.0, []) == "[END] success=false steps=0 score=0.001 rewards="
+    assert logformat.end_line(True, 1, 1.0, [1.0]) == "[END] success=true steps=1 score=0.999 rewards=1.00"
+    assert logformat.end_line(False, 1, 0.0, [-0.5]) == "[END] success=false steps=1 score=0.001 rewards=-0.50"
+    end = logformat.end_line(True, 2, 0.85, [0.1, 0.75])
     assert end == "[END] success=true steps=2 score=0.850 rewards=0.10,0.75" and END_RE.match(end)
-    assert START_RE.match(inference.start_line("decision-easy", "ecomm-support-env", "Qwen/Qwen2.5-72B-Instruct"))
+    assert START_RE.match(logformat.start_line("decision-easy", "ecomm-support-env", "Qwen/Qwen2.5-72B-Instruct"))
 
 
 def test_prompt_carries_instructions_schema_and_trimmed_history() -> None:
     task = core.TASKS["workflow-resolution"].model_dump(mode="json")
-    system = inference.system_prompt(task, core.Action.model_json_schema())
+    system = prompt.system_prompt(task, core.Action.model_json_schema())
     assert task["instructions"] in system
     assert '"reassign_queue": General | Returns | Billing | Escalations | Fraud' in system
     assert '"properties"' in system  # the full schema is there too
     _, obs = core.reset("workflow-resolution", 0, "dev")
-    wire = obs.model_dump(mode="json")
-    wire["history"] = wire["history"] + [{"role": "customer", "text": f"message {i} " + "x" * 2000} for i in range(30)]
-    agent = inference.LLMEpisodeAgent(llm=None, system=system)  # type: ignore[arg-type]
-    text = agent.render(wire)
+    seen = obs.model_dump(mode="json")
+    seen["history"] = seen["history"] + [{"role": "customer", "text": f"message {i} " + "x" * 2000} for i in range(30)]
+    agent = agents.LLMEpisodeAgent(llm=None, system=system)  # type: ignore[arg-type]
+    text = agent.render(seen)
     assert "message 29" in text and "message 21" not in text  # only the latest entries
     assert "more chars]" in text  # long entries are cut, and say so
     assert len(text) < 12_000
@@ -201,21 +202,21 @@ def test_prompt_carries_instructions_schema_and_trimmed_history() -> None:
 # ------------------------------------------------------------------------- unit: LLM retries
 
 async def test_llm_client_retries_429_and_timeouts_then_gives_up_on_persistent_500() -> None:
-    cfg = inference.Config.from_env({"HF_TOKEN": "t", "LLM_TIMEOUT_S": "0.5", "LLM_BACKOFF_S": "0.01", "LLM_MAX_ATTEMPTS": "3"})
+    cfg = config.Config.from_env({"HF_TOKEN": "t", "LLM_TIMEOUT_S": "0.5", "LLM_BACKOFF_S": "0.01", "LLM_MAX_ATTEMPTS": "3"})
     with StubLLM(slow_s=1.5, behaviours={"A-429": ["429", "json"], "B-slow": ["slow", "json"], "C-500": ["500"]}) as stub:
-        cfg = inference.Config(**{**cfg.__dict__, "api_base_url": stub.url})
-        usage = inference.TokenUsage()
-        llm = inference.LLMClient(cfg, usage)
+        cfg = config.Config(**{**cfg.__dict__, "api_base_url": stub.url})
+        usage = llm.TokenUsage()
+        chat = llm.LLMClient(cfg, usage)
         try:
             ask = lambda marker: [{"role": "user", "content": f"{marker} (task_id: decision-easy) — step_count: 0"}]  # noqa: E731
-            assert inference.parse_action(await llm.complete(ask("A-429"))) == {"lookup": "order"}
-            assert inference.parse_action(await llm.complete(ask("B-slow"))) == {"lookup": "order"}
+            assert prompt.parse_action(await chat.complete(ask("A-429"))) == {"lookup": "order"}
+            assert prompt.parse_action(await chat.complete(ask("B-slow"))) == {"lookup": "order"}
             t0 = time.monotonic()
-            with pytest.raises(inference.LLMUnavailable, match="after 3 attempts"):
-                await llm.complete(ask("C-500"))
+            with pytest.raises(llm.LLMUnavailable, match="after 3 attempts"):
+                await chat.complete(ask("C-500"))
             assert time.monotonic() - t0 < 5
         finally:
-            await llm.aclose()
+            await chat.aclose()
         assert stub.by_marker == {"A-429": ["429", "json"], "B-slow": ["slow", "json"], "C-500": ["500", "500", "500"]}
         assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
 
@@ -382,7 +383,7 @@ def hackathon_blocks(stdout: str) -> list[Episode]:
 def test_default_concurrency_prints_each_episode_as_one_block(live_server: Any, tmp_path: Path) -> None:
     """At the default --concurrency 16 episodes really overlap, yet stdout is a sequence of whole
     blocks: a checker that reads one START…END block per episode sees every episode intact."""
-    assert inference.DEFAULT_CONCURRENCY == 16
+    assert evaluation.DEFAULT_CONCURRENCY == 16
     tasks = ["decision-easy", "workflow-triage"]
     with StubLLM(delay_s=0.25) as stub:
         proc = run_inference(["--direct", "--tasks", ",".join(tasks), "--limit-per-task", "16"],
@@ -410,8 +411,8 @@ def test_unreachable_env_url_exits_2_and_says_so(tmp_path: Path) -> None:
 
 
 def test_without_env_url_a_local_service_is_started(tmp_path: Path) -> None:
-    if inference.service_answers(inference.DEFAULT_ENV_URL):
-        pytest.skip(f"something already serves {inference.DEFAULT_ENV_URL}: the default URL is taken, not a local start")
+    if wire.service_answers(config.DEFAULT_ENV_URL):
+        pytest.skip(f"something already serves {config.DEFAULT_ENV_URL}: the default URL is taken, not a local start")
     env = _env("", {"INFERENCE_STATE_DIR": str(tmp_path)})
     env.pop("ENV_URL")
     proc = subprocess.run([sys.executable, "inference.py", "--agent", "heuristic", "--direct", "--tasks", "decision-easy",
@@ -452,20 +453,20 @@ class _ScriptedEnv:
 
 
 class _LookupAgent:
-    async def act(self, obs: dict[str, Any]) -> inference.Turn:
-        return inference.Turn({"lookup": "order"})
+    async def act(self, obs: dict[str, Any]) -> agents.Turn:
+        return agents.Turn({"lookup": "order"})
 
     def observe_result(self, action: dict[str, Any], rejected: bool, note: str | None) -> None:
         pass
 
 
-def _play(results: list[dict[str, Any]], grader: dict[str, Any] | None) -> tuple[inference.Outcome, list[str], _ScriptedEnv]:
+def _play(results: list[dict[str, Any]], grader: dict[str, Any] | None) -> tuple[runner.Outcome, list[str], _ScriptedEnv]:
     import asyncio
 
     env = _ScriptedEnv(results, grader)
     lines: list[str] = []
-    start = inference.Started("ep-1", "decision-easy", 0, 0, {"step_count": 0}, False, "dev")
-    outcome = asyncio.run(inference.play_episode(env, _LookupAgent(), start, "b", "m", inference.Deadline(None), lines.append))  # type: ignore[arg-type]
+    start = runner.Started("ep-1", "decision-easy", 0, 0, {"step_count": 0}, False, "dev")
+    outcome = asyncio.run(runner.play_episode(env, _LookupAgent(), start, "b", "m", runner.Deadline(None), lines.append))  # type: ignore[arg-type]
     return outcome, lines, env
 
 
