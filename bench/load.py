@@ -676,116 +676,138 @@ def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
+@dataclass
+class Lineup:
+    """The servers of one invocation (all stay up for the whole run; idle ones cost nothing)."""
+
+    ours: ServerProcess | ExternalServer
+    peer: ServerProcess | None
+    ceiling: ServerProcess | None
+    started: list[ServerProcess]
+    command: list[str]
+    settings: Settings  # what ours is served with (service.app.serve)
+
+    def targets(self, transports: list[str]) -> list[Target]:
+        targets = [Target("ours", t, self.ours.port, self.ours) for t in transports]
+        if self.peer is not None:
+            targets.append(Target("peer", "ws", self.peer.port, self.peer))
+        if self.ceiling is not None:
+            targets += [Target("ceiling", t, self.ceiling.port, self.ceiling) for t in transports]
+        return targets
+
+
+async def start_lineup(args: argparse.Namespace, database_url: str, schema: str | None, servers: list[ServerProcess],
+                       workdir: Path) -> Lineup:
+    """Ours (or ``--ours-url``), the OpenEnv peer and the no-op ceiling, healthy."""
+    py, log_level = sys.executable, args.log_level.upper()
+    port = free_port()
+    env = server_env(
+        DATABASE_URL=database_url, HOST=HOST, PORT=str(port), LOG_LEVEL=log_level, WORKERS=str(args.workers),
+        MAX_CONCURRENT_ENVS=str(max(256, 2 * args.agents)), **({"DATABASE_SCHEMA": schema} if schema else {}),
+    )
+    cmd = [py, "-m", "service.app"]
+    started: list[ServerProcess] = []
+    ours: ServerProcess | ExternalServer
+    if args.ours_url:  # drive a server someone else started (e.g. under a profiler)
+        ours = ExternalServer(args.ours_url)
+    else:
+        ours = ServerProcess("ours", cmd, port, env, workdir)
+        started.append(ours)
+    peer = ceiling = None
+    if not args.no_peer:
+        p = free_port()
+        peer = ServerProcess("peer", [py, "-m", "bench.reference_server", "--host", HOST, "--port", str(p)], p,
+                             server_env(LOG_LEVEL=log_level, ENABLE_WEB_INTERFACE="false"), workdir)
+        started.append(peer)
+    if not args.no_ceiling:
+        p = free_port()
+        ceiling = ServerProcess("ceiling", [py, "-m", "bench.noop_app", "--host", HOST, "--port", str(p)], p,
+                                server_env(LOG_LEVEL=log_level), workdir)
+        started.append(ceiling)
+    servers += started
+    for s in started:
+        await asyncio.to_thread(s.wait_healthy)
+    log("servers up: " + ", ".join(f"{s.name}=pid {s.proc.pid} port {s.port}" for s in started))
+    return Lineup(ours, peer, ceiling, started, cmd, Settings.from_env(env))
+
+
+async def measure_rounds(args: argparse.Namespace, lineup: Lineup, transports: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every target once per round, interleaved, so slow drift of the machine hits all alike."""
+    tasks = await asyncio.to_thread(fetch_tasks, lineup.ours.url)
+    schedule = Schedule(tasks)
+    scripts = record_scripts(tasks) if lineup.ceiling is not None else {}
+    targets = lineup.targets(transports)
+    per_round: dict[str, list[dict[str, Any]]] = {t.name: [] for t in targets}
+    for r in range(args.rounds):
+        for target in targets:
+            res = await measure(target, args.agents, args.warmup, args.duration, args.max_requests, schedule, scripts,
+                                args.think_ms)
+            per_round[target.name].append(res)
+            log(
+                f"round {r + 1}/{args.rounds} {target.name}: {res['steps_per_s']} steps/s, "
+                f"p99 {res['step_latency_ms']['p99']} ms, errors {res['errors']}, cpu {res['cpu_cores']}"
+            )
+    return per_round
+
+
+def report_config(args: argparse.Namespace, lineup: Lineup, transports: list[str], database_url: str,
+                  load0: tuple[float, float, float]) -> dict[str, Any]:
+    is_pg = database_url.startswith("postgresql")
+    served = lineup.settings
+    return {
+        "agents": args.agents,
+        "think_ms": args.think_ms,
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "rounds": args.rounds,
+        "max_requests_per_measurement": args.max_requests,
+        "transports": transports,
+        "database": "postgresql" if is_pg else "sqlite",
+        "database_url": (urlsplit(database_url)._replace(netloc=urlsplit(database_url).hostname or "").geturl()
+                         if is_pg else f"sqlite file in a temp dir (journal_mode={served.sqlite_journal_mode}, "
+                                       f"synchronous={served.sqlite_synchronous})"),
+        "access_log": served.access_log,
+        "ws_per_message_deflate": served.ws_per_message_deflate,
+        "workers": args.workers,
+        "log_level": args.log_level.upper(),
+        "ours_command": args.ours_url or f"WORKERS={args.workers} python " + " ".join(lineup.command[1:]),
+        "server_pids": {s.name: s.proc.pid for s in lineup.started},
+        "commit": git_commit(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in load0],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "notes": [
+            "median over rounds; step latency client-side (request written -> response parsed)",
+            "cpu_cores: CPU used during the window (1.0 = one core); 'other' = everything else on the machine",
+            "server_rss_mb: resident memory of the server at the end of a window (max over rounds)",
+            "peer = openenv create_app over our core, in memory, stepped in openenv's per-session threads",
+            "ceiling = Litestar no-op routes, canned observation replies, replayed episodes",
+        ],
+    }
+
+
 async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: Path) -> dict[str, Any]:
+    """Start the lineup, measure every target for ``args.rounds`` interleaved rounds, report."""
     transports = [t.strip() for t in args.transports.split(",") if t.strip()]
     for t in transports:
         if t not in ("http", "ws"):
             raise SystemExit(f"--transports: unknown transport {t!r}; use http, ws or http,ws")
-    py = sys.executable
-    log_level = args.log_level.upper()
-    is_pg = args.database_url is not None and args.database_url.startswith("postgresql")
-    schema = None
-    if args.database_url is None:
-        database_url = f"sqlite+aiosqlite:///{workdir / 'ours.db'}"
-    else:
-        database_url = args.database_url
-    if is_pg:
-        schema = "bench_" + secrets.token_hex(6)
+    database_url = args.database_url or f"sqlite+aiosqlite:///{workdir / 'ours.db'}"
+    schema = "bench_" + secrets.token_hex(6) if database_url.startswith("postgresql") else None
+    if schema is not None:
         await pg_schema(database_url, "create", schema)
     try:
-        # ---- start the servers (all stay up for the whole run; idle ones cost nothing)
-        port = free_port()
-        env = server_env(
-            DATABASE_URL=database_url, HOST=HOST, PORT=str(port), LOG_LEVEL=log_level, WORKERS=str(args.workers),
-            MAX_CONCURRENT_ENVS=str(max(256, 2 * args.agents)), **({"DATABASE_SCHEMA": schema} if schema else {}),
-        )
-        cmd = [py, "-m", "service.app"]
-        served = Settings.from_env(env)  # what every server is served with (service.app.serve)
-        if args.ours_url:  # drive a server someone else started (e.g. under a profiler)
-            ours = ExternalServer(args.ours_url)
-            started: list[Any] = []
-        else:
-            ours = ServerProcess("ours", cmd, port, env, workdir)
-            servers.append(ours)
-            started = [ours]
-        peer = ceiling = None
-        if not args.no_peer:
-            p = free_port()
-            peer = ServerProcess("peer", [py, "-m", "bench.reference_server", "--host", HOST, "--port", str(p)], p,
-                                 server_env(LOG_LEVEL=log_level, ENABLE_WEB_INTERFACE="false"), workdir)
-            servers.append(peer)
-            started.append(peer)
-        if not args.no_ceiling:
-            p = free_port()
-            ceiling = ServerProcess("ceiling", [py, "-m", "bench.noop_app", "--host", HOST, "--port", str(p)], p,
-                                    server_env(LOG_LEVEL=log_level), workdir)
-            servers.append(ceiling)
-            started.append(ceiling)
-        for s in started:
-            await asyncio.to_thread(s.wait_healthy)
-        log(f"servers up: " + ", ".join(f"{s.name}=pid {s.proc.pid} port {s.port}" for s in started))
-
-        tasks = await asyncio.to_thread(fetch_tasks, ours.url)
-        schedule = Schedule(tasks)
-        scripts = record_scripts(tasks) if ceiling is not None else {}
-
-        targets = [Target("ours", t, ours.port, ours) for t in transports]
-        if peer is not None:
-            targets.append(Target("peer", "ws", peer.port, peer))
-        if ceiling is not None:
-            targets += [Target("ceiling", t, ceiling.port, ceiling) for t in transports]
-
-        per_round: dict[str, list[dict[str, Any]]] = {t.name: [] for t in targets}
+        lineup = await start_lineup(args, database_url, schema, servers, workdir)
         load0 = os.getloadavg()
-        for r in range(args.rounds):
-            for target in targets:
-                res = await measure(target, args.agents, args.warmup, args.duration, args.max_requests, schedule, scripts,
-                                    args.think_ms)
-                per_round[target.name].append(res)
-                log(
-                    f"round {r + 1}/{args.rounds} {target.name}: {res['steps_per_s']} steps/s, "
-                    f"p99 {res['step_latency_ms']['p99']} ms, errors {res['errors']}, cpu {res['cpu_cores']}"
-                )
+        per_round = await measure_rounds(args, lineup, transports)
         results = {name: summarize(rs) for name, rs in per_round.items()}
-        return {
-            "config": {
-                "agents": args.agents,
-                "think_ms": args.think_ms,
-                "duration_s": args.duration,
-                "warmup_s": args.warmup,
-                "rounds": args.rounds,
-                "max_requests_per_measurement": args.max_requests,
-                "transports": transports,
-                "database": "postgresql" if is_pg else "sqlite",
-                "database_url": (urlsplit(database_url)._replace(netloc=urlsplit(database_url).hostname or "").geturl()
-                                 if is_pg else f"sqlite file in a temp dir (journal_mode={served.sqlite_journal_mode}, "
-                                               f"synchronous={served.sqlite_synchronous})"),
-                "access_log": served.access_log,
-                "ws_per_message_deflate": served.ws_per_message_deflate,
-                "workers": args.workers,
-                "log_level": log_level,
-                "ours_command": args.ours_url or f"WORKERS={args.workers} python " + " ".join(cmd[1:]),
-                "server_pids": {s.name: s.proc.pid for s in started},
-                "commit": git_commit(),
-                "python": platform.python_version(),
-                "cpus": os.cpu_count(),
-                "loadavg_before": [round(x, 2) for x in load0],
-                "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-                "notes": [
-                    "median over rounds; step latency client-side (request written -> response parsed)",
-                    "cpu_cores: CPU used during the window (1.0 = one core); 'other' = everything else on the machine",
-                    "server_rss_mb: resident memory of the server at the end of a window (max over rounds)",
-                    "peer = openenv create_app over our core, in memory, stepped in openenv's per-session threads",
-                    "ceiling = Litestar no-op routes, canned observation replies, replayed episodes",
-                ],
-            },
-            "results": results,
-            "ratios": ratios(results),
-        }
+        config = report_config(args, lineup, transports, database_url, load0)
+        return {"config": config, "results": results, "ratios": ratios(results)}
     finally:
         if schema is not None:
             for s in servers:
-                if s is not None and s.name == "ours":
+                if s.name == "ours":
                     s.stop()
             with contextlib.suppress(Exception):
                 await pg_schema(database_url, "drop", schema)
