@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,13 +132,38 @@ def run_summaries(manifest: list[dict[str, Any]], played: list[PlayedEpisode], r
     return out
 
 
+def _run_row(r: int, manifest: list[dict[str, Any]], summary: dict[str, Any], per_run: int, at: datetime) -> dict[str, Any]:
+    from service import env as core
+    from service.api.deployment import hash_secret
+
+    return dict(
+        id=f"run_growth{r:06d}", token_sha256=hash_secret(f"token-{r}"), agent=f"agent-{r:03d}", model=f"model-{r % 7}", split="dev",
+        trials=1, task_ids=list(core.TASKS), full_split=per_run == DEFAULT_EPISODES_PER_RUN, manifest=manifest,
+        episodes_total=per_run, next_index=per_run, episodes_done=per_run, status="complete",
+        dataset_version=core.DATASET_VERSION, grader_version=core.GRADER_VERSION, usage=None, summary=summary,
+        created_at=at, updated_at=at, finished_at=at, submitter=None, key_fingerprint=None, released=None, revision=1,
+    )
+
+
+def _episode_rows(run_id: str, index: int, p: PlayedEpisode, at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """The episode, transitions and grade rows of one played template under ``run_id``."""
+    episode_id = f"{run_id}-{index:05d}"
+    episode = dict(id=episode_id, task_id=p.task_id, split="dev", seed=p.seed, ticket_id=p.ticket_id, run_id=run_id,
+                   status="done", step_count=len(p.steps), state=p.state, version=len(p.steps) + 1, created_at=at, updated_at=at)
+    steps = []
+    for n, s in enumerate(p.steps):
+        obs = {**s["observation"], "episode_id": episode_id} if n == 0 else s["observation"]
+        steps.append(dict(episode_id=episode_id, step_index=n + 1, request_id=None, action=s["action"], observation=obs,
+                          reward=s["reward"], done=s["done"], created_at=at))
+    return episode, steps, dict(episode_id=episode_id, created_at=at, **p.grade)
+
+
 async def build_large(database_url: str, runs: int, per_run: int) -> dict[str, Any]:
-    """Fill an empty database with ``runs`` finished dev runs of ``per_run`` played episodes each."""
+    """Fill an empty database with ``runs`` finished dev runs of ``per_run`` played episodes each
+    (bulk inserts in chunks of CHUNK episodes)."""
     from sqlalchemy import insert
     from sqlalchemy.engine import Connection
 
-    from service import env as core
-    from service.api.deployment import hash_secret
     from service.db.migrate import upgrade_to_head
     from service.db.models import episodes, grades, runs as runs_table, transitions, utcnow
     from service.settings import Settings
@@ -148,50 +173,35 @@ async def build_large(database_url: str, runs: int, per_run: int) -> dict[str, A
     summaries = run_summaries(manifest, played, runs)
     db = Settings(database_url=database_url).database()
     counts = {"runs": 0, "episodes": 0, "transitions": 0, "grades": 0}
-    try:
-        await upgrade_to_head(db)
-        long_ago = utcnow() - timedelta(days=90)
+    pending: dict[str, tuple[Any, list[dict[str, Any]]]] = {"episodes": (episodes, []), "transitions": (transitions, []),
+                                                             "grades": (grades, [])}
 
-        def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
-            conn.execute(insert(table), rows)
+    def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
+        conn.execute(insert(table), rows)
 
-        async def flush(table: Any, rows: list[dict[str, Any]], key: str) -> None:
+    async def flush() -> None:
+        for key, (table, rows) in pending.items():  # parents first: the dict's order
             if rows:
                 await db.write_unbounded(insert_rows, table, rows)
                 counts[key] += len(rows)
                 rows.clear()
 
-        ep_rows: list[dict[str, Any]] = []
-        tr_rows: list[dict[str, Any]] = []
-        gr_rows: list[dict[str, Any]] = []
+    try:
+        await upgrade_to_head(db)
+        long_ago = utcnow() - timedelta(days=90)
         for r in range(runs):
-            run_id = f"run_growth{r:06d}"
             at = long_ago + timedelta(minutes=10 * r)
-            await db.write_unbounded(insert_rows, runs_table, [dict(
-                id=run_id, token_sha256=hash_secret(f"token-{r}"), agent=f"agent-{r:03d}", model=f"model-{r % 7}", split="dev",
-                trials=1, task_ids=list(core.TASKS), full_split=per_run == DEFAULT_EPISODES_PER_RUN, manifest=manifest,
-                episodes_total=per_run, next_index=per_run, episodes_done=per_run, status="complete",
-                dataset_version=core.DATASET_VERSION, grader_version=core.GRADER_VERSION, usage=None, summary=summaries[r],
-                created_at=at, updated_at=at, finished_at=at, submitter=None, key_fingerprint=None, released=None, revision=1,
-            )])
+            row = _run_row(r, manifest, summaries[r], per_run, at)
+            await db.write_unbounded(insert_rows, runs_table, [row])
             counts["runs"] += 1
             for index, p in enumerate(played):
-                episode_id = f"{run_id}-{index:05d}"
-                ep_rows.append(dict(id=episode_id, task_id=p.task_id, split="dev", seed=p.seed, ticket_id=p.ticket_id,
-                                    run_id=run_id, status="done", step_count=len(p.steps), state=p.state,
-                                    version=len(p.steps) + 1, created_at=at, updated_at=at))
-                for n, s in enumerate(p.steps):
-                    obs = {**s["observation"], "episode_id": episode_id} if n == 0 else s["observation"]
-                    tr_rows.append(dict(episode_id=episode_id, step_index=n + 1, request_id=None, action=s["action"],
-                                        observation=obs, reward=s["reward"], done=s["done"], created_at=at))
-                gr_rows.append(dict(episode_id=episode_id, created_at=at, **p.grade))
-                if len(ep_rows) >= CHUNK:
-                    await flush(episodes, ep_rows, "episodes")
-                    await flush(transitions, tr_rows, "transitions")
-                    await flush(grades, gr_rows, "grades")
-        await flush(episodes, ep_rows, "episodes")
-        await flush(transitions, tr_rows, "transitions")
-        await flush(grades, gr_rows, "grades")
+                episode, steps, grade = _episode_rows(row["id"], index, p, at)
+                pending["episodes"][1].append(episode)
+                pending["transitions"][1].extend(steps)
+                pending["grades"][1].append(grade)
+                if len(pending["episodes"][1]) >= CHUNK:
+                    await flush()
+        await flush()
     finally:
         await db.dispose()
     return {**counts, "seconds": round(time.perf_counter() - started, 1)}
@@ -332,26 +342,24 @@ MEASUREMENTS = [
 ]
 
 
-async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: Path) -> dict[str, Any]:
-    py = sys.executable
-    urls = {"empty": f"sqlite+aiosqlite:///{workdir / 'empty.db'}", "large": f"sqlite+aiosqlite:///{workdir / 'large.db'}"}
-    log(f"building the large database: {args.runs} runs x {args.episodes_per_run} episodes")
-    built = await build_large(urls["large"], args.runs, args.episodes_per_run)
-    size_mb = round(sum(p.stat().st_size for p in workdir.glob("large.db*")) / 1e6, 1)
-    log(f"built in {built['seconds']} s: {built} ({size_mb} MB)")
-
+async def start_servers(args: argparse.Namespace, urls: dict[str, str], servers: list[ServerProcess],
+                        workdir: Path) -> dict[str, ServerProcess]:
     by_name: dict[str, ServerProcess] = {}
     for name, url in urls.items():
         port = free_port()
         env = server_env(DATABASE_URL=url, HOST=HOST, PORT=str(port), LOG_LEVEL=args.log_level.upper(), WORKERS="1")
-        by_name[name] = ServerProcess(name, [py, "-m", "service.app"], port, env, workdir)
+        by_name[name] = ServerProcess(name, [sys.executable, "-m", "service.app"], port, env, workdir)
         servers.append(by_name[name])
     for s in servers:
         await asyncio.to_thread(s.wait_healthy)
     log("servers up: " + ", ".join(f"{s.name}=pid {s.proc.pid} port {s.port}" for s in servers))
+    return by_name
 
-    first_ms = {name: (await leaderboard_latency(s, 1))[0] for name, s in by_name.items()}
-    board = json.loads(urllib_get(by_name["large"].url + "/leaderboard?split=dev"))
+
+async def play_rounds(args: argparse.Namespace, by_name: dict[str, ServerProcess]) -> tuple[
+        dict[str, list[dict[str, dict[str, Any]]]], dict[str, list[float]]]:
+    """Every measurement once per round (rotated each round, so no measurement always follows the
+    same one), and the leaderboard's latency on each server before each round."""
     schedule = Schedule([t["id"] for t in json.loads(urllib_get(by_name["empty"].url + "/tasks"))["tasks"]])
     per_round: dict[str, list[dict[str, dict[str, Any]]]] = {m[0]: [] for m in MEASUREMENTS}
     lb: dict[str, list[float]] = {n: [] for n in by_name}
@@ -360,17 +368,22 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
         for name, server in by_name.items():
             lb[name].append(median(await leaderboard_latency(server, args.leaderboard_requests)) or 0.0)
         for name, groups, rate in MEASUREMENTS[r % len(MEASUREMENTS):] + MEASUREMENTS[:r % len(MEASUREMENTS)]:
-            # (rotated each round, so no measurement always follows the same one)
             spec = [(label, by_name[srv], kind, max(1, round(args.agents * share))) for label, srv, kind, share in groups]
             res = await measure_together(spec, schedule, players, args)
             per_round[name].append(res)
             log(f"round {r + 1}/{args.rounds} {name}: " + ", ".join(f"{lbl} {v[rate]} {rate} ({v['errors']} errors)"
                                                                      for lbl, v in res.items()))
+    return per_round, lb
 
+
+def paired_ratios(per_round: dict[str, list[dict[str, dict[str, Any]]]]) -> tuple[dict[str, Any], dict[str, float | None]]:
+    """Per measurement: median over rounds of (large / empty) in the same window, and the medians."""
     results: dict[str, Any] = {}
     ratios: dict[str, float | None] = {}
     for name, groups, rate in MEASUREMENTS:
-        top, bottom = groups[1][0], groups[0][0]  # large / empty, or k8 / k1
+        if name.startswith("k8_vs_k1"):
+            continue
+        top, bottom = groups[1][0], groups[0][0]  # large / empty
         rounds = per_round[name]
         paired = [x[top][rate] / x[bottom][rate] for x in rounds if x[bottom][rate]]
         ratio = median(paired)
@@ -382,24 +395,36 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
                     "rounds": [x[label][rate] for x in rounds]}
             for label, *_ in groups
         } | {"ratio_per_round": [round(v, 3) for v in paired]}
-    # Does a 3,200-entry run play as fast as a 400-entry one? The crossover cancels both the load of the
-    # moment (each window pairs k=8 with k=1) and any difference between the servers (each plays both):
-    # per round, sqrt((k8/k1 in window a) * (k8/k1 in window b)). (Not k=1 and k=8 agents on one server
-    # in one window: they would share its queue, and a costlier request would slow both kinds alike.)
+    return results, ratios
+
+
+def crossed_ratio(per_round: dict[str, list[dict[str, dict[str, Any]]]]) -> tuple[dict[str, Any], float | None]:
+    """Does a 3,200-entry run play as fast as a 400-entry one? The crossover cancels both the load of
+    the moment (each window pairs k=8 with k=1) and any difference between the servers (each plays
+    both): per round, sqrt((k8/k1 in window a) * (k8/k1 in window b)). (Not k=1 and k=8 agents on one
+    server in one window: they would share its queue, and a costlier request would slow both alike.)"""
     a, b = per_round["k8_vs_k1_a"], per_round["k8_vs_k1_b"]
     crossed = [((x["k8"]["episodes_per_s"] / x["k1"]["episodes_per_s"]) * (y["k8"]["episodes_per_s"] / y["k1"]["episodes_per_s"])) ** 0.5
                for x, y in zip(a, b, strict=True) if x["k1"]["episodes_per_s"] and y["k1"]["episodes_per_s"]]
     ratio = median(crossed)
-    for name in ("k8_vs_k1_a", "k8_vs_k1_b"):
-        del ratios[name]
-    ratios["run_play_k8_vs_k1"] = round(ratio, 3) if ratio is not None else None
-    results["run_play_k8_vs_k1"] = {"k1": {"episodes_per_s": median([x["k1"]["episodes_per_s"] for x in a + b]),
-                                           "rounds": [x["k1"]["episodes_per_s"] for x in a + b]},
-                                    "k8": {"episodes_per_s": median([x["k8"]["episodes_per_s"] for x in a + b]),
-                                           "rounds": [x["k8"]["episodes_per_s"] for x in a + b]},
-                                    "ratio_per_round": [round(v, 3) for v in crossed]}
-    for name in ("k8_vs_k1_a", "k8_vs_k1_b"):
-        results.pop(name)
+    result = {k: {"episodes_per_s": median([x[k]["episodes_per_s"] for x in a + b]), "rounds": [x[k]["episodes_per_s"] for x in a + b]}
+              for k in ("k1", "k8")} | {"ratio_per_round": [round(v, 3) for v in crossed]}
+    return result, round(ratio, 3) if ratio is not None else None
+
+
+async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: Path) -> dict[str, Any]:
+    """Build the large database, serve it beside an empty one, measure both in the same windows."""
+    urls = {"empty": f"sqlite+aiosqlite:///{workdir / 'empty.db'}", "large": f"sqlite+aiosqlite:///{workdir / 'large.db'}"}
+    log(f"building the large database: {args.runs} runs x {args.episodes_per_run} episodes")
+    built = await build_large(urls["large"], args.runs, args.episodes_per_run)
+    size_mb = round(sum(p.stat().st_size for p in workdir.glob("large.db*")) / 1e6, 1)
+    log(f"built in {built['seconds']} s: {built} ({size_mb} MB)")
+    by_name = await start_servers(args, urls, servers, workdir)
+    first_ms = {name: (await leaderboard_latency(s, 1))[0] for name, s in by_name.items()}
+    board = json.loads(urllib_get(by_name["large"].url + "/leaderboard?split=dev"))
+    per_round, lb = await play_rounds(args, by_name)
+    results, ratios = paired_ratios(per_round)
+    results["run_play_k8_vs_k1"], ratios["run_play_k8_vs_k1"] = crossed_ratio(per_round)
     leaderboard_ms = median(lb["large"])
     return {
         "config": {
@@ -409,23 +434,26 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
             "server_pids": {s.name: s.proc.pid for s in servers}, "commit": git_commit(), "python": platform.python_version(),
             "cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()],
         },
-        "large_database": {**built, "megabytes": size_mb, "leaderboard_rows": len(board["rows"]) + len(board["unranked"])},
+        "large_database": {**built, "megabytes": size_mb, "leaderboard_rows": len(board["rows"]) + len(board.get("unranked") or [])},
         "leaderboard_ms": round(leaderboard_ms, 3) if leaderboard_ms is not None else None,
         "leaderboard_ms_empty": round(median(lb["empty"]) or 0.0, 3),
         "leaderboard_first_ms": {k: round(v, 1) for k, v in first_ms.items()},
         "results": results,
         "ratios": ratios,
         "targets": {"leaderboard_ms": "<= 15", "ratios": ">= 0.95"},
-        "notes": [
-            "each ratio: median over rounds of large / empty measured in the same window (both servers loaded at "
-            "once, so background load hits both alike); run_play_k8_vs_k1: k=8 / k=1 episodes/s, crossed over "
-            "the two servers in two windows (geometric mean of the in-window ratios)",
-            "run play rate = episodes/s of agents each playing its own dev run; steps = plain episodes as in bench.load",
-            "steps_polled: steps while another client reads GET /leaderboard every 0.5 s",
-            "leaderboard_ms: median latency of GET /leaderboard?split=dev on the large database (cached; "
-            "leaderboard_first_ms is the first request after start, which builds the cache)",
-        ],
+        "notes": NOTES,
     }
+
+
+NOTES = [
+    "each ratio: median over rounds of large / empty measured in the same window (both servers loaded at "
+    "once, so background load hits both alike); run_play_k8_vs_k1: k=8 / k=1 episodes/s, crossed over "
+    "the two servers in two windows (geometric mean of the in-window ratios)",
+    "run play rate = episodes/s of agents each playing its own dev run; steps = plain episodes as in bench.load",
+    "steps_polled: steps while another client reads GET /leaderboard every 0.5 s",
+    "leaderboard_ms: median latency of GET /leaderboard?split=dev on the large database (cached; "
+    "leaderboard_first_ms is the first request after start, which builds the cache)",
+]
 
 
 def urllib_get(url: str) -> bytes:
