@@ -297,6 +297,8 @@ async def _pg_transaction(open_conn: Callable[[], Any], job: Callable[[Any], T],
     A COMMIT that fails without the server's answer (timeout, connection lost) may have committed:
     :class:`DatabaseOutcomeUnknown`. One the server refused (an SQLSTATE) did not."""
     async with open_conn() as conn:
+        if commit:
+            await conn.begin()  # explicit: a job may run prepared statements on the DB-API cursor (no autobegin)
         result = await conn.run_sync(job)
         if commit:
             try:
