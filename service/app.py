@@ -51,6 +51,7 @@ from service import env as core
 from service.db.engine import Database
 from service.db.errors import DatabaseNotMigrated, fault_from
 from service.db.migrate import head_revision, upgrade_to_head
+from service.db.readiness import Readiness
 from service.housekeeping import retention_loop
 from service.settings import Settings
 
@@ -76,9 +77,10 @@ class ReadyResponse(BaseModel):
     status: str = "ready"
 
 
-@get("/ready", summary="Readiness: the database answers (GET /health is liveness only)", responses=problem_responses())
+@get("/ready", summary="Readiness: the database answers, is not stalled and is migrated (GET /health is liveness only)",
+     responses=problem_responses())
 async def ready(state: State) -> ReadyResponse:
-    await state.database.ping()  # a DatabaseFault answers 503 (or 507) through the problem handlers
+    await state.readiness.check()  # a DatabaseFault answers 503 (or 507) through the problem handlers
     return ReadyResponse()
 
 
@@ -214,6 +216,7 @@ def create_app(settings: Settings) -> Litestar:
             {
                 "episodes": episodes,
                 "database": database,
+                "readiness": Readiness(database),
                 "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes, per_client=settings.ws_max_sessions_per_client,
                                           exempt=settings.exempt_addresses, frames_per_s=settings.rate_limit_per_s),
                 "mcp_sessions": McpSessions(),

@@ -42,6 +42,7 @@ from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, transitions, utcnow
 from service.settings import Settings
 from test_durability import Ack, assert_not_corrupt, load_database, next_action, token_for
+from test_sqlite_engine import _one_batch
 
 JOURNAL_MODES = ["WAL", "DELETE"]
 DISK_SIZE = "48m"
@@ -328,3 +329,101 @@ async def test_a_full_disk_under_load_loses_no_acknowledged_step(journal_mode: s
     database = await load_database(settings)
     for ep in database.values():
         assert_not_corrupt(ep)
+
+
+# ---- in process: one batch with jobs that fit and one that does not ---------------------------------
+
+MIXED_EPISODES = 40
+HUGE = 4_000_000  # one transition this big spills SQLite's page cache mid-statement: SQLITE_FULL on the small disk
+
+
+@pytest.mark.parametrize("journal_mode", JOURNAL_MODES)
+async def test_a_batch_with_a_job_that_hits_sqlite_full_commits_the_jobs_that_fit(journal_mode: str, small_disk: Path) -> None:
+    """The disk keeps 768 kB free. Each batch holds 40 small steps and one write that cannot fit; its
+    statement fails with SQLITE_FULL and SQLite rolls the whole transaction back. That job alone fails
+    (507), the others run again in a new transaction and commit — until the small writes use the rest
+    of the disk too. Every acknowledged job is stored exactly once; no failed job is stored."""
+    settings = Settings.from_env({"DATABASE_URL": f"sqlite+aiosqlite:///{small_disk / 'data' / 'm.db'}", "SQLITE_JOURNAL_MODE": journal_mode})
+    db = settings.database()
+    now = utcnow()
+
+    def create(conn) -> None:
+        for i in range(MIXED_EPISODES):
+            conn.execute(insert(episodes).values(
+                id=f"ep-{i}", task_id="t", split="dev", seed=i, ticket_id="x", run_id=None, status="active",
+                step_count=0, state={"k": 0}, version=1, created_at=now, updated_at=now,
+            ))
+
+    def step(conn, i: int, k: int, size: int = 1500) -> tuple[int, int]:
+        bumped = conn.execute(
+            update(episodes).where(episodes.c.id == f"ep-{i}", episodes.c.step_count == k - 1).values(step_count=k, state={"k": k})
+        ).rowcount
+        if bumped != 1:
+            raise AssertionError(f"ep-{i} is not at step {k - 1}: an acknowledged step was lost")
+        conn.execute(insert(transitions).values(
+            episode_id=f"ep-{i}", step_index=k, request_id=f"r{i}-{k}", action={}, observation={"o": "z" * size},
+            reward=0.0, done=False, created_at=now,
+        ))
+        return i, k
+
+    def huge(conn, n: int) -> str:
+        conn.execute(insert(transitions).values(
+            episode_id="ep-0", step_index=100_000 + n, request_id=f"huge-{n}", action={}, observation={"o": "z" * HUGE},
+            reward=0.0, done=False, created_at=now,
+        ))
+        return f"huge-{n}"
+
+    steps = [0] * MIXED_EPISODES
+    acked: list[tuple[int, int]] = []
+    waves: list[tuple[int, Counter[object]]] = []  # (acknowledged, failures by status) per batch
+
+    async def batch(with_huge: bool) -> None:
+        jobs = [db.write(step, i, steps[i] + 1) for i in range(MIXED_EPISODES)]
+        if with_huge:
+            jobs.insert(MIXED_EPISODES // 2, db.write(huge, len(waves)))  # never stored: it cannot fit
+        outcomes = await _one_batch(db, jobs)
+        if with_huge:
+            too_big = outcomes.pop(MIXED_EPISODES // 2)
+            assert isinstance(too_big, BaseException), "the write that cannot fit was acknowledged"
+        failures: Counter[object] = Counter()
+        n_acked = 0
+        for i, outcome in enumerate(outcomes):
+            if isinstance(outcome, tuple):
+                acked.append(outcome)
+                steps[i] += 1
+                n_acked += 1
+            else:
+                failures[getattr(outcome, "status", repr(outcome)[:60])] += 1
+        if with_huge:
+            failures[getattr(too_big, "status", repr(too_big)[:60])] += 1
+        waves.append((n_acked, failures))
+
+    filler = small_disk / "filler"
+    try:
+        await upgrade_to_head(db)
+        await db.write(create)
+        fill_disk(small_disk, leave=768 * 1024)
+        for _ in range(16):
+            await batch(with_huge=True)
+        during = len(acked)
+        filler.unlink()  # space returns
+        await batch(with_huge=False)
+        stored = await db.read(lambda c: Counter((e, k, r) for e, k, r in c.execute(
+            select(transitions.c.episode_id, transitions.c.step_index, transitions.c.request_id))))
+    finally:
+        filler.unlink(missing_ok=True)
+        await db.dispose()
+
+    by_request = Counter(r for (_, _, r) in stored.elements())
+    expected = {(f"ep-{i}", k, f"r{i}-{k}") for i, k in acked}
+    mixed = [w for w in waves if w[0] > 0 and w[1][507] > 0]
+    print(f"\nmixed batches on a full disk [{journal_mode}]: {len(acked)} acknowledged ({during} while full), "
+          f"{sum(stored.values())} stored, {len(mixed)} batches with both commits and SQLITE_FULL; per batch "
+          f"{[(n, dict(f)) for n, f in waves]}")
+    assert mixed, f"no batch had both acknowledged jobs and a SQLITE_FULL failure: {waves}"
+    assert any(n == 0 for n, _ in waves[:-1]), f"the small writes never used up the disk: {waves}"
+    assert all(n == 1 for n in by_request.values()), "a job is stored twice"
+    assert set(stored) == expected, (f"acknowledged but not stored: {sorted(expected - set(stored))[:5]}; "
+                                     f"stored but reported failed: {sorted(set(stored) - expected)[:5]}")
+    assert {s for _, f in waves for s in f} <= {507}, f"a full disk must fail writes as disk-full (507): {waves}"
+    assert waves[-1] == (MIXED_EPISODES, Counter()), f"the writes did not all succeed once space returned: {waves[-1]}"

@@ -171,10 +171,11 @@ async def test_a_batch_sqlite_rolled_back_is_never_acknowledged(tmp_path: Path, 
         await db.dispose()
 
 
-async def test_a_job_that_hides_a_rolled_back_transaction_fails_its_whole_batch(tmp_path: Path, loop_errors: list[dict]) -> None:
+async def test_a_job_that_hides_a_rolled_back_transaction_is_never_acknowledged(tmp_path: Path, loop_errors: list[dict]) -> None:
     """A job catches the database's error itself, so nothing raises — but SQLite has already rolled the
-    transaction back (and the savepoint RELEASE after it fails). Every job is answered exactly once, none
-    of the batch is reported committed unless it is stored, and the writer keeps working."""
+    transaction back (and the savepoint RELEASE after it fails). Every job is answered exactly once, that
+    job fails (the others run again without it), none is reported committed unless it is stored, and the
+    writer keeps working."""
     db = await _db(tmp_path)
     try:
         await db.write(_limit_file, 4)

@@ -36,6 +36,7 @@ from service.api.problems import (
 from service.api.deployment import hash_secret
 from service.db import repository as repo
 from service.db.engine import Database
+from service.db.errors import DatabaseFault
 
 if TYPE_CHECKING:
     from service.api.runs import RunService
@@ -574,7 +575,10 @@ class EpisodeService:
             observation,
         )
         if stored.done and record.run_id is not None and self.runs is not None:
-            await self.runs.finish_if_complete(record.run_id)  # this step is still shown as during the run
+            try:
+                await self.runs.finish_if_complete(record.run_id)  # this step is still shown as during the run
+            except DatabaseFault as exc:  # the step is stored: answer it; the run sweep writes the summary
+                log.warning("run summary deferred to the sweep run_id=%s: %s", record.run_id, exc.reason)
         return self._shown(EpisodeResult(
             record.id,
             observation,

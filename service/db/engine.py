@@ -15,7 +15,10 @@ Faults: every read and write raises :class:`~service.db.errors.DatabaseUnavailab
 :mod:`service.db.errors`), and every wait is bounded: connecting (``connect_timeout_s``), waiting for
 a pooled connection or a place in a SQLite thread's queue (``pool_timeout_s``), and each statement —
 asyncpg's ``command_timeout``, SQLite's ``busy_timeout`` (``statement_timeout_s``). Migrations at start
-run without the bound (:meth:`Database.write_unbounded`, :meth:`Database.unbounded_connection`).
+run without the bound (:meth:`Database.write_unbounded`, :meth:`Database.unbounded_connection`). A write
+whose outcome cannot be known — its wait ran out after it started, or the connection was lost during
+its COMMIT — raises :class:`~service.db.errors.DatabaseOutcomeUnknown`; a PostgreSQL deadlock or
+serialization failure (the server rolled the transaction back) is run once more, then answered 503.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from service.db.errors import FaultLog, fault_from
-from service.db.sqlite_threads import SqliteThread
+from service.db.errors import PG_RETRYABLE, DatabaseOutcomeUnknown, DatabaseUnavailable, FaultLog, fault_from, sqlstate
+from service.db.sqlite_threads import SqliteFile, SqliteThread
 
 T = TypeVar("T")
 
@@ -72,13 +75,18 @@ SQLITE_SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
 
 
 def _configure_sqlite(
-    engine: Engine, journal_mode: str = "WAL", synchronous: str = "FULL", busy_timeout_s: float = SQLITE_STATEMENT_TIMEOUT_S
+    engine: Engine,
+    journal_mode: str = "WAL",
+    synchronous: str = "FULL",
+    busy_timeout_s: float = SQLITE_STATEMENT_TIMEOUT_S,
+    file: SqliteFile | None = None,
 ) -> None:
     """WAL + synchronous=FULL by default: every COMMIT is fsynced before the steps in it are
     acknowledged, so an acknowledged step survives a power cut, not only a crash of the process
     (group commit makes that one fsync per batch). On a network file system (WAL needs shared memory
     there is none of) use journal_mode=DELETE with synchronous=FULL. ``busy_timeout``: how long a
-    statement waits for another process's lock before it fails (503)."""
+    statement waits for another process's lock before it fails (503). ``file``: once it has been
+    opened, connects open it without creating it."""
     if journal_mode not in SQLITE_JOURNAL_MODES or synchronous not in SQLITE_SYNCHRONOUS:
         raise ValueError(f"unsupported SQLite journal_mode={journal_mode!r} / synchronous={synchronous!r}")
 
@@ -92,6 +100,15 @@ def _configure_sqlite(
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
+
+    if file is not None:
+
+        @event.listens_for(engine, "do_connect")
+        def _open_existing(_dialect: Any, _record: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
+            uri = file.connect_uri()
+            if uri is not None:  # mode=rw: a missing file is CANTOPEN (503), not a new empty database
+                cargs[:] = [uri]
+                cparams["uri"] = True
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
@@ -121,6 +138,7 @@ class Database:
         self.schema = schema
         self.echo = echo
         self.connect_timeout_s = connect_timeout_s
+        self.statement_timeout_s = statement_timeout_s
         # SQLite: the longest a caller waits for its job (queue, lock wait, run); then 503.
         self.wait_s = pool_timeout_s + statement_timeout_s
         self.faults = FaultLog()  # one log line per failure, tracebacks rate-limited
@@ -140,12 +158,14 @@ class Database:
         if self.is_sqlite:
             modes = (sqlite_journal_mode, sqlite_synchronous, statement_timeout_s)
             _configure_sqlite(self.engine.sync_engine, *modes)
+            path = sqlite_path(url)
+            file = SqliteFile(path) if path is not None else None  # watched by both threads
             # NullPool: a connection thread that reopens its connection gets a new one, not a pooled one.
             sync_engine = create_engine(make_url(url).set(drivername="sqlite"), echo=echo, poolclass=NullPool, **_JSON_CODEC)
-            _configure_sqlite(sync_engine, *modes)
+            _configure_sqlite(sync_engine, *modes, file=file)
             writer_engine = sync_engine.execution_options(sqlite_begin="IMMEDIATE")
-            self._writer = SqliteThread(writer_engine, "sqlite-writer", savepoints=True, faults=self.faults)
-            self._reader = SqliteThread(sync_engine, "sqlite-reader", savepoints=False, faults=self.faults)
+            self._writer = SqliteThread(writer_engine, "sqlite-writer", savepoints=True, faults=self.faults, file=file)
+            self._reader = SqliteThread(sync_engine, "sqlite-reader", savepoints=False, faults=self.faults, file=file)
 
     def _pg_connect_args(self, statement_timeout_s: float | None) -> dict[str, Any]:
         """asyncpg: bounded connect, and a client-side bound on every statement (it cancels it)."""
@@ -172,10 +192,21 @@ class Database:
 
     async def ping(self) -> None:
         """Raise :class:`~service.db.errors.DatabaseFault` unless the database answers a trivial
-        read on the read path and on the write path (on SQLite: both connection threads)."""
+        read on the read path and on the write path (on SQLite: both connection threads, neither of
+        them stalled — running one batch for longer than the statement timeout)."""
+        for thread in (self._writer, self._reader):
+            if thread is not None and (took := thread.running_for()) > self.statement_timeout_s:
+                raise DatabaseUnavailable(
+                    f"{thread.name} stalled: one batch has been running for {took:.1f}s "
+                    f"(over DB_STATEMENT_TIMEOUT_S={self.statement_timeout_s:g}s); jobs queue behind it"
+                )
         await self.read(_select_one)
         if self.is_sqlite:
             await self.write(_select_one)
+
+    def connection_generation(self) -> int:
+        """Changes whenever a SQLite connection thread (re)connects; 0 on PostgreSQL (pooled connections)."""
+        return sum(t.connects for t in (self._writer, self._reader) if t is not None)
 
     def describe(self) -> str:
         """Where the data lives, for the startup log (no password)."""
@@ -211,19 +242,13 @@ class Database:
         :class:`~service.db.errors.DatabaseFault` when the database cannot do it (nothing of
         ``fn`` is committed then, unless the wait bound ran out while it was running).
         """
-        return await self._run(self._writer, self.engine.begin, fn, args, kwargs, self.wait_s)
+        return await self._run(self._writer, self.engine.connect, fn, args, kwargs, self.wait_s, commit=True)
 
     async def write_unbounded(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """:meth:`write` without the wait bound: for migrations at start."""
         if self._writer is not None:
-            return await self._run(self._writer, self.engine.begin, fn, args, kwargs, None)
-
-        @asynccontextmanager
-        async def begin() -> AsyncIterator[AsyncConnection]:
-            async with self.unbounded_connection() as conn, conn.begin():
-                yield conn
-
-        return await self._run(None, begin, fn, args, kwargs, None)
+            return await self._run(self._writer, self.engine.connect, fn, args, kwargs, None, commit=True)
+        return await self._run(None, self.unbounded_connection, fn, args, kwargs, None, commit=True)
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run the sync read function ``fn(conn, *args, **kwargs)`` in a read transaction."""
@@ -237,20 +262,26 @@ class Database:
         args: Any,
         kwargs: Any,
         wait_s: float | None,
+        commit: bool = False,
     ) -> T:
         def job(conn: Any) -> T:
             return fn(conn, *args, **kwargs)
 
         if thread is not None:  # SQLite: on the connection thread (it raises DatabaseFault itself)
             return await thread.submit(job, wait_s)
-        try:  # PostgreSQL: an async connection, the same sync function; bounded by the driver's timeouts
-            async with open_conn() as conn:
-                return await conn.run_sync(job)
-        except Exception as exc:
-            fault = fault_from(exc)
-            if fault is None:
+        for attempt in (1, 2):  # PostgreSQL: an async connection, the same sync function; bounded by the driver's timeouts
+            try:
+                return await _pg_transaction(open_conn, job, commit)
+            except DatabaseOutcomeUnknown:
                 raise
-            raise fault from exc
+            except Exception as exc:
+                fault = fault_from(exc)
+                if fault is None:
+                    raise
+                if attempt == 1 and sqlstate(exc) in PG_RETRYABLE:
+                    continue  # deadlock / serialization failure: rolled back by the server, safe to run again
+                raise fault from exc
+        raise AssertionError("unreachable")
 
     async def dispose(self) -> None:
         for thread in (self._writer, self._reader):
@@ -258,6 +289,26 @@ class Database:
                 await anyio.to_thread.run_sync(thread.close)
                 thread.engine.dispose()
         await self.engine.dispose()
+
+
+async def _pg_transaction(open_conn: Callable[[], Any], job: Callable[[Any], T], commit: bool) -> T:
+    """``job`` in one transaction on a new connection; committed if ``commit`` (else rolled back on close).
+
+    A COMMIT that fails without the server's answer (timeout, connection lost) may have committed:
+    :class:`DatabaseOutcomeUnknown`. One the server refused (an SQLSTATE) did not."""
+    async with open_conn() as conn:
+        if commit:
+            await conn.begin()  # explicit: a job may run prepared statements on the DB-API cursor (no autobegin)
+        result = await conn.run_sync(job)
+        if commit:
+            try:
+                await conn.commit()
+            except Exception as exc:
+                fault = fault_from(exc)
+                if fault is None or sqlstate(exc) is not None:
+                    raise
+                raise DatabaseOutcomeUnknown(f"the COMMIT was not confirmed: {fault.reason}") from exc
+        return result
 
 
 def _select_one(conn: Any) -> Any:

@@ -40,6 +40,19 @@ class DatabaseUnavailable(DatabaseFault):
     """Cannot connect, connection lost, locked or stalled past the bound: answered 503."""
 
 
+class DatabaseOutcomeUnknown(DatabaseUnavailable):
+    """A write was running (or its COMMIT was sent) when its wait ran out or its connection was lost: it
+    may still be committed. Answered 503, with a detail that says how to find out before sending it again."""
+
+    slug = "outcome-unknown"
+    title = "Outcome unknown"
+    detail = (
+        "the database did not confirm this write in time, and it may still be applied: do not simply send it again. "
+        "Retry the step with the same request_id (applied at most once), or first check GET /state?episode_id=… "
+        "(WebSocket: a state frame): if step_count moved on, the step was applied"
+    )
+
+
 class DatabaseNotMigrated(DatabaseUnavailable):
     """The tables (or columns) this version needs are not there: nobody ran the migrations. Answered 503."""
 
@@ -87,6 +100,8 @@ _PG_FULL = {"53100"}  # disk_full
 # read-only transaction (a replica after a failover).
 _PG_UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
 _PG_UNAVAILABLE = {"55P03", "25006"}
+# deadlock_detected, serialization_failure: the server rolled the transaction back; running it again may succeed.
+PG_RETRYABLE = {"40P01", "40001"}
 _PG_NOT_MIGRATED = {"42P01", "42703"}  # undefined_table, undefined_column
 _SQLITE_NOT_MIGRATED = ("no such table", "no such column")
 
@@ -127,7 +142,7 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
                 return DatabaseFull
             if state in _PG_NOT_MIGRATED:
                 return DatabaseNotMigrated
-            if state.startswith(_PG_UNAVAILABLE_CLASSES) or state in _PG_UNAVAILABLE:
+            if state.startswith(_PG_UNAVAILABLE_CLASSES) or state in _PG_UNAVAILABLE or state in PG_RETRYABLE:
                 return DatabaseUnavailable
         if isinstance(err, OSError):  # refused, reset, connect/command timeout (TimeoutError), ENOSPC
             return DatabaseFull if err.errno in (errno.ENOSPC, errno.EDQUOT) else DatabaseUnavailable
@@ -162,6 +177,15 @@ def fault_from(exc: BaseException, context: str = "") -> DatabaseFault | None:
     fault = kind(f"{context}{describe(exc)}")
     fault.__cause__ = exc
     return fault
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The PostgreSQL SQLSTATE the server answered with, or None (no answer: timeout, connection lost, not PostgreSQL)."""
+    for err in _chain(exc):
+        state = getattr(err, "sqlstate", None)
+        if isinstance(state, str) and len(state) == 5:
+            return state
+    return None
 
 
 def needs_reopen(exc: BaseException) -> bool:
@@ -206,10 +230,12 @@ __all__ = [
     "DatabaseFault",
     "DatabaseFull",
     "DatabaseNotMigrated",
+    "DatabaseOutcomeUnknown",
     "DatabaseUnavailable",
     "FaultLog",
     "classify",
     "describe",
     "fault_from",
     "needs_reopen",
+    "sqlstate",
 ]
