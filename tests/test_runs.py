@@ -95,12 +95,18 @@ async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_num
     manifest = await manifest_of(client, run)
     assert run["episodes_total"] == 400 and len(manifest) == 400
     steps = await play_run(client, run)
-    # during the run, no step reward leaks (the agent cannot probe); the final observation has the score
+    # during the run nothing per episode leaks: no step reward (the agent cannot probe), and no verdict on
+    # the final observation (trial-major play would let an agent carry it into later trials)
     assert all(s["reward"] == 0.0 for s in steps)
-    finals = [s["observation"] for s in steps if s["done"]]
-    assert len(finals) == 400 and all(o["final"] and o["score"] is not None and o["resolved"] is not None for o in finals)
+    finals = [s for s in steps if s["done"]]
+    assert len(finals) == 400 and all(o["observation"]["final"] for o in finals)
+    assert all(o["observation"]["score"] is None and o["observation"]["resolved"] is None for o in finals)
     detail = (await client.get(f"/runs/{run['run_id']}")).json()
     assert detail["status"] == "complete" and detail["episodes_done"] == 400
+    # once it is complete, every episode's verdict is served, and it is what the core computes
+    last = finals[-1]["observation"]
+    grade = (await client.get("/grader", params={"episode_id": last["episode_id"]})).json()
+    assert isinstance(grade["resolved"], bool) and 0.0 <= grade["score"] <= 1.0
 
     items = independent_items(manifest, "dev")  # the same numbers, from the pure core
     resolved = [[float(t.resolved) for t in v] for v in items]
@@ -153,12 +159,13 @@ async def test_rewards_are_withheld_until_a_dev_run_completes(client: Client) ->
     steps = await play_run(client, run, stop_after=5)
     assert steps and all(s["reward"] == 0.0 for s in steps)
     first = (await client.get(f"/runs/{run['run_id']}")).json()["episodes"][0]["episode_id"]
-    page = (await client.get(f"/episodes/{first}")).json()
-    assert page["rewards_hidden"] and all(s["reward"] is None for s in page["steps"])
+    # a finished episode of a run in progress shows nothing of itself (tests/test_run_privacy.py: every surface)
+    assert_problem(await client.get(f"/episodes/{first}"), 409, "in progress")
+    assert_problem(await client.get("/grader", params={"episode_id": first}), 409, "in progress")
     assert_problem(await client.get(f"/runs/{run['run_id']}/trajectories.jsonl"), 401)
-    grade = (await client.get("/grader", params={"episode_id": first})).json()
-    assert isinstance(grade["resolved"], bool)  # a finished dev episode shows its grade (dev labels are public)
     await play_run(client, run)
+    grade = (await client.get("/grader", params={"episode_id": first})).json()
+    assert isinstance(grade["resolved"], bool)  # the run is complete: dev episodes open up (dev labels are public)
     page = (await client.get(f"/episodes/{first}")).json()
     assert not page["rewards_hidden"] and sum(s["reward"] for s in page["steps"]) == pytest.approx(grade["raw"], abs=1e-6)
     # plain episodes keep dense rewards for RL

@@ -29,6 +29,7 @@ from service.api.problems import (
     InvalidInput,
     MissingEpisodeId,
     RunNotActive,
+    RunResultsPending,
     StepRaceLost,
     TestResultsPrivate,
     TestSplitNeedsRun,
@@ -599,8 +600,24 @@ class EpisodeService:
         )
 
     async def state(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
+        """``GET /state`` (and the WS state frame and MCP state tool). An episode whose details are
+        private — a test episode, a run's episode while the run is in progress — shows only its
+        progress, to everyone (run episode ids are public; the run's own agent has its observations)."""
         record = await self._load(episode_id)
         self._check_owner(record, episode_token)
+        if not (await self._feedback(record)).episode_details:
+            return {
+                "episode_id": record.id,
+                "step_count": record.step_count,
+                "episode_status": record.status,
+                "done": record.status == "done",
+                "task_id": record.task_id,
+                "run_id": record.run_id,
+            }
+        return self._full_state(record)
+
+    @staticmethod
+    def _full_state(record: repo.EpisodeRecord) -> dict[str, Any]:
         state = core.EpisodeState.model_validate(record.state)
         return {
             **core.public_state(state),
@@ -620,8 +637,8 @@ class EpisodeService:
         self._check_owner(record, episode_token)
         fb = await self._feedback(record)
         if not fb.episode_details:
-            raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=episode_id), episode_id=episode_id)
-        state = await self.state(episode_id, episode_token)
+            raise _private(record)
+        state = self._full_state(record)
         first = core.reset(state["task_id"], state["seed"], state["split"], self.dataset)[1]
         steps = [
             {"index": t.step_index, "action": t.action, "observation": t.observation,
@@ -655,7 +672,7 @@ class EpisodeService:
                 step_count=record.step_count,
             )
         if not (await self._feedback(record)).episode_score:
-            raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=record.id), episode_id=record.id)
+            raise _private(record)
         if stored is None:
             stored = await repo.get_grade(self.db, record.id, core.GRADER_VERSION)
         if stored is None:  # graded by an older grader version: grade again and keep both
@@ -681,6 +698,18 @@ _PRIVATE_DETAIL = (
     "episode {episode_id!r} is on the test split: no test episode's score, grade, actions or trajectory is ever "
     "served, not even after its run completes — only the run's aggregates (GET /runs/{{run_id}})"
 )
+
+
+def _private(record: repo.EpisodeRecord) -> TestResultsPrivate | RunResultsPending:
+    """Why this episode's results are not shown: the test split (never), or its run is in progress."""
+    if record.split == core.HIDDEN_SPLIT or record.run_id is None:
+        return TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=record.id), episode_id=record.id)
+    return RunResultsPending(
+        f"episode {record.id!r} belongs to run {record.run_id!r}, which is still in progress: no episode of a run "
+        "shows its score, grade, state or page until the run completes (so a dev run plays like a test run); "
+        f"finish the run, then ask again — GET /runs/{record.run_id} shows its progress",
+        episode_id=record.id, run_id=record.run_id, code="run_in_progress",
+    )
 
 
 def _draft(grade: core.Grade) -> repo.GradeDraft:
