@@ -192,7 +192,7 @@ async def test_health_metadata_schema_tasks(client: Client) -> None:
     meta = (await client.get("/metadata")).json()
     assert meta["name"] == "ecomm-support-env" and meta["description"] and meta["grader_version"] == core.GRADER_VERSION
     schema = (await client.get("/schema")).json()
-    assert schema["action"]["properties"].keys() == {*core.Action.model_json_schema()["properties"], "action_type"}
+    assert schema["action"]["properties"].keys() == {*core.Action.model_json_schema()["properties"], "action_type", "metadata"}
     assert {"action", "observation", "state"} <= set(schema)
     tasks = (await client.get("/tasks")).json()
     assert [t["id"] for t in tasks["tasks"]] == list(core.TASKS)

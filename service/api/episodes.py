@@ -105,6 +105,9 @@ def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, 
 # Seed A's name for `decision` (its server's only action field). Mapped here, once, for every
 # transport; GET /schema's action declares it (wire_action_schema).
 ACTION_TYPE = "action_type"
+# OpenEnv's `Action` base model (openenv-core 0.3.0, openenv 0.10) has `metadata: Dict = {}`, and its
+# clients send `action.model_dump()`: every typed action carries it. Accepted (an object), ignored.
+ACTION_METADATA = "metadata"
 
 
 def parse_action(payload: Any) -> core.Action:
@@ -113,6 +116,14 @@ def parse_action(payload: Any) -> core.Action:
             "`action` must be a JSON object such as {\"decision\": \"request_info\"}; GET /schema shows every field",
             errors=[{"field": "action", "message": "must be an object", "type": "dict_type"}],
         )
+    if ACTION_METADATA in payload:
+        if not isinstance(payload[ACTION_METADATA], dict):
+            raise InvalidInput(
+                "invalid action (action.metadata): must be an object (OpenEnv's Action.metadata; it is ignored) — "
+                "GET /schema shows the action schema",
+                errors=[{"field": "action.metadata", "message": "must be an object", "type": "dict_type"}],
+            )
+        payload = {k: v for k, v in payload.items() if k != ACTION_METADATA}
     aliased = ACTION_TYPE in payload
     if aliased:
         payload = dict(payload)
@@ -163,11 +174,16 @@ def wire_observation_schema() -> dict[str, Any]:
 
 
 def wire_action_schema() -> dict[str, Any]:
-    """JSON schema of the action :func:`parse_action` accepts: the core's, plus ``action_type``."""
+    """JSON schema of the action :func:`parse_action` accepts: the core's, plus ``action_type`` and
+    OpenEnv's ``metadata``."""
     schema = core.Action.model_json_schema()
     decision = schema["properties"]["decision"]
     schema["properties"][ACTION_TYPE] = {
         **decision, "title": "Action Type", "description": "Seed A's name for `decision`; give one of the two."
+    }
+    schema["properties"][ACTION_METADATA] = {
+        "type": "object", "additionalProperties": True, "default": {}, "title": "Metadata",
+        "description": "OpenEnv's Action.metadata (its clients send it with every typed action): accepted and ignored.",
     }
     return schema
 
