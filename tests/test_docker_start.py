@@ -168,7 +168,8 @@ def locked_python(parsed: list[tuple[str, str]], context: Path) -> Path:
     return client_venv(*args, name="image-deps", fingerprint=text)
 
 
-def build_image(parsed: list[tuple[str, str]], tmp_path: Path) -> Image:
+def build_image(parsed: list[tuple[str, str]], tmp_path: Path, context: Path = ROOT) -> Image:
+    """The image's file system, its ``COPY`` sources taken from ``context`` (the build context)."""
     image = tmp_path / "image"
     workdir = image / the(parsed, "WORKDIR").lstrip("/")
     workdir.mkdir(parents=True)
@@ -178,7 +179,7 @@ def build_image(parsed: list[tuple[str, str]], tmp_path: Path) -> Image:
         *sources, dest = [a for a in shlex.split(args) if not a.startswith("--")]
         target = workdir / dest if not dest.startswith("/") else image / dest.lstrip("/")
         for src in sources:
-            path = ROOT / src
+            path = context / src
             into = target / path.name if dest.endswith("/") else target
             if path.is_dir():
                 shutil.copytree(path, into, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
