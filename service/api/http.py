@@ -131,7 +131,8 @@ class OpenEnvController(Controller):
             await episodes.step(episode_id, action, data.request_id, token, episode_token(request, data.episode_token, episode_id))
         )
 
-    @get("/state", summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token)",
+    @get("/state", summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token); "
+         "a test episode, or a run's episode while the run is in progress: its progress only",
          responses=problem_responses(401, 403, 404))
     async def state(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None
