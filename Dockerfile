@@ -20,25 +20,27 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Dependencies first, so this layer is rebuilt only when the lock changes. uv.lock is the one
-# source of versions: uv exports its runtime set (no test extras) with hashes and pip installs
-# exactly that. `--prune openenv` drops the OpenEnv toolchain (declared for the validators and
-# `uv run server`; the service never imports it) and everything only it pulls in (gradio, pandas,
-# numpy, ...), which would triple the image. The uv version matches the test extras' pin.
+# source of versions: uv exports its runtime set (no test extras) plus the `build` group (the
+# setuptools that builds the project below) with hashes and pip installs exactly that.
+# `--prune openenv` drops the OpenEnv toolchain (declared for the validators and `uv run server`;
+# the service never imports it) and everything only it pulls in (gradio, pandas, numpy, ...), which
+# would triple the image. The uv version matches the test extras' pin.
 COPY pyproject.toml uv.lock README.md ./
 RUN pip install "uv==0.13.9" \
-    && uv export --frozen --no-dev --no-emit-project --prune openenv --output-file /tmp/requirements.txt \
+    && uv export --frozen --no-dev --group build --no-emit-project --prune openenv --output-file /tmp/requirements.txt \
     && pip install --no-deps --require-hashes -r /tmp/requirements.txt \
     && pip uninstall --yes uv \
     && rm /tmp/requirements.txt
 
 # The service runs from this source tree: Alembic's config and revisions and the HTML templates
 # are read next to the code, so the project is installed in place (as `make run` does), which
-# also installs the `server` script.
+# also installs the `server` script. Built with the locked setuptools installed above: no build
+# isolation, so nothing is fetched here.
 COPY alembic.ini openenv.yaml ./
 COPY migrations ./migrations
 COPY service ./service
 COPY server ./server
-RUN pip install --no-deps -e . \
+RUN pip install --no-deps --no-build-isolation -e . \
     && useradd --create-home --uid 1000 user \
     && mkdir -p /data \
     && chown user:user /data

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from service.db.engine import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_TIMEOUT_S, Database
 
@@ -58,9 +58,21 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
-@dataclass(frozen=True)
+def _without_password(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for reprs and logs)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return "<unparsable database URL>"
+
+
+@dataclass(frozen=True, repr=False)
 class Settings:
-    """Service configuration. Build it with :meth:`from_env` or directly in tests."""
+    """Service configuration. Build it with :meth:`from_env` or directly in tests. Its repr (logs,
+    tracebacks) leaves out the secrets and the database password."""
 
     database_url: str = DEFAULT_DATABASE_URL
     # PostgreSQL only: put every table (and alembic_version) in this schema via search_path.
@@ -101,8 +113,8 @@ class Settings:
     retention_interval_s: float = 600.0
     # The test split is generated from this secret (any string; 32+ random characters). When unset, a
     # random one is created at first start and kept in the database. Never publish it.
-    test_split_key: str | None = None
-    submitter_keys: str | None = None  # "name:key,name:key": submitter keys to preload for automation
+    test_split_key: str | None = field(default=None, repr=False)
+    submitter_keys: str | None = field(default=None, repr=False)  # "name:key,name:key": keys to preload for automation
     test_run_quota: int = 3  # test runs per submitter key (unless the key has its own quota) ...
     test_run_quota_period_s: float = 24 * 3600.0  # ... per period
     sqlite_journal_mode: str = "WAL"  # DELETE on network file systems (WAL needs shared memory)
@@ -126,6 +138,17 @@ class Settings:
     def __post_init__(self) -> None:
         if self.single_session and self.workers > 1:
             raise ValueError("SINGLE_SESSION=1 needs WORKERS=1: the session's episode is kept in the one server process")
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in fields(self):
+            if not f.repr:
+                continue
+            value = getattr(self, f.name)
+            if f.name == "database_url":
+                value = _without_password(value)
+            shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

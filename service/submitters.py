@@ -2,12 +2,14 @@
 
     python -m service.submitters create NAME [--quota N]   # prints the new key once
     python -m service.submitters revoke NAME
+    python -m service.submitters reissue NAME            # a new key for NAME (revoked or not), printed once
     python -m service.submitters list
 
 Keys are stored hashed (SHA-256 of a 256-bit random key); the database named by ``DATABASE_URL``
 (or the embedded SQLite file) is migrated first if needed. A submitter's quota is its number of
-test runs per ``TEST_RUN_QUOTA_PERIOD_S`` (default: ``TEST_RUN_QUOTA``). For automation,
-``SUBMITTER_KEYS=name:key,…`` preloads keys at every start instead.
+test runs per ``TEST_RUN_QUOTA_PERIOD_S`` (default: ``TEST_RUN_QUOTA``); only test runs count. For
+automation, ``SUBMITTER_KEYS=name:key,…`` preloads keys at every start instead; a key revoked here
+stays revoked even while SUBMITTER_KEYS still lists it (give the name a new key there, or reissue).
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ async def _run(args: argparse.Namespace, settings: Settings) -> tuple[int, Any]:
                 return 1, {"error": f"a submitter named {args.name!r} exists; revoke it or pick another name"}
             return 0, {"name": record.name, "key": key, "quota": record.quota,
                        "note": "shown once: give it to the submitter; it goes in `Authorization: Bearer <key>` of POST /runs"}
+        if args.command == "reissue":
+            if await run_store.submitter_by_name(db, args.name) is None:
+                return 1, {"error": f"no submitter named {args.name!r}; create it"}
+            key = "sk_" + secrets.token_urlsafe(32)
+            await run_store.upsert_submitter(db, args.name, hash_secret(key))  # a new key: active again
+            return 0, {"name": args.name, "key": key,
+                       "note": "shown once; the name's previous key no longer works"}
         if args.command == "revoke":
             revoked = await run_store.revoke_submitter(db, args.name)
             return (0, {"revoked": args.name}) if revoked else (1, {"error": f"no active submitter named {args.name!r}"})
@@ -56,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--quota", type=int, default=None, help="test runs per period (default: TEST_RUN_QUOTA)")
     revoke = sub.add_parser("revoke", help="revoke a submitter's key")
     revoke.add_argument("name")
+    reissue = sub.add_parser("reissue", help="give a submitter a new key (printed once); re-activates a revoked one")
+    reissue.add_argument("name")
     sub.add_parser("list", help="list submitters (never their keys)")
     args = parser.parse_args(argv)
     if args.command == "create" and args.quota is not None and args.quota < 0:

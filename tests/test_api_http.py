@@ -192,7 +192,7 @@ async def test_health_metadata_schema_tasks(client: Client) -> None:
     meta = (await client.get("/metadata")).json()
     assert meta["name"] == "ecomm-support-env" and meta["description"] and meta["grader_version"] == core.GRADER_VERSION
     schema = (await client.get("/schema")).json()
-    assert schema["action"]["properties"].keys() == {*core.Action.model_json_schema()["properties"], "action_type"}
+    assert schema["action"]["properties"].keys() == {*core.Action.model_json_schema()["properties"], "action_type", "metadata"}
     assert {"action", "observation", "state"} <= set(schema)
     tasks = (await client.get("/tasks")).json()
     assert [t["id"] for t in tasks["tasks"]] == list(core.TASKS)
@@ -441,3 +441,19 @@ async def test_default_tasks_limit_resets_that_name_no_task(settings: Settings) 
     assert chosen == set(DECISION_TASKS.values())
     with pytest.raises(ValueError, match="DEFAULT_TASKS"):
         create_app(replace(settings, default_tasks=("nope",)))
+
+
+async def test_get_endpoints_refuse_unknown_query_parameters(client: Client) -> None:
+    """GET /reset used to ignore what it did not know (`?task=hard` → a random task, 200); like POST
+    /reset's closed body it names the unknown key and lists the accepted ones. /state and /grader too."""
+    problem = assert_problem(await client.get("/reset", params={"task": "hard"}), 422, "'task'", "task_id", "difficulty")
+    assert problem["errors"][0]["field"] == "task" and problem["errors"][0]["type"] == "unknown_field"
+    assert_problem(await client.get("/reset", params={"seed": 3, "bogus": "1"}), 422, "'bogus'")
+    assert_problem(await client.get("/reset", params={"run_token": "t" * 43}), 400, "Authorization: Bearer")  # never in a URL
+    ok = await client.get("/reset", params={"task_id": "hard", "seed": 3, "split": "dev"})
+    assert ok.status_code == 200 and ok.json()["metadata"]["task_id"] == "decision-hard"
+    episode_id = ok.json()["metadata"]["episode_id"]
+    assert_problem(await client.get("/state", params={"episode_id": episode_id, "verbose": "1"}), 422, "'verbose'", "episode_id")
+    assert_problem(await client.get("/grader", params={"episode": episode_id}), 422, "'episode'", "episode_id", "run_id")
+    assert (await client.get("/state", params={"episode_id": episode_id})).status_code == 200
+    assert (await client.get("/state")).status_code == 200  # the stateless answer, no parameters at all

@@ -71,6 +71,45 @@ def test_readme_snippet_on_openenv_core_0_3_0(live_server: Any) -> None:
     assert old.returncode != 0 and "EnvClient is async by default" in old.stderr
 
 
+FINALS = """
+import json
+from openenv.core import GenericEnvClient
+
+plan = [{"lookup": "order"}, {"lookup": "policy"}, {"add_tag": "Refund"},
+        {"decision": "approve_refund", "reply": "We have refunded your order.", "close_ticket": True}]
+finals = []
+with GenericEnvClient(base_url="http://127.0.0.1:7860").sync() as env:
+    for task in ("decision-easy", "decision-hard", "workflow-triage", "workflow-resolution"):
+        for seed in (1, 2):
+            result = env.reset(task_id=task, seed=seed, split="dev")
+            for n in range(12):
+                result = env.step(plan[min(n, len(plan) - 1)])
+                if result.done:
+                    break
+            finals.append({"done": result.done, "reward": result.reward, **{k: result.observation.get(k) for k in
+                           ("episode_id", "final", "score", "resolved")}})
+print(json.dumps(finals))
+"""
+
+
+def test_final_observation_matches_the_grader_on_openenv_core_0_3_0(live_server: Any) -> None:
+    """openenv-core 0.3.0's client reads the episode's grade from the final observation (score,
+    resolved, final), the same as ``GET /grader`` — several episodes over one WS session."""
+    import json
+
+    import httpx
+
+    proc = _run(str(client_venv(OPENENV_CORE_030)), FINALS, live_server.url)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    finals = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(finals) == 8
+    for final in finals:
+        grade = httpx.get(live_server.url + "/grader", params={"episode_id": final["episode_id"]}, timeout=30).json()
+        assert final["done"] is True and final["final"] is True
+        assert final["score"] == grade["score"] and final["resolved"] is grade["resolved"], (final, grade)
+    assert len({f["score"] for f in finals}) > 1
+
+
 def test_readme_shows_the_snippet_tested_here() -> None:
     from pathlib import Path
 

@@ -124,7 +124,9 @@ def test_image_dependencies_come_from_the_lock(parsed: list[tuple[str, str]]) ->
     assert f'pip install "{uv_pin}"' in deps  # the image's uv is the one the tests use
     export = next(c for c in deps if c.startswith("uv export"))
     assert "--frozen" in export and "--no-dev" in export  # exactly the lock, never re-resolved
+    assert "--group build" in export  # the build backend too: the project is built with the locked setuptools
     assert any(c.startswith("pip install --no-deps --require-hashes -r ") for c in deps)
+    assert "--no-build-isolation" in runs(parsed)[1][0]  # no isolated build env fetching its own setuptools
     assert not any("pyproject.toml" in c or "tomllib" in c for c in deps)  # no second source of versions
     copied = [shlex.split(args)[:-1] for k, args in parsed if k == "COPY"][0]
     assert "uv.lock" in copied and "pyproject.toml" in copied
@@ -140,11 +142,29 @@ def test_lock_is_in_step_with_pyproject() -> None:
 
 @dataclass
 class Image:
-    """The image's file system (``root``, ``/app`` at ``workdir``) and its Python (``bin``)."""
+    """The image's file system (``root``, ``/app`` at ``workdir``), its Python (``bin``) and the
+    Dockerfile's command that installs the project into it (``install``)."""
 
     root: Path
     workdir: Path
     bin: Path
+    install: list[str]
+
+
+def offline_pip_env() -> dict[str, str]:
+    """This process's environment with every package source pip could reach removed (no index, no
+    find-links, no config file): an install that needs anything not already installed fails."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def build_backend_pin() -> str:
+    """The one setuptools the project builds with: ``[build-system] requires``, also the lock's ``build`` group."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    [pin] = pyproject["build-system"]["requires"]
+    assert pyproject["dependency-groups"]["build"] == [pin]
+    return pin
 
 
 def locked_python(parsed: list[tuple[str, str]], context: Path) -> Path:
@@ -168,7 +188,8 @@ def locked_python(parsed: list[tuple[str, str]], context: Path) -> Path:
     return client_venv(*args, name="image-deps", fingerprint=text)
 
 
-def build_image(parsed: list[tuple[str, str]], tmp_path: Path) -> Image:
+def build_image(parsed: list[tuple[str, str]], tmp_path: Path, context: Path = ROOT) -> Image:
+    """The image's file system, its ``COPY`` sources taken from ``context`` (the build context)."""
     image = tmp_path / "image"
     workdir = image / the(parsed, "WORKDIR").lstrip("/")
     workdir.mkdir(parents=True)
@@ -178,7 +199,7 @@ def build_image(parsed: list[tuple[str, str]], tmp_path: Path) -> Image:
         *sources, dest = [a for a in shlex.split(args) if not a.startswith("--")]
         target = workdir / dest if not dest.startswith("/") else image / dest.lstrip("/")
         for src in sources:
-            path = ROOT / src
+            path = context / src
             into = target / path.name if dest.endswith("/") else target
             if path.is_dir():
                 shutil.copytree(path, into, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -186,19 +207,23 @@ def build_image(parsed: list[tuple[str, str]], tmp_path: Path) -> Image:
                 into.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, into)
     python = locked_python(parsed, workdir)
-    # The second RUN: `pip install --no-deps -e .` in /app. One editable install per cached venv
-    # at a time (another test run may be using the same venv).
-    assert runs(parsed)[1][0] == "pip install --no-deps -e ."
+    install = shlex.split(runs(parsed)[1][0])  # the second RUN's first command: the project, in /app
+    assert install[:2] == ["pip", "install"] and install[-2:] == ["-e", "."]
     (image / "data").mkdir()  # the Dockerfile's RUN creates /data
-    return Image(image, workdir, python.parent)
+    return Image(image, workdir, python.parent, install)
 
 
 @contextmanager
 def installed(image: Image) -> Iterator[None]:
+    """The Dockerfile's project install, as written, run in the image's /app — with no package index
+    or other source reachable, so it can only use what the locked install put there (a build with
+    isolation would fetch an unpinned setuptools, and fails here). One editable install per cached
+    venv at a time (another test run may be using the same venv)."""
     with open(CACHE / "image-deps.install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        subprocess.run([str(image.bin / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "-e", "."],
-                       cwd=image.workdir, check=True, capture_output=True, timeout=300)
+        proc = subprocess.run([str(image.bin / "python"), "-m", *image.install[:2], "--quiet", *image.install[2:]],
+                              cwd=image.workdir, env=offline_pip_env(), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"the image's `{' '.join(image.install)}` failed offline:\n{proc.stderr[-3000:]}"
         yield
 
 
@@ -245,6 +270,8 @@ def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]]
         # that installed it last may have been another one, with its own temp dir).
         dists = installed_distributions(image.bin / "python")
         assert not {"openenv", "openenv-core", "gradio"} & dists.keys()  # pruned: the service never imports them
+        # the build backend is the locked one (every build resolves it the same): it built /app offline above
+        assert dists["setuptools"]["metadata"]["version"] == build_backend_pin().split("==", 1)[1]
         project = dists["ecomm-support-env"]
         assert project["direct_url"]["dir_info"].get("editable") is True
         assert project["direct_url"]["url"] == image.workdir.resolve().as_uri()

@@ -366,7 +366,7 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
     for e in after["episodes"]:
         if e["index"] in done_before:
             assert e["episode_id"] == done_before[e["index"]]["episode_id"]
-            assert e["score"] == done_before[e["index"]]["score"]
+            assert "score" not in done_before[e["index"]] and e["score"] is not None  # verdicts wait for the run's end
             state = httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()
             assert state["step_count"] == steps_before[e["index"]]
 

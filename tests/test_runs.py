@@ -95,12 +95,18 @@ async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_num
     manifest = await manifest_of(client, run)
     assert run["episodes_total"] == 400 and len(manifest) == 400
     steps = await play_run(client, run)
-    # during the run, no step reward leaks (the agent cannot probe); the final observation has the score
+    # during the run nothing per episode leaks: no step reward (the agent cannot probe), and no verdict on
+    # the final observation (trial-major play would let an agent carry it into later trials)
     assert all(s["reward"] == 0.0 for s in steps)
-    finals = [s["observation"] for s in steps if s["done"]]
-    assert len(finals) == 400 and all(o["final"] and o["score"] is not None and o["resolved"] is not None for o in finals)
+    finals = [s for s in steps if s["done"]]
+    assert len(finals) == 400 and all(o["observation"]["final"] for o in finals)
+    assert all(o["observation"]["score"] is None and o["observation"]["resolved"] is None for o in finals)
     detail = (await client.get(f"/runs/{run['run_id']}")).json()
     assert detail["status"] == "complete" and detail["episodes_done"] == 400
+    # once it is complete, every episode's verdict is served, and it is what the core computes
+    last = finals[-1]["observation"]
+    grade = (await client.get("/grader", params={"episode_id": last["episode_id"]})).json()
+    assert isinstance(grade["resolved"], bool) and 0.0 <= grade["score"] <= 1.0
 
     items = independent_items(manifest, "dev")  # the same numbers, from the pure core
     resolved = [[float(t.resolved) for t in v] for v in items]
@@ -153,12 +159,13 @@ async def test_rewards_are_withheld_until_a_dev_run_completes(client: Client) ->
     steps = await play_run(client, run, stop_after=5)
     assert steps and all(s["reward"] == 0.0 for s in steps)
     first = (await client.get(f"/runs/{run['run_id']}")).json()["episodes"][0]["episode_id"]
-    page = (await client.get(f"/episodes/{first}")).json()
-    assert page["rewards_hidden"] and all(s["reward"] is None for s in page["steps"])
+    # a finished episode of a run in progress shows nothing of itself (tests/test_run_privacy.py: every surface)
+    assert_problem(await client.get(f"/episodes/{first}"), 409, "in progress")
+    assert_problem(await client.get("/grader", params={"episode_id": first}), 409, "in progress")
     assert_problem(await client.get(f"/runs/{run['run_id']}/trajectories.jsonl"), 401)
-    grade = (await client.get("/grader", params={"episode_id": first})).json()
-    assert isinstance(grade["resolved"], bool)  # a finished dev episode shows its grade (dev labels are public)
     await play_run(client, run)
+    grade = (await client.get("/grader", params={"episode_id": first})).json()
+    assert isinstance(grade["resolved"], bool)  # the run is complete: dev episodes open up (dev labels are public)
     page = (await client.get(f"/episodes/{first}")).json()
     assert not page["rewards_hidden"] and sum(s["reward"] for s in page["steps"]) == pytest.approx(grade["raw"], abs=1e-6)
     # plain episodes keep dense rewards for RL
@@ -375,6 +382,16 @@ async def test_submitter_keys_from_the_operator_command(settings: Settings) -> N
     code, out, _ = await command("list")
     listed = json.loads(out)
     assert code == 0 and listed[0]["name"] == "carol" and listed[0]["revoked_at"] and "key" not in listed[0]
+    # re-issuing gives the name a new key; the revoked one stays dead
+    code, out, _ = await command("reissue", "carol")
+    reissued = json.loads(out)
+    assert code == 0 and reissued["key"] != created["key"]
+    assert (await command("reissue", "nobody"))[0] == 1
+    dev = {"agent": "c", "split": "dev", "limit_per_task": 1}  # carol's one test run is used: a dev run checks the key
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        assert_problem(await client.post("/runs", json=dev, headers=auth(created["key"])), 403, "revoked")
+        assert (await client.post("/runs", json=dev, headers=auth(reissued["key"]))).status_code == 201
+    assert json.loads((await command("list"))[1])[0]["revoked_at"] is None
 
 
 async def test_self_reported_usage_is_shown_as_such(client: Client) -> None:
@@ -426,3 +443,52 @@ async def test_grader_by_run_id(client: Client) -> None:
 
 def test_oracle_agent_is_not_a_baseline() -> None:
     assert make_agent("oracle", 0, core.PUBLIC.pool("dev", "decision", "easy")[0])  # tests only: it reads the gold
+
+
+async def test_dev_runs_with_a_submitter_key_leave_its_test_quota_alone(secret_client: Client) -> None:
+    """The quota counts test runs: dev runs made with the key (to bind the agent name) are free."""
+    client = secret_client
+    for i in range(4):  # more than the quota of 3
+        run = await create_run(client, ALICE_KEY, split="dev", limit_per_task=1, agent=f"dev-{i}")
+        assert run["submitter"] == "alice"
+    for i in range(3):
+        await create_run(client, ALICE_KEY, split="test", agent=f"test-{i}")
+    assert_problem(await client.post("/runs", json={"agent": "t", "split": "test"}, headers=auth(ALICE_KEY)), 429, "test run")
+    assert (await client.post("/runs", json={"agent": "dev-more", "split": "dev", "limit_per_task": 1},
+                              headers=auth(ALICE_KEY))).status_code == 201  # dev runs stay open
+
+
+def test_settings_repr_shows_no_secret() -> None:
+    settings = Settings(
+        test_split_key="split-key-" + "s" * 32,
+        submitter_keys=f"alice:{ALICE_KEY}",
+        database_url="postgresql+asyncpg://ecomm:hunter2-db-password@db.internal:5432/ecomm",
+    )
+    text = repr(settings)
+    for secret in ("split-key-", ALICE_KEY, "hunter2-db-password"):
+        assert secret not in text and secret not in str(settings)
+    assert "db.internal" in text and "test_run_quota=3" in text  # the rest is still shown
+    assert settings.test_split_key and settings.submitter_keys  # hidden from repr only
+
+
+async def test_a_revoked_preloaded_key_stays_revoked_across_restarts(settings: Settings) -> None:
+    """SUBMITTER_KEYS is read at every start; a key the operator revoked must not come back with it.
+    A different key for the name in SUBMITTER_KEYS (or `reissue`) is the operator re-issuing it."""
+    from service.db import run_store
+
+    preloaded = replace(settings, submitter_keys=f"alice:{ALICE_KEY}")
+    body = {"agent": "a", "split": "test"}
+    async with AsyncTestClient(app=create_app(preloaded)) as client:
+        assert (await client.post("/runs", json=body, headers=auth(ALICE_KEY))).status_code == 201
+    db = settings.database()
+    try:
+        assert await run_store.revoke_submitter(db, "alice")
+    finally:
+        await db.dispose()
+    for _ in range(2):  # restarts with the same SUBMITTER_KEYS
+        async with AsyncTestClient(app=create_app(preloaded)) as client:
+            assert_problem(await client.post("/runs", json=body, headers=auth(ALICE_KEY)), 403, "revoked")
+    new_key = "sk_alice_new_" + "n" * 40
+    async with AsyncTestClient(app=create_app(replace(settings, submitter_keys=f"alice:{new_key}"))) as client:
+        assert_problem(await client.post("/runs", json=body, headers=auth(ALICE_KEY)), 403, "revoked")
+        assert (await client.post("/runs", json=body, headers=auth(new_key))).status_code == 201

@@ -66,5 +66,7 @@ async def preload_submitters(db: Database, settings: Settings) -> None:
     if not settings.submitter_keys:
         return
     for name, key in parse_submitter_keys(settings.submitter_keys):
-        await run_store.upsert_submitter(db, name, hash_secret(key))
+        if not await run_store.upsert_submitter(db, name, hash_secret(key)):
+            log.warning("SUBMITTER_KEYS lists submitter %r with its revoked key: it stays revoked; give the name a new "
+                        "key (in SUBMITTER_KEYS, or `python -m service.submitters reissue %s`)", name, name)
     log.info("submitter keys preloaded from SUBMITTER_KEYS: %d", len(parse_submitter_keys(settings.submitter_keys)))

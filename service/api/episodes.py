@@ -29,6 +29,7 @@ from service.api.problems import (
     InvalidInput,
     MissingEpisodeId,
     RunNotActive,
+    RunResultsPending,
     StepRaceLost,
     TestResultsPrivate,
     TestSplitNeedsRun,
@@ -105,6 +106,9 @@ def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, 
 # Seed A's name for `decision` (its server's only action field). Mapped here, once, for every
 # transport; GET /schema's action declares it (wire_action_schema).
 ACTION_TYPE = "action_type"
+# OpenEnv's `Action` base model (openenv-core 0.3.0, openenv 0.10) has `metadata: Dict = {}`, and its
+# clients send `action.model_dump()`: every typed action carries it. Accepted (an object), ignored.
+ACTION_METADATA = "metadata"
 
 
 def parse_action(payload: Any) -> core.Action:
@@ -113,6 +117,14 @@ def parse_action(payload: Any) -> core.Action:
             "`action` must be a JSON object such as {\"decision\": \"request_info\"}; GET /schema shows every field",
             errors=[{"field": "action", "message": "must be an object", "type": "dict_type"}],
         )
+    if ACTION_METADATA in payload:
+        if not isinstance(payload[ACTION_METADATA], dict):
+            raise InvalidInput(
+                "invalid action (action.metadata): must be an object (OpenEnv's Action.metadata; it is ignored) — "
+                "GET /schema shows the action schema",
+                errors=[{"field": "action.metadata", "message": "must be an object", "type": "dict_type"}],
+            )
+        payload = {k: v for k, v in payload.items() if k != ACTION_METADATA}
     aliased = ACTION_TYPE in payload
     if aliased:
         payload = dict(payload)
@@ -163,11 +175,16 @@ def wire_observation_schema() -> dict[str, Any]:
 
 
 def wire_action_schema() -> dict[str, Any]:
-    """JSON schema of the action :func:`parse_action` accepts: the core's, plus ``action_type``."""
+    """JSON schema of the action :func:`parse_action` accepts: the core's, plus ``action_type`` and
+    OpenEnv's ``metadata``."""
     schema = core.Action.model_json_schema()
     decision = schema["properties"]["decision"]
     schema["properties"][ACTION_TYPE] = {
         **decision, "title": "Action Type", "description": "Seed A's name for `decision`; give one of the two."
+    }
+    schema["properties"][ACTION_METADATA] = {
+        "type": "object", "additionalProperties": True, "default": {}, "title": "Metadata",
+        "description": "OpenEnv's Action.metadata (its clients send it with every typed action): accepted and ignored.",
     }
     return schema
 
@@ -603,8 +620,24 @@ class EpisodeService:
         )
 
     async def state(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
+        """``GET /state`` (and the WS state frame and MCP state tool). An episode whose details are
+        private — a test episode, a run's episode while the run is in progress — shows only its
+        progress, to everyone (run episode ids are public; the run's own agent has its observations)."""
         record = await self._load(episode_id)
         self._check_owner(record, episode_token)
+        if not (await self._feedback(record)).episode_details:
+            return {
+                "episode_id": record.id,
+                "step_count": record.step_count,
+                "episode_status": record.status,
+                "done": record.status == "done",
+                "task_id": record.task_id,
+                "run_id": record.run_id,
+            }
+        return self._full_state(record)
+
+    @staticmethod
+    def _full_state(record: repo.EpisodeRecord) -> dict[str, Any]:
         state = core.EpisodeState.model_validate(record.state)
         return {
             **core.public_state(state),
@@ -624,8 +657,8 @@ class EpisodeService:
         self._check_owner(record, episode_token)
         fb = await self._feedback(record)
         if not fb.episode_details:
-            raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=episode_id), episode_id=episode_id)
-        state = await self.state(episode_id, episode_token)
+            raise _private(record)
+        state = self._full_state(record)
         first = core.reset(state["task_id"], state["seed"], state["split"], self.dataset)[1]
         steps = [
             {"index": t.step_index, "action": t.action, "observation": t.observation,
@@ -659,7 +692,7 @@ class EpisodeService:
                 step_count=record.step_count,
             )
         if not (await self._feedback(record)).episode_score:
-            raise TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=record.id), episode_id=record.id)
+            raise _private(record)
         if stored is None:
             stored = await repo.get_grade(self.db, record.id, core.GRADER_VERSION)
         if stored is None:  # graded by an older grader version: grade again and keep both
@@ -685,6 +718,18 @@ _PRIVATE_DETAIL = (
     "episode {episode_id!r} is on the test split: no test episode's score, grade, actions or trajectory is ever "
     "served, not even after its run completes — only the run's aggregates (GET /runs/{{run_id}})"
 )
+
+
+def _private(record: repo.EpisodeRecord) -> TestResultsPrivate | RunResultsPending:
+    """Why this episode's results are not shown: the test split (never), or its run is in progress."""
+    if record.split == core.HIDDEN_SPLIT or record.run_id is None:
+        return TestResultsPrivate(_PRIVATE_DETAIL.format(episode_id=record.id), episode_id=record.id)
+    return RunResultsPending(
+        f"episode {record.id!r} belongs to run {record.run_id!r}, which is still in progress: no episode of a run "
+        "shows its score, grade, state or page until the run completes (so a dev run plays like a test run); "
+        f"finish the run, then ask again — GET /runs/{record.run_id} shows its progress",
+        episode_id=record.id, run_id=record.run_id, code="run_in_progress",
+    )
 
 
 def _draft(grade: core.Grade) -> repo.GradeDraft:

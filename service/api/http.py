@@ -52,6 +52,27 @@ EpisodeIdQuery = Annotated[
 ]
 
 
+# The query parameters of each GET whose parameters matter (the handlers' own): anything else is
+# refused by name, as POST /reset's closed body refuses unknown fields — never silently ignored.
+RESET_QUERY = ("seed", "episode_id", "task_id", "split", "difficulty", "run_id")
+STATE_QUERY = ("episode_id",)
+GRADER_QUERY = ("episode_id", "run_id")
+
+
+def closed_query(request: Request[Any, Any, Any], accepted: tuple[str, ...]) -> None:
+    """422 naming every query key not in ``accepted`` (one scope lookup when there is no query)."""
+    if not request.scope.get("query_string"):
+        return
+    unknown = [k for k in dict.fromkeys(request.query_params) if k not in accepted]
+    if not unknown:
+        return
+    listed = ", ".join(accepted)
+    raise InvalidInput(
+        f"unknown query parameter {', '.join(repr(k) for k in unknown)}; GET {request.url.path} accepts: {listed}",
+        errors=[{"field": k, "message": f"unknown query parameter; accepted: {listed}", "type": "unknown_field"} for k in unknown],
+    )
+
+
 def implicit(request: Request[Any, Any, Any]) -> ImplicitEpisode:
     # app state, not a dependency: a second dependency costs every request a task group
     fallback: ImplicitEpisode = request.app.state.implicit_episode
@@ -92,6 +113,7 @@ class OpenEnvController(Controller):
         difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
         run_id: Annotated[str | None, QueryParameter(max_length=64, description="Its token goes in `Authorization: Bearer`, never here.")] = None,
     ) -> Response[ObservationResponse]:
+        closed_query(request, RESET_QUERY)
         params = _validated_reset(
             seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id
         )
@@ -109,11 +131,13 @@ class OpenEnvController(Controller):
             await episodes.step(episode_id, action, data.request_id, token, episode_token(request, data.episode_token, episode_id))
         )
 
-    @get("/state", summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token)",
+    @get("/state", summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token); "
+         "a test episode, or a run's episode while the run is in progress: its progress only",
          responses=problem_responses(401, 403, 404))
     async def state(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None
     ) -> StateResponse:
+        closed_query(request, STATE_QUERY)
         episode_id = implicit(request).resolve(request, episode_id)
         if episode_id is None:
             # The stateless OpenEnv subset asks without an id: answer in its shape, with a hint.
@@ -171,6 +195,7 @@ class BenchmarkController(Controller):
         run_id: Annotated[str | None, QueryParameter(max_length=64, description="From POST /runs.")] = None,
     ) -> GraderResponse | RunGradeResponse:
         # One dependency: Litestar resolves two or more in a task group, on every request.
+        closed_query(request, GRADER_QUERY)
         if run_id is not None and episode_id is None and episodes.runs is not None:
             run = await episodes.runs.detail(run_id)
             return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})

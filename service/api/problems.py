@@ -214,6 +214,14 @@ class TestResultsPrivate(Problem):
     title = "Test-split episodes are never shown one by one"
 
 
+class RunResultsPending(Problem):
+    """A run episode's per-episode results (grade, page, trajectory) wait for its run to complete."""
+
+    status = 409
+    slug = "run-in-progress"
+    title = "Per-episode results are shown once the run completes"
+
+
 class SubmitterKeyMissing(Problem):
     status = 401
     slug = "submitter-key-required"

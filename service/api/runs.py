@@ -41,6 +41,7 @@ from service.api.problems import (
     RunNotFound,
     RunTokenInvalid,
     RunTokenMissing,
+    RunResultsPending,
     SubmitterKeyInvalid,
     SubmitterKeyMissing,
     TestResultsPrivate,
@@ -403,6 +404,7 @@ class RunService:
             await self.finish_if_complete(run.id)
             run = await self.load(run_id)
         test = run.split == core.HIDDEN_SPLIT
+        shown = core.feedback(run.split, True, run.status == "complete")  # nothing per episode while in progress
         start = (page - 1) * per_page
         entries = manifest_of(run)[start: start + per_page]
         handed_out = [episode_id_for(run.id, e["index"]) for e in entries if e["index"] < run.next_index]
@@ -416,7 +418,7 @@ class RunService:
             ep = started.get(episode_id_for(run.id, entry["index"]))
             row = {**entry, "episode_id": ep.episode_id if ep else None, "status": "pending" if ep is None else ep.status,
                    "step_count": ep.step_count if ep else 0}
-            if not test:
+            if shown.episode_score:
                 row.update(score=ep.score if ep else None, resolved=ep.resolved if ep else None)
             rows.append(row)
         pages = max(1, -(-run.episodes_total // per_page))
@@ -424,7 +426,7 @@ class RunService:
         def url(n: int) -> str | None:
             return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages else None
 
-        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": not test,
+        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": shown.episode_score,
                 "page": {"number": page, "per_page": per_page, "pages": pages, "first_index": start,
                          "prev_url": url(page - 1), "next_url": url(page + 1)}}
         if test:
@@ -552,6 +554,11 @@ class RunService:
             )
         if run.status != "complete":
             self.authorize(run, token)
+            raise RunResultsPending(
+                f"run {run_id!r} is {run.status}: its trajectories (scores, rewards, actions) are served once it "
+                "completes, so no agent learns a verdict while the run is in progress",
+                run_id=run_id, code="run_in_progress",
+            )
         for ep in await run_store.run_episodes(self.db, run.id, run.grader_version):
             if ep.status != "done":
                 continue

@@ -96,7 +96,9 @@ class ObservationResponse(msgspec.Struct):
 
 
 class StateResponse(BaseModel):
-    """``GET /state``: id, step count, status and the leak-free ticket state."""
+    """``GET /state``: id, step count, status and the leak-free ticket state. An episode whose details
+    are private (a test episode; a run's episode while the run is in progress) shows only
+    ``episode_id``, ``step_count``, ``episode_status``, ``done``, ``task_id`` and ``run_id``."""
 
     model_config = ConfigDict(extra="allow")
 

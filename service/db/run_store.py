@@ -148,8 +148,9 @@ def _columns(record: type) -> list[Any]:
 
 async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **values: Any) -> RunRecord:
     """Store a new run. With ``quota = (limit, since)`` and a ``submitter``, refuse (QuotaExceeded)
-    when that submitter already created ``limit`` runs since ``since`` — counted and inserted in one
-    transaction, with the submitter's row locked on PostgreSQL, so racing requests cannot both pass."""
+    when that submitter already created ``limit`` runs of this run's split (the test split: only test
+    runs carry a quota) since ``since`` — counted and inserted in one transaction, with the
+    submitter's row locked on PostgreSQL, so racing requests cannot both pass."""
     now = utcnow()
     values = {"next_index": 0, "episodes_done": 0, "status": "active", "usage": None, "summary": None,
               "created_at": now, "updated_at": now, "finished_at": None, "submitter": None,
@@ -161,7 +162,7 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
             conn.execute(select(submitters.c.id).where(submitters.c.name == values["submitter"]).with_for_update())
             recent = conn.execute(
                 select(func.count(), func.min(runs.c.created_at))
-                .where(runs.c.submitter == values["submitter"], runs.c.created_at >= since)
+                .where(runs.c.submitter == values["submitter"], runs.c.split == values["split"], runs.c.created_at >= since)
             ).one()
             if recent[0] >= limit:
                 raise QuotaExceeded(recent[0], _aware(recent[1]))
@@ -403,17 +404,25 @@ async def create_submitter(db: Database, name: str, key_sha256: str, quota: int 
     return stored
 
 
-async def upsert_submitter(db: Database, name: str, key_sha256: str) -> None:
-    """Preload a key (``SUBMITTER_KEYS``): create the submitter, or give it this key (un-revoked)."""
+async def upsert_submitter(db: Database, name: str, key_sha256: str) -> bool:
+    """Preload a key (``SUBMITTER_KEYS``, read at every start): create the submitter, or give it this
+    key. A revoked key stays revoked: only a different key re-activates the name (the operator
+    re-issued it). Returns False when the name's key is this one and revoked (nothing changed)."""
 
-    def upsert(conn: Connection) -> None:
+    def upsert(conn: Connection) -> bool:
         changed = conn.execute(
-            update(submitters).where(submitters.c.name == name).values(key_sha256=key_sha256, revoked_at=None)
+            update(submitters)
+            .where(submitters.c.name == name, or_(submitters.c.revoked_at.is_(None), submitters.c.key_sha256 != key_sha256))
+            .values(key_sha256=key_sha256, revoked_at=None)
         ).rowcount
-        if not changed:
-            conn.execute(insert(submitters).values(name=name, key_sha256=key_sha256, quota=None, created_at=utcnow(), revoked_at=None))
+        if changed:
+            return True
+        if conn.execute(select(submitters.c.id).where(submitters.c.name == name)).first() is not None:
+            return False  # this very key was revoked
+        conn.execute(insert(submitters).values(name=name, key_sha256=key_sha256, quota=None, created_at=utcnow(), revoked_at=None))
+        return True
 
-    await db.write(upsert)
+    return await db.write(upsert)
 
 
 async def revoke_submitter(db: Database, name: str) -> bool:
