@@ -29,6 +29,7 @@ from client.runner import (
     RunSource,
     Sink,
     Workers,
+    settle,
 )
 from client.runstate import load_run_state, save_run_state
 from client.wire import EnvClient, ServiceError
@@ -204,13 +205,28 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
         deadline=Deadline(plan.time_budget_s),
         progress=Progress(total, enabled=sink is emit),  # embedded callers (baseline.py) keep stderr quiet
         sink=sink,
+        defer=opened.run_id is not None,
     )
-    outcomes, start_errors = await workers.play(opened.source)
-    log.info("per-task summary (this invocation):\n%s", per_task_summary(outcomes))
     run = opened.run
-    if opened.run_id and opened.run_token:
-        run = await _close_run(cfg, opened, usage, plan.split)
+    try:
+        outcomes, start_errors = await workers.play(opened.source)
+        if opened.run_id and opened.run_token:
+            run = await _close_run(cfg, opened, usage, plan.split)
+    finally:
+        _settle(workers.outcomes, run or {}, sink)  # held blocks are printed whatever happened
+    log.info("per-task summary (this invocation):\n%s", per_task_summary(outcomes))
     return Evaluation(outcomes, opened.run_id, run, start_errors, opened.run_token)
+
+
+def _settle(outcomes: list[Outcome], run: dict[str, Any], sink: Sink) -> None:
+    """Print the run's held blocks with the verdicts it published (every one once a dev run completes)."""
+    verdicts = {e["episode_id"]: (float(e["score"]), bool(e["resolved"])) for e in run.get("episodes") or []
+                if e.get("episode_id") and isinstance(e.get("score"), (int, float)) and isinstance(e.get("resolved"), bool)}
+    withheld = settle(outcomes, verdicts, sink)
+    if withheld:
+        why = ("the test split publishes aggregates only" if run.get("split") == "test"
+               else f"the run is {run.get('status')}: verdicts are published when it completes")
+        log.warning("%d episodes end success=false with their score unknown (score=0.001): %s", withheld, why)
 
 
 async def _close_run(cfg: Config, opened: _Opened, usage: TokenUsage, split: str) -> dict[str, Any]:

@@ -6,6 +6,12 @@ always match the block's ``[STEP]`` lines. ``success`` means the episode is *res
 required check of its task passed — as the server reports it (the final observation's
 ``resolved``, else ``GET /grader``'s); a server that reports no verdict is judged by the old rule,
 its score ≥ ``SUCCESS_THRESHOLD``.
+
+While a server-side run is in progress the server reveals no episode's verdict (an agent could
+carry one trial's verdict into the next). A run's blocks are therefore held until the run
+completes and printed then with the verdicts the run publishes (:func:`settle`); an episode whose
+verdict stays withheld (the test split, or a run left unfinished) ends ``success=false`` with its
+score unknown, and stderr says so.
 """
 
 from __future__ import annotations
@@ -75,6 +81,10 @@ class Outcome:
     success: bool
     finished: bool
     error: str | None = None
+    # A finished episode whose verdict the server still withholds: its START/STEP lines and rewards,
+    # printed by settle() once the verdict is known (or known to stay withheld).
+    pending: list[str] | None = None
+    rewards: list[float] = field(default_factory=list)
 
 
 class Deadline:
@@ -137,13 +147,16 @@ async def _turn(env: EnvClient, agent: EpisodeAgent, start: Started, ep: _Episod
 
 async def play_episode(
     env: EnvClient, agent: EpisodeAgent, start: Started, benchmark: str, model: str, deadline: Deadline,
-    sink: Sink = emit,
+    sink: Sink = emit, defer: bool = False,
 ) -> Outcome:
     """Play one episode to its end; its START/STEP/END lines go to ``sink`` together, as one block,
-    when it ends — concurrent episodes never interleave. Never raises (except cancellation, after
-    printing the block): failures end the episode with success=false."""
+    when it ends — concurrent episodes never interleave. With ``defer``, a finished episode whose
+    verdict the server withholds is not printed: its outcome is ``pending`` (see :func:`settle`).
+    Never raises (except cancellation, after printing the block): failures end the episode with
+    success=false."""
     ep = _Episode([start_line(start.task_id, benchmark, model)], start.observation)
-    score, success, finished, failure = 0.0, False, start.done, None
+    verdict: tuple[float, bool] | None = None
+    finished, failure = start.done, None
     try:
         done = start.done
         while not done:
@@ -151,7 +164,7 @@ async def play_episode(
                 raise DeadlineReached("time budget exhausted; the episode was left unfinished (resumable)")
             done = await _turn(env, agent, start, ep)
         finished = True
-        score, success = await _verdict(env, start.episode_id, ep.obs, ep.rewards)
+        verdict = await _verdict(env, start.episode_id, ep.obs)
     except (FatalAgentError, asyncio.CancelledError):
         failure = "aborted"
         raise
@@ -159,19 +172,45 @@ async def play_episode(
         failure = f"{type(exc).__name__}: {exc}"
         log.warning("episode %s (%s) failed: %s", start.episode_id, start.task_id, one_line(failure, 300))
     finally:
-        success = success and finished and failure is None
-        ep.lines.append(end_line(success, len(ep.rewards), score, ep.rewards))
-        for line in ep.lines:  # no await in between: the block reaches stdout whole
-            sink(line)
-    ok = finished and failure is None
-    return Outcome(start.task_id, start.seed, start.trial, start.episode_id, score, success, ok, failure)
+        ok = finished and failure is None
+        outcome = Outcome(start.task_id, start.seed, start.trial, start.episode_id, 0.0, False, ok, failure, rewards=ep.rewards)
+        if ok and verdict is None and defer:
+            outcome.pending = ep.lines
+        else:
+            # withheld and not deferred: never a success, the score is the clipped reward sum
+            score, success = verdict if verdict is not None else (min(max(sum(ep.rewards), 0.0), 1.0), False)
+            _print(outcome, ep.lines, score, success and ok, sink)
+    return outcome
 
 
-async def _verdict(env: EnvClient, episode_id: str, final_obs: dict[str, Any], rewards: list[float]) -> tuple[float, bool]:
+def _print(outcome: Outcome, lines: list[str], score: float, success: bool, sink: Sink) -> None:
+    outcome.score, outcome.success = score, success
+    lines.append(end_line(success, len(outcome.rewards), score, outcome.rewards))
+    for line in lines:  # no await in between: the block reaches stdout whole
+        sink(line)
+
+
+def settle(outcomes: list[Outcome], verdicts: dict[str, tuple[float, bool]], sink: Sink = emit) -> int:
+    """Print every pending block with its verdict from ``verdicts`` (episode id → (score, resolved),
+    what a completed run publishes); blocks without one end ``success=false``, score unknown (0).
+    Returns how many stayed withheld."""
+    withheld = 0
+    for outcome in outcomes:
+        if outcome.pending is None:
+            continue
+        known = verdicts.get(outcome.episode_id or "")
+        withheld += known is None
+        score, success = known if known is not None else (0.0, False)
+        _print(outcome, outcome.pending, score, success, sink)
+        outcome.pending = None
+    return withheld
+
+
+async def _verdict(env: EnvClient, episode_id: str, final_obs: dict[str, Any]) -> tuple[float, bool] | None:
     """(score, resolved) of a finished episode, from the best source the server offers: the final
     observation (``final: true`` with ``score`` and ``resolved``), else ``GET /grader``; a server
-    that reports no ``resolved`` verdict is judged by the old rule (score ≥ SUCCESS_THRESHOLD), and
-    an episode whose score is withheld is never claimed a success (its score: the clipped reward sum)."""
+    that reports no ``resolved`` verdict is judged by the old rule (score ≥ SUCCESS_THRESHOLD).
+    None: the server withholds the score."""
     score: Any = None
     resolved: Any = None
     if final_obs.get("final") is True:
@@ -181,7 +220,7 @@ async def _verdict(env: EnvClient, episode_id: str, final_obs: dict[str, Any], r
         score = graded.get("score") if score is None else score
         resolved = graded.get("resolved") if resolved is None else resolved
     if not isinstance(score, (int, float)) or isinstance(score, bool):
-        return min(max(sum(rewards), 0.0), 1.0), bool(resolved is True)
+        return None
     if isinstance(resolved, bool):
         return float(score), resolved
     return float(score), float(score) >= SUCCESS_THRESHOLD
@@ -279,6 +318,7 @@ class Workers:
     deadline: Deadline
     progress: Progress
     sink: Sink = emit
+    defer: bool = False  # a run's episodes: verdicts come when the run completes (play_episode)
     outcomes: list[Outcome] = field(default_factory=list)
     errors: list[ServiceError] = field(default_factory=list)
     fatal: list[BaseException] = field(default_factory=list)
@@ -306,7 +346,8 @@ class Workers:
                 start = await self._claim(source, env)
                 if start is None:
                     return
-                outcome = await play_episode(env, factory(start), start, self.benchmark, self.model, self.deadline, self.sink)
+                outcome = await play_episode(env, factory(start), start, self.benchmark, self.model, self.deadline, self.sink,
+                                             self.defer)
                 self.outcomes.append(outcome)
                 self.progress.update(outcome)
         except FatalAgentError as exc:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 RETRIED_STATUSES = (502, 503, 504)
-RUN_PAGE_SIZE = 1000
+RUN_PAGE_SIZE = 200  # the most a run page holds (RUN_PAGE_MAX)
 
 
 class ServiceError(RuntimeError):
