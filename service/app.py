@@ -39,7 +39,7 @@ from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.implicit_episode import ImplicitEpisode
-from service.api.limits import rate_limit_middleware, sweep_rate_limit_counters
+from service.api.limits import client_addresses, rate_limit_middleware, sweep_rate_limit_counters
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RenderedPages, RunController
@@ -177,6 +177,7 @@ def create_app(settings: Settings) -> Litestar:
     runs = RunService(database, ttl_s=settings.run_ttl_s, quota=settings.test_run_quota,
                       quota_period_s=settings.test_run_quota_period_s)
     episodes = EpisodeService(database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks)
+    clients = client_addresses(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -214,8 +215,9 @@ def create_app(settings: Settings) -> Litestar:
             {
                 "episodes": episodes,
                 "database": database,
+                "clients": clients,
                 "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes, per_client=settings.ws_max_sessions_per_client,
-                                          exempt=settings.exempt_addresses, frames_per_s=settings.rate_limit_per_s),
+                                          frames_per_s=settings.rate_limit_per_s, reserved=settings.ws_reserved_sessions),
                 "mcp_sessions": McpSessions(),
                 "baseline": BaselineCache(),
                 "implicit_episode": ImplicitEpisode(settings.single_session),
@@ -226,7 +228,7 @@ def create_app(settings: Settings) -> Litestar:
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
         response_headers=SECURITY_HEADERS,
-        middleware=rate_limit_middleware(settings),
+        middleware=rate_limit_middleware(settings, clients),
         request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
         before_request=check_request,
         request_max_body_size=settings.max_body_bytes,
@@ -264,7 +266,9 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         # A frame over the body limit is refused (close 1009) by the protocol layer before it is read
         # whole; small headroom so the app's own check still answers a frame just over the limit.
         "ws_max_size": settings.max_body_bytes + 1024,
-        **({"forwarded_allow_ips": settings.forwarded_allow_ips} if settings.forwarded_allow_ips else {}),
+        # The app works out the client address itself (TRUSTED_PROXY_HOPS, service.api.limits): uvicorn's own
+        # rewrite of it from X-Forwarded-For would trust entries the client wrote.
+        "proxy_headers": False,
     }
 
 

@@ -274,6 +274,13 @@ def _episode_id(args: dict[str, Any], default: str | None) -> str | None:
     return value
 
 
+def mcp_style_activity(answered: dict[str, Any]) -> bool:
+    """Whether an answer of :func:`mcp_style_step` was a reset or step that succeeded (WS activity)."""
+    observation = answered["observation"]
+    result = observation.get("result") or {}
+    return observation.get("tool_name") in ("reset", "step") and observation.get("error") is None and not result.get("isError")
+
+
 async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session: McpSession) -> dict[str, Any] | None:
     """openenv-core 0.3.0's MCPToolClient sends its requests as WebSocket step frames:
     ``{"type": "list_tools"}`` and ``{"type": "call_tool", "tool_name": ..., "arguments": {...}}``.
