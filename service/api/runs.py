@@ -24,12 +24,13 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service import env as core
+from service.api.decoding import JsonInt, JsonNumber
 from service.api.deployment import hash_secret
 from service.api.episodes import EpisodeResult, canonical_task_id, wire_observation
 from service.api.problems import (
@@ -53,6 +54,12 @@ from service.stats import LADDER_MARGIN, PUBLISHED_DECIMALS, Trial, ladder, publ
 
 log = logging.getLogger("service.runs")
 
+# Bounds of the integers a run body may hold: every integer a client sends is a JSON integer within
+# what the columns and the JSON types can store (PostgreSQL's int4 ends at 2**31 - 1).
+MAX_LIMIT_PER_TASK = 10_000  # more than any task's pool (the manifest stops at the pool's end)
+MAX_USAGE_TOKENS = 10**15
+MAX_USAGE_COST_USD = 1e9
+
 MANIFESTS_CACHED = 16  # runs whose manifest this process keeps (a 3,200-entry one is ~1 MB; derived ones are shared)
 
 class CreateRun(BaseModel):
@@ -67,12 +74,13 @@ class CreateRun(BaseModel):
     )
     model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
     split: str = Field(default="dev", pattern="^(train|dev|test)$", description="test needs a submitter key (Authorization: Bearer).")
-    trials: int = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
+    trials: Annotated[int, JsonInt] = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
     task_ids: list[str] | None = Field(
         default=None, min_length=1, max_length=len(core.TASKS), description="A subset of tasks (not ranked; not on test)."
     )
-    limit_per_task: int | None = Field(
-        default=None, ge=1, description="Play only the first N tickets of each task (not ranked; not on test)."
+    limit_per_task: Annotated[int | None, JsonInt] = Field(
+        default=None, ge=1, le=MAX_LIMIT_PER_TASK,
+        description="Play only the first N tickets of each task (not ranked; not on test).",
     )
 
     @field_validator("task_ids")
@@ -86,12 +94,13 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt_tokens: int = Field(ge=0)
-    completion_tokens: int = Field(ge=0)
-    cost_usd: float | None = Field(default=None, ge=0)
+    prompt_tokens: Annotated[int, JsonInt] = Field(ge=0, le=MAX_USAGE_TOKENS)
+    completion_tokens: Annotated[int, JsonInt] = Field(ge=0, le=MAX_USAGE_TOKENS)
+    cost_usd: Annotated[float | None, JsonNumber] = Field(default=None, ge=0, le=MAX_USAGE_COST_USD)
 
 
 MANIFEST_PAGE_MAX = 1000
+UNRANKED_SHOWN = 20  # unranked (subset) runs on a leaderboard: the most recent ones; the board says how many in all
 RUN_PAGE_DEFAULT, RUN_PAGE_MAX = 200, 1000  # episodes per run page
 
 
@@ -476,11 +485,12 @@ class RunService:
             cached = self._boards.get(split)
             if cached is not None and cached[0] == version:
                 return cached[1]
-            board = self._board(split, await run_store.leaderboard_runs(self.db, split))
+            shown, unranked_total = await run_store.leaderboard_runs(self.db, split, UNRANKED_SHOWN)
+            board = self._board(split, shown, unranked_total)
             self._boards[split] = (version, board)
         return board
 
-    def _board(self, split: str, complete: list[run_store.BoardRun]) -> dict[str, Any]:
+    def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> dict[str, Any]:
         current = [r for r in complete if r.summary and r.dataset_version == core.DATASET_VERSION
                    and r.grader_version == core.GRADER_VERSION]
         if split == core.HIDDEN_SPLIT:
@@ -505,7 +515,10 @@ class RunService:
                       "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
                       "decimals, each submitter's best run released by the Ladder, under this deployment's test key only.",
             "rows": rows,
+            # subset runs (practice): only the most recent, and only while retention keeps them
             "unranked": unranked,
+            "unranked_total": unranked_total,
+            "unranked_shown": UNRANKED_SHOWN,
         }
 
     def _row(self, run: run_store.BoardRun, rank: int | None) -> dict[str, Any]:

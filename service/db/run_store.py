@@ -377,12 +377,21 @@ async def leaderboard_version(db: Database, split: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-async def leaderboard_runs(db: Database, split: str) -> list[BoardRun]:
-    """The complete runs of ``split``, only the columns the leaderboard shows."""
-    query = (select(*_columns(BoardRun)).where(runs.c.split == split, runs.c.status == "complete")
-             .order_by(runs.c.created_at.desc()))
-    rows = await db.read(lambda conn: conn.execute(query).all())
-    return [BoardRun(*r) for r in rows]
+async def leaderboard_runs(db: Database, split: str, unranked_limit: int) -> tuple[list[BoardRun], int]:
+    """The complete runs of ``split`` the leaderboard shows — every ranked (full-split) run and the
+    ``unranked_limit`` most recent unranked ones, only the columns it shows — and how many unranked
+    complete runs there are in all."""
+    complete = and_(runs.c.split == split, runs.c.status == "complete")
+    ranked = select(*_columns(BoardRun)).where(complete, runs.c.full_split.is_(True)).order_by(runs.c.created_at.desc())
+    unranked = (select(*_columns(BoardRun)).where(complete, runs.c.full_split.is_(False))
+                .order_by(runs.c.created_at.desc()).limit(unranked_limit))
+    n_unranked = select(func.count()).where(complete, runs.c.full_split.is_(False))
+
+    def read(conn: Connection) -> tuple[list[BoardRun], int]:
+        rows = [BoardRun(*r) for r in conn.execute(ranked)] + [BoardRun(*r) for r in conn.execute(unranked)]
+        return rows, int(conn.execute(n_unranked).scalar_one())
+
+    return await db.read(read)
 
 
 # ------------------------------------------------------------------------------- submitters
