@@ -39,7 +39,7 @@ from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.implicit_episode import ImplicitEpisode
-from service.api.limits import client_addresses, rate_limit_middleware, sweep_rate_limit_counters
+from service.api.limits import EpisodeQuota, client_addresses, rate_limit_middleware, sweep_rate_limit_counters
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RenderedPages, RunController
@@ -91,7 +91,8 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
         return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
     except UnstorableText:
         payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
-    return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions)
+    return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions,
+                                client=request.app.state.clients.of(request))
 
 
 GC_THRESHOLDS = (50_000, 20, 100)
@@ -178,6 +179,7 @@ def create_app(settings: Settings) -> Litestar:
                       quota_period_s=settings.test_run_quota_period_s)
     episodes = EpisodeService(database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks)
     clients = client_addresses(settings)
+    episodes.quota = EpisodeQuota(database, settings.max_active_episodes_per_client, settings.max_episodes_per_client_per_day)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -218,7 +220,7 @@ def create_app(settings: Settings) -> Litestar:
                 "clients": clients,
                 "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes, per_client=settings.ws_max_sessions_per_client,
                                           frames_per_s=settings.rate_limit_per_s, reserved=settings.ws_reserved_sessions),
-                "mcp_sessions": McpSessions(),
+                "mcp_sessions": McpSessions(database, settings.mcp_session_idle_s, settings.mcp_max_sessions_per_client),
                 "baseline": BaselineCache(),
                 "implicit_episode": ImplicitEpisode(settings.single_session),
                 "rendered_pages": RenderedPages(),

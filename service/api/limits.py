@@ -21,6 +21,7 @@ import ipaddress
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from litestar import Request
@@ -28,7 +29,10 @@ from litestar.connection import ASGIConnection
 from litestar.middleware.base import DefineMiddleware
 from litestar.middleware.rate_limit import RateLimitConfig, RateLimitMiddleware
 
-from service.api.problems import bearer
+from service.api.problems import QuotaExceeded, bearer
+from service.db import client_usage
+from service.db.engine import Database
+from service.db.models import utcnow
 from service.settings import Settings
 
 # Liveness probes from the platform and the static docs page are never limited.
@@ -107,6 +111,41 @@ class ClientAddresses:
 
 def client_addresses(settings: Settings) -> ClientAddresses:
     return ClientAddresses(settings.trusted_proxy_hops, settings.exempt_addresses)
+
+
+def counted_address(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+    """The address a connection's new plain episodes count against; None for an exempt client."""
+    client = connection.scope["litestar_app"].state.clients.of(connection)
+    return None if client.exempt else client.address
+
+
+class EpisodeQuotaExceeded(QuotaExceeded):
+    slug = "episode-quota-exceeded"
+    title = "Too many episodes from this client"
+
+
+class EpisodeQuota:
+    """Storage per client address: before a plain episode is stored, at most ``max_active`` unfinished
+    and ``max_per_day`` started in the last 24 hours (0: no cap). One indexed count per plain reset
+    (never per step)."""
+
+    DAY = timedelta(days=1)
+
+    def __init__(self, db: Database, max_active: int, max_per_day: int) -> None:
+        self.db, self.max_active, self.max_per_day = db, max_active, max_per_day
+
+    async def check(self, client_address: str) -> None:
+        if not self.max_active and not self.max_per_day:
+            return
+        started, active = await client_usage.plain_episodes_of(self.db, client_address, utcnow() - self.DAY)
+        if self.max_active and active >= self.max_active:
+            raise EpisodeQuotaExceeded(
+                f"this client already has {active} unfinished episodes (MAX_ACTIVE_EPISODES_PER_CLIENT={self.max_active}); "
+                "finish one (or resume it) before starting another", retry_after_s=60, active=active)
+        if self.max_per_day and started >= self.max_per_day:
+            raise EpisodeQuotaExceeded(
+                f"this client started {started} episodes in the last 24 hours (MAX_EPISODES_PER_CLIENT_PER_DAY="
+                f"{self.max_per_day}); try again later", retry_after_s=3600, started=started)
 
 
 # The checks are coroutines on purpose: Litestar runs a plain function given as check_throttle_handler
@@ -240,6 +279,9 @@ class FrameRate:
 __all__ = [
     "Client",
     "ClientAddresses",
+    "EpisodeQuota",
+    "EpisodeQuotaExceeded",
+    "counted_address",
     "FrameRate",
     "client_addresses",
     "rate_limit_middleware",

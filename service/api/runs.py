@@ -20,6 +20,7 @@ import hmac
 import json
 import logging
 import secrets
+import unicodedata
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
@@ -60,6 +61,8 @@ MAX_LIMIT_PER_TASK = 10_000  # more than any task's pool (the manifest stops at 
 MAX_USAGE_TOKENS = 10**15
 MAX_USAGE_COST_USD = 1e9
 
+AGENT_KEY_MAX = 128  # agent_names.name_key: NFKC may lengthen a name ("㍿" is four characters)
+
 MANIFESTS_CACHED = 16  # runs whose manifest this process keeps (a 3,200-entry one is ~1 MB; derived ones are shared)
 
 class CreateRun(BaseModel):
@@ -82,6 +85,23 @@ class CreateRun(BaseModel):
         default=None, ge=1, le=MAX_LIMIT_PER_TASK,
         description="Play only the first N tickets of each task (not ranked; not on test).",
     )
+
+    @field_validator("agent", "model")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        # Invisible format (Cf: zero-width spaces, bidi overrides, soft hyphens) and control (Cc)
+        # characters would let a name look like another one on the board.
+        hidden = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cf", "Cc")})
+        if hidden:
+            raise ValueError(f"holds invisible format or control characters ({', '.join(hidden)}); use visible text only")
+        return value
+
+    @field_validator("agent")
+    @classmethod
+    def _key_fits(cls, agent: str) -> str:
+        if len(run_store.agent_name_key(agent)) > AGENT_KEY_MAX:
+            raise ValueError(f"is longer than {AGENT_KEY_MAX} characters once normalised (NFKC)")
+        return agent
 
     @field_validator("task_ids")
     @classmethod

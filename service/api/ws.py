@@ -154,7 +154,8 @@ async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> st
             return event["bytes"].decode("utf-8", errors="replace")
 
 
-async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeService) -> tuple[str | None, bool]:
+async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeService,
+                  client_address: str | None = None) -> tuple[str | None, bool]:
     """Answer one decoded frame: the reply text (None for ``close``), and whether it was activity — a
     reset or step that succeeded, the only thing that keeps a session alive (state, mcp, invalid or
     refused frames do not)."""
@@ -175,11 +176,11 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
             except ValidationError as exc:
                 return _error("Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data")), False
             params = session.with_secrets(params)
-            result = await episodes.reset(params)
+            result = await episodes.reset(params, client_address=client_address)
             session.own(result, params)
             return _frame("observation", result.wire()), True
         if isinstance(msg, StepFrame):
-            answered = await mcp_style_step(msg.data, episodes, session)  # openenv-core 0.3.0's MCPToolClient
+            answered = await mcp_style_step(msg.data, episodes, session, client_address)  # openenv-core 0.3.0's MCPToolClient
             if answered is not None:
                 return _frame("observation", answered), mcp_style_activity(answered)
             if session.episode_id is None:
@@ -195,7 +196,8 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
                 data = await episodes.state(session.episode_id, session.episode_token)
             return _frame("state", data), False
         assert isinstance(msg, McpFrame)
-        return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session)), False
+        client = None if client_address is None else Client(client_address, exempt=False)
+        return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session, client=client)), False
     except Problem as exc:
         if exc.status == 422:
             return _error(exc.detail, "VALIDATION_ERROR", errors=exc.extra.get("errors", [])), False
@@ -222,15 +224,16 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
         sessions.acquire(client)
         acquired = True
         session = await sessions.open_session()
+        mcp_sessions: McpSessions = state.mcp_sessions
         requested = socket.query_params.get("session_id")
         if requested:  # MCPToolClient: this WebSocket shares an HTTP MCP session (openenv/session/create)
-            mcp_sessions: McpSessions = state.mcp_sessions
-            shared = mcp_sessions.get(requested)
+            shared = await mcp_sessions.get(requested)
             if shared is None:
                 await socket.send_text(_error("Unknown session_id; create one with POST /mcp openenv/session/create",
                                               "SESSION_ERROR"))
                 return
             session = shared
+        address = None if client.exempt else client.address
         idle_deadline = loop.time() + settings.ws_idle_timeout_s
         while True:
             try:
@@ -272,7 +275,16 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                 continue
             active = False
             try:
-                reply, active = await _handle(frame, session, episodes)
+                if requested:  # the shared session as any worker last left it (HTTP tools may have moved it)
+                    shared = await mcp_sessions.get(requested)
+                    if shared is None:
+                        await socket.send_text(_error("this MCP session was closed or expired; create a new one",
+                                                      "SESSION_ERROR"))
+                        break
+                    session = shared
+                reply, active = await _handle(frame, session, episodes, address)
+                if requested:
+                    await mcp_sessions.save(session)
             except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
                 episodes.db.faults.failure(log, f"ws frame episode_id={session.episode_id}", exc)
                 reply = _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s)

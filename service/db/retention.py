@@ -37,6 +37,7 @@ class Purged:
     expired_runs: int = 0
     run_episodes: int = 0  # of expired and unranked runs
     unranked_runs: int = 0
+    mcp_sessions: int = 0  # unused past MCP_SESSION_IDLE_S (service.housekeeping)
 
     def __bool__(self) -> bool:
         return any(getattr(self, name) for name in Purged.__dataclass_fields__)

@@ -8,6 +8,7 @@ episode (:func:`count_finished_episode`), so ``episodes_done`` can never drift f
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -126,8 +127,12 @@ class AgentNameTaken(Exception):
 
 
 def agent_name_key(name: str) -> str:
-    """How agent names are compared for ownership: "Acme", "acme " and "ACME" are one name."""
-    return " ".join(name.split()).casefold()
+    """How agent names are compared for ownership: "Acme", "acme ", "ACME", fullwidth "Ａｃｍｅ" and
+    "Acme" with an invisible format character (U+200B, U+00AD, ...) are one name: NFKC, format (Cf)
+    characters dropped, spacing collapsed, case folded (then NFKC again, as casefolding can undo it).
+    Names with format characters are refused at the API anyway; this keeps stored keys honest too."""
+    text = "".join(ch for ch in unicodedata.normalize("NFKC", name) if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", " ".join(text.split()).casefold())
 
 
 class EpisodeIdTaken(Exception):
