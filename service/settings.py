@@ -84,6 +84,7 @@ class Settings:
     # proxy (a Hugging Face Space, nginx). The app must be reachable only through them.
     trusted_proxy_hops: int = 0
     rate_limit_heavy_reads_per_s: int = 2  # GET /runs/{id}[/...] and /leaderboard per address (beside the limit above)
+    rate_limit_trajectories_per_min: int = 6  # GET /runs/{id}/trajectories.jsonl per address per minute
     rate_limit_runs_per_min: int = 6  # POST /runs per address per minute
     ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
     # The last slots of max_concurrent_envs go only to clients that hold no session yet: a few
@@ -168,6 +169,7 @@ class Settings:
             rate_limit_exempt=env.get("RATE_LIMIT_EXEMPT", "127.0.0.1,::1"),
             trusted_proxy_hops=_int(env, "TRUSTED_PROXY_HOPS", 0, minimum=0),
             rate_limit_heavy_reads_per_s=_int(env, "RATE_LIMIT_HEAVY_READS_PER_S", 2, minimum=0),
+            rate_limit_trajectories_per_min=_int(env, "RATE_LIMIT_TRAJECTORIES_PER_MIN", 6, minimum=0),
             rate_limit_runs_per_min=_int(env, "RATE_LIMIT_RUNS_PER_MIN", 6, minimum=0),
             ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
             ws_reserved_sessions=_int(env, "WS_RESERVED_SESSIONS", 32, minimum=0),

@@ -40,6 +40,8 @@ UNLIMITED_PATHS = ["^/health$", "^/docs"]
 # The reads that cost the server most per request (a run page, a run's trajectories, the leaderboard,
 # a manifest page); they have their own, lower limit per address beside the general one.
 HEAVY_READ_PATHS = ("/runs/", "/leaderboard")
+# A run's trajectories read every step of every episode: per minute, not per second.
+TRAJECTORIES = "/trajectories.jsonl"
 
 _SCOPE_KEY = "ecomm_client"  # where a connection's resolved client is kept (worked out once per request)
 _MAX_ADDRESS = 64
@@ -167,8 +169,15 @@ def _token_is_limited(clients: ClientAddresses) -> Any:
 def _heavy_read(clients: ClientAddresses) -> Any:
     async def check(request: Request[Any, Any, Any]) -> bool:
         path = request.scope["path"]
-        return (request.method == "GET" and path.startswith(HEAVY_READ_PATHS) and not path.endswith("/next")
+        return (request.method == "GET" and path.startswith(HEAVY_READ_PATHS) and not path.endswith(TRAJECTORIES)
                 and not clients.of(request).exempt)
+
+    return check
+
+
+def _trajectories(clients: ClientAddresses) -> Any:
+    async def check(request: Request[Any, Any, Any]) -> bool:
+        return request.method == "GET" and request.scope["path"].endswith(TRAJECTORIES) and not clients.of(request).exempt
 
     return check
 
@@ -191,6 +200,10 @@ class RunTokenRateLimitMiddleware(RateLimitMiddleware):
 
 class HeavyReadRateLimitMiddleware(RateLimitMiddleware):
     """Run pages, trajectories, manifests and the leaderboard, per address (own key prefix)."""
+
+
+class TrajectoriesRateLimitMiddleware(RateLimitMiddleware):
+    """``GET /runs/{id}/trajectories.jsonl`` per address, per minute (own key prefix)."""
 
 
 class RunCreationRateLimitMiddleware(RateLimitMiddleware):
@@ -218,6 +231,12 @@ def rate_limit_middleware(settings: Settings, clients: ClientAddresses | None = 
             rate_limit=("second", settings.rate_limit_heavy_reads_per_s),
             identifier_for_request=clients.address, check_throttle_handler=_heavy_read(clients),
             middleware_class=HeavyReadRateLimitMiddleware, set_rate_limit_headers=False,
+        ))
+    if settings.rate_limit_trajectories_per_min:
+        configs.append(RateLimitConfig(
+            rate_limit=("minute", settings.rate_limit_trajectories_per_min),
+            identifier_for_request=clients.address, check_throttle_handler=_trajectories(clients),
+            middleware_class=TrajectoriesRateLimitMiddleware, set_rate_limit_headers=False,
         ))
     if settings.rate_limit_runs_per_min:
         configs.append(RateLimitConfig(

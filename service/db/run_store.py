@@ -312,6 +312,25 @@ async def run_episodes(db: Database, run_id: str, grader_version: str, ids: list
     ]
 
 
+async def page_version(db: Database, run_id: str, first_id: str, last_id: str) -> tuple[Any, ...] | None:
+    """What a run page shows can change only if this changes: the run's status, progress, revision
+    (summary, release, usage) and last activity, and for the page's episodes (ids ``first_id`` to
+    ``last_id``, a primary-key range) their count, last change and steps. None: no such run. Two
+    short indexed reads, no manifest, no JSON: what a conditional read costs before anything is built."""
+    run = select(runs.c.status, runs.c.next_index, runs.c.episodes_done, runs.c.revision, runs.c.updated_at, runs.c.split).where(
+        runs.c.id == run_id)
+    page = select(func.count(), func.max(episodes.c.updated_at), func.coalesce(func.sum(episodes.c.step_count), 0)).where(
+        episodes.c.id >= first_id, episodes.c.id <= last_id, episodes.c.run_id == run_id)
+
+    def read(conn: Connection) -> tuple[Any, ...] | None:
+        row = conn.execute(run).first()
+        if row is None:
+            return None
+        return (*row, *conn.execute(page).one())
+
+    return await db.read(read)
+
+
 # Every change to what the leaderboard shows of a run moves its revision (the leaderboard cache's version).
 _REVISED = {"revision": runs.c.revision + 1}
 
