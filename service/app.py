@@ -72,6 +72,29 @@ async def index() -> dict[str, Any]:
     }
 
 
+class LimitsResponse(BaseModel):
+    client_address: str  # the address this request counts against (TRUSTED_PROXY_HOPS, docs/security.md)
+    exempt: bool
+    limits: dict[str, int | float]
+
+
+@get("/limits", summary="The client address the limits count this request against, and the limits (docs/security.md)")
+async def limits(request: Request[Any, Any, Any], settings: NamedDependency[Settings]) -> LimitsResponse:
+    client = request.app.state.clients.of(request)
+    return LimitsResponse(client_address=client.address, exempt=client.exempt, limits={
+        "rate_limit_per_s": settings.rate_limit_per_s,
+        "rate_limit_run_token_per_s": settings.rate_limit_run_token_per_s,
+        "rate_limit_heavy_reads_per_s": settings.rate_limit_heavy_reads_per_s,
+        "rate_limit_trajectories_per_min": settings.rate_limit_trajectories_per_min,
+        "rate_limit_runs_per_min": settings.rate_limit_runs_per_min,
+        "ws_max_sessions_per_client": settings.ws_max_sessions_per_client,
+        "mcp_max_sessions_per_client": settings.mcp_max_sessions_per_client,
+        "max_active_episodes_per_client": settings.max_active_episodes_per_client,
+        "max_episodes_per_client_per_day": settings.max_episodes_per_client_per_day,
+        "max_body_bytes": settings.max_body_bytes,
+    })
+
+
 class ReadyResponse(BaseModel):
     status: str = "ready"
 
@@ -206,7 +229,7 @@ def create_app(settings: Settings) -> Litestar:
             await database.dispose()
 
     return Litestar(
-        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index,
+        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, limits, openapi_json, index,
                         swagger_assets()],
         dependencies={
             "episodes": Provide(lambda: episodes, sync_to_thread=False),
