@@ -75,7 +75,7 @@ async def index() -> dict[str, Any]:
 class LimitsResponse(BaseModel):
     client_address: str  # the address this request counts against (TRUSTED_PROXY_HOPS, docs/security.md)
     exempt: bool
-    limits: dict[str, int | float]
+    limits: dict[str, int]
 
 
 @get("/limits", summary="The client address the limits count this request against, and the limits (docs/security.md)")
