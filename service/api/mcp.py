@@ -8,8 +8,10 @@ what OpenEnv's ``MCPToolClient.call_tool`` returns.
 Sessions, as OpenEnv's ``MCPToolClient`` (openenv 0.10) uses them: ``openenv/session/create``
 returns a ``session_id``; ``tools/list`` / ``tools/call`` with ``params.session_id`` act on that
 session's episode; a WebSocket opened with ``/ws?session_id=`` shares it (reset over WS, tools
-over HTTP); ``openenv/session/close`` ends it. Without a session id a call is stateless, as
-before. openenv-core 0.3.0's ``MCPToolClient`` sends ``list_tools`` / ``call_tool`` as WebSocket
+over HTTP); ``openenv/session/close`` ends it. Sessions live in the database (``McpSessions``), so
+any worker serves any of them; a client address holds at most ``MCP_MAX_SESSIONS_PER_CLIENT`` live
+ones and none is ever evicted for another's; unused ones expire. Without a session id a call is
+stateless, as before. openenv-core 0.3.0's ``MCPToolClient`` sends ``list_tools`` / ``call_tool`` as WebSocket
 *step* frames instead: ``mcp_style_step`` answers those.
 """
 

@@ -3,7 +3,10 @@
 Frames (client → server): ``reset`` (``data`` = reset kwargs; ``{"episode_id": E, "resume": true}``
 re-attaches to a stored episode), ``step`` (``data`` = the action), ``state``, ``close``, ``mcp``.
 Errors: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR, EXECUTION_ERROR keep the connection open;
-CAPACITY_REACHED, FACTORY_ERROR, SESSION_ERROR (also sent when an idle session is reaped) close it.
+CAPACITY_REACHED (also a handshake over the address's budget, with ``status: 429``), FACTORY_ERROR,
+SESSION_ERROR (also sent when an idle session is reaped) close it. Only a reset or step that succeeded
+keeps a session alive. With ``?session_id=`` the socket shares an HTTP MCP session (stored in the
+database): it is read before and written after each frame, so HTTP tool calls and the socket agree.
 """
 
 from __future__ import annotations
