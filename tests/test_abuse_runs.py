@@ -39,6 +39,7 @@ async def test_unranked_runs_are_capped_on_the_public_board(client: Client) -> N
     assert [r["run_id"] for r in board["unranked"]] == [r["run_id"] for r in reversed(made)][:UNRANKED_SHOWN]  # newest first
     html = await client.get("/leaderboard", params={"split": "dev", "format": "html"})
     assert html.status_code == 200 and html.text.count("junk") == UNRANKED_SHOWN
+    assert f"most recent of {UNRANKED_SHOWN + 5}" in html.text
 
 
 async def _age_run(settings: Settings, run_id: str, by: timedelta) -> None:
