@@ -18,7 +18,7 @@ two clients come from different addresses:
   flooder on a shared 2-vCPU machine measures its own client's CPU, not the server's);
 - the **page reader** (``pages``) is a visitor at its limit on the costliest reads: it reads a
   ``--run-trials``-trial dev run's page (3,200 entries at 8 trials, ``--run-started`` of them handed
-  out) at ``--heavy-limit`` requests a second (``RATE_LIMIT_HEAVY_READS_PER_S``), every read a page it
+  out) at ``--heavy-limit`` requests a second (``RATE_LIMIT_HEAVY_READS_PER_MIN`` / 60), every read a page it
   has not read before — another page number and page size each time, JSON and HTML in turn — so no
   read is a 304 or a cached page: the most a reader under its limit can make the server build.
 
@@ -171,7 +171,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         port = free_port()
         env = {**os.environ, "DATABASE_URL": database_url, "HOST": HOST, "PORT": str(port), "LOG_LEVEL": "WARNING",
                "RATE_LIMIT_PER_S": str(args.limit), "RATE_LIMIT_EXEMPT": HONEST_ADDRESS,
-               "RATE_LIMIT_HEAVY_READS_PER_S": str(args.heavy_limit)}
+               "RATE_LIMIT_HEAVY_READS_PER_MIN": str(args.heavy_limit * 60)}
         server = ServerProcess("ours", [sys.executable, "-m", "service.app"], port, env, Path(tmp))
         ctx = multiprocessing.get_context("spawn")
         rounds: list[dict[str, Any]] = []
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=["paced", "flood", "pages", "both", "all"], default="all",
                         help="both: paced and flood; all: those and the run-page reader")
-    parser.add_argument("--heavy-limit", type=int, default=2, help="RATE_LIMIT_HEAVY_READS_PER_S: the page reader's pace")
+    parser.add_argument("--heavy-limit", type=int, default=2, help="heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): the page reader's pace")
     parser.add_argument("--run-trials", type=int, default=8, help="trials of the dev run the page reader reads (8: 3,200 entries)")
     parser.add_argument("--run-started", type=int, default=200, help="episodes of it handed out before the rounds")
     parser.add_argument("--flood-factor", type=int, default=10, help="flood mode sends this many times the limit")

@@ -84,7 +84,7 @@ async def limits(request: Request[Any, Any, Any], settings: NamedDependency[Sett
     return LimitsResponse(client_address=client.address, exempt=client.exempt, limits={
         "rate_limit_per_s": settings.rate_limit_per_s,
         "rate_limit_run_token_per_s": settings.rate_limit_run_token_per_s,
-        "rate_limit_heavy_reads_per_s": settings.rate_limit_heavy_reads_per_s,
+        "rate_limit_heavy_reads_per_min": settings.rate_limit_heavy_reads_per_min,
         "rate_limit_trajectories_per_min": settings.rate_limit_trajectories_per_min,
         "rate_limit_runs_per_min": settings.rate_limit_runs_per_min,
         "ws_max_sessions_per_client": settings.ws_max_sessions_per_client,

@@ -83,7 +83,9 @@ class Settings:
     # is the entry this many from the right (0: the TCP peer; X-Forwarded-For is ignored). 1 for one
     # proxy (a Hugging Face Space, nginx). The app must be reachable only through them.
     trusted_proxy_hops: int = 0
-    rate_limit_heavy_reads_per_s: int = 2  # GET /runs/{id}[/...] and /leaderboard per address (beside the limit above)
+    # GET /runs/{id}[/manifest] and /leaderboard per address per minute, beside the limit above: 2 a second on
+    # average, and a client walking every page of a big run (16 for 3,200 entries) never meets it.
+    rate_limit_heavy_reads_per_min: int = 120
     rate_limit_trajectories_per_min: int = 6  # GET /runs/{id}/trajectories.jsonl per address per minute
     rate_limit_runs_per_min: int = 6  # POST /runs per address per minute
     ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
@@ -168,7 +170,7 @@ class Settings:
             rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 20, minimum=0),
             rate_limit_exempt=env.get("RATE_LIMIT_EXEMPT", "127.0.0.1,::1"),
             trusted_proxy_hops=_int(env, "TRUSTED_PROXY_HOPS", 0, minimum=0),
-            rate_limit_heavy_reads_per_s=_int(env, "RATE_LIMIT_HEAVY_READS_PER_S", 2, minimum=0),
+            rate_limit_heavy_reads_per_min=_int(env, "RATE_LIMIT_HEAVY_READS_PER_MIN", 120, minimum=0),
             rate_limit_trajectories_per_min=_int(env, "RATE_LIMIT_TRAJECTORIES_PER_MIN", 6, minimum=0),
             rate_limit_runs_per_min=_int(env, "RATE_LIMIT_RUNS_PER_MIN", 6, minimum=0),
             ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),

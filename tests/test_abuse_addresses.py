@@ -70,7 +70,7 @@ async def test_get_limits_says_which_address_a_request_counts_against(settings: 
     async with AsyncTestClient(app=app) as client:
         seen = (await client.get("/limits", headers=xff("127.0.0.1, 2001:db8:5:6::1"))).json()
         assert seen["client_address"] == "2001:db8:5:6::/64" and seen["exempt"] is False
-        assert seen["limits"]["rate_limit_heavy_reads_per_s"] == settings.rate_limit_heavy_reads_per_s
+        assert seen["limits"]["rate_limit_heavy_reads_per_min"] == settings.rate_limit_heavy_reads_per_min
 
 
 def test_client_addresses_resolve_the_right_entry() -> None:

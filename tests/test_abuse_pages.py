@@ -70,22 +70,26 @@ async def test_unchanged_pages_are_not_built_again(client: Client, builds: list)
 
 
 async def test_a_run_page_holds_at_most_200_entries(client: Client) -> None:
-    run = await create_run(client, split="dev", task_ids=[TASK], trials=2)
-    assert (await client.get(f"/runs/{run['run_id']}", params={"per_page": 200})).status_code == 200
-    assert (await client.get(f"/runs/{run['run_id']}", params={"per_page": 201})).status_code == 422
+    run = await create_run(client, split="dev", trials=1)
+    assert run["episodes_total"] > 200
+    for asked in (201, 1000):  # what older clients (inference.py) ask for: served as 200, the page says so
+        page = (await client.get(f"/runs/{run['run_id']}", params={"per_page": asked})).json()
+        assert len(page["episodes"]) == 200 and page["page"]["per_page"] == 200
+        assert page["page"]["pages"] == -(-run["episodes_total"] // 200) and "per_page=200" in page["page"]["next_url"]
+    assert (await client.get(f"/runs/{run['run_id']}", params={"per_page": 1001})).status_code == 422
 
 
 async def test_heavy_reads_have_their_own_lower_limit(settings: Settings) -> None:
     app = create_app(replace(settings, rate_limit_exempt="", rate_limit_per_s=0, rate_limit_run_token_per_s=0,
-                             rate_limit_heavy_reads_per_s=2, rate_limit_trajectories_per_min=1))
+                             rate_limit_heavy_reads_per_min=3, rate_limit_trajectories_per_min=1))
     async with AsyncTestClient(app=app) as client:
-        for _ in range(3):  # a window may end mid-burst: retry until one burst falls inside one window
+        for _ in range(2):  # a minute's window may end mid-burst: then the next burst falls inside one
             codes = []
-            for _ in range(4):
+            for _ in range(5):
                 codes.append((await client.get("/leaderboard")).status_code)
-            if 429 in codes and codes.count(200) <= 2:
+            if 429 in codes and codes.count(200) <= 3:
                 break
-        assert 429 in codes and codes.count(200) <= 2, codes
+        assert 429 in codes and codes.count(200) <= 3, codes
         for _ in range(6):  # light reads: not this limit
             assert (await client.get("/tasks")).status_code == 200
         run = await create_run(client, split="dev", task_ids=[TASK], limit_per_task=1)

@@ -199,7 +199,7 @@ class RunTokenRateLimitMiddleware(RateLimitMiddleware):
 
 
 class HeavyReadRateLimitMiddleware(RateLimitMiddleware):
-    """Run pages, trajectories, manifests and the leaderboard, per address (own key prefix)."""
+    """Run pages, manifests and the leaderboard, per address, per minute (own key prefix)."""
 
 
 class TrajectoriesRateLimitMiddleware(RateLimitMiddleware):
@@ -226,9 +226,9 @@ def rate_limit_middleware(settings: Settings, clients: ClientAddresses | None = 
             identifier_for_request=_token_key, check_throttle_handler=_token_is_limited(clients),
             middleware_class=RunTokenRateLimitMiddleware, set_rate_limit_headers=False,
         ))
-    if settings.rate_limit_heavy_reads_per_s:
+    if settings.rate_limit_heavy_reads_per_min:
         configs.append(RateLimitConfig(
-            rate_limit=("second", settings.rate_limit_heavy_reads_per_s),
+            rate_limit=("minute", settings.rate_limit_heavy_reads_per_min),
             identifier_for_request=clients.address, check_throttle_handler=_heavy_read(clients),
             middleware_class=HeavyReadRateLimitMiddleware, set_rate_limit_headers=False,
         ))

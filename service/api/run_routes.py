@@ -21,7 +21,7 @@ from service import env as core
 from service.api.credentials import episode_token
 from service.api.episodes import EpisodeService
 from service.api.problems import bearer, problem_responses
-from service.api.runs import MANIFEST_PAGE_MAX, RUN_PAGE_DEFAULT, RUN_PAGE_MAX, CreateRun, RunService, Usage
+from service.api.runs import MANIFEST_PAGE_MAX, RUN_PAGE_ASKED_MAX, RUN_PAGE_DEFAULT, RUN_PAGE_MAX, CreateRun, RunService, Usage
 from service.api.schemas import ObservationResponse
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
@@ -115,8 +115,10 @@ class RunController(Controller):
         runs: NamedDependency[RunService],
         run_id: FromPath[str],
         page: Annotated[int, QueryParameter(ge=1, le=1_000_000, description="1-based page of the run's episodes.")] = 1,
-        per_page: Annotated[int, QueryParameter(ge=1, le=RUN_PAGE_MAX, description="Episodes per page.")] = RUN_PAGE_DEFAULT,
+        per_page: Annotated[int, QueryParameter(ge=1, le=RUN_PAGE_ASKED_MAX, description=(
+            f"Episodes per page; more than {RUN_PAGE_MAX} is served as {RUN_PAGE_MAX} (the page object says how many)."))] = RUN_PAGE_DEFAULT,
     ) -> Response[Any]:  # JSON (or HTML) bytes built once per version of the page
+        per_page = min(per_page, RUN_PAGE_MAX)
         version = await runs.page_version(run_id, page, per_page)
         return await conditional_page(request, version, lambda: runs.detail(run_id, page, per_page), "run.html",
                                       lambda run: {"run": run, "tasks": core.TASKS})
