@@ -78,3 +78,30 @@ async def test_agent_names_are_compared_after_nfkc_and_refuse_format_characters(
         assert_problem(resp, 422, "model")
         assert (await client.post("/runs", json={**body, "agent": "ｶﾀｶﾅ-agent"})).status_code == 201  # NFKC text is fine
         assert_problem(await client.post("/runs", json={**body, "agent": "\u337f" * 40}), 422, "NFKC")  # 160 once normalised
+
+
+def test_revision_0007_rekeys_bound_agent_names_after_nfkc(tmp_path) -> None:  # noqa: ANN001
+    """A name bound before 0007 under its old key ("ａｃｍｅ", casefolded only) is found under the new one."""
+    from datetime import UTC, datetime
+
+    from alembic import command
+    from sqlalchemy import create_engine, text
+
+    from service.db.migrate import alembic_config
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
+    try:
+        with engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0006")
+            now = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
+            for key, who, when in (("ａｃｍｅ", "alice", now), ("acme\u200b", "mallory", "2026-02-01T00:00:00+00:00"),
+                                   ("beta", "bob", now)):
+                conn.execute(text("INSERT INTO agent_names (name_key, submitter, created_at) VALUES (:k, :s, :c)"),
+                             {"k": key, "s": who, "c": when})
+            command.upgrade(cfg, "head")
+            rows = dict(conn.execute(text("SELECT name_key, submitter FROM agent_names")).all())
+    finally:
+        engine.dispose()
+    assert rows == {"acme": "alice", "beta": "bob"}  # the older binding wins; its look-alike is dropped

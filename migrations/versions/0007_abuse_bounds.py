@@ -1,10 +1,11 @@
-"""abuse bounds: MCP sessions in the database (every worker serves them); the client address of plain episodes
+"""abuse bounds: MCP sessions in the database (every worker serves them); the client address of plain episodes; agent-name keys after NFKC
 
 Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-01
 """
 
+import unicodedata
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -39,6 +40,35 @@ def upgrade() -> None:
         sqlite_where=sa.text("run_id IS NULL"),
         postgresql_where=sa.text("run_id IS NULL"),
     )
+    _rekey_agent_names()
+
+
+def _name_key(name: str) -> str:
+    # service.db.run_store.agent_name_key as of this revision (kept here: a migration must not change later)
+    text = "".join(ch for ch in unicodedata.normalize("NFKC", name) if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", " ".join(text.split()).casefold())
+
+
+def _rekey_agent_names() -> None:
+    """Bound names are compared after NFKC with format characters dropped from now on: re-key the stored
+    bindings so that "Ａｃｍｅ" bound before stays bound. A binding already in the new form stays as it is;
+    one that now maps onto a key already taken (a look-alike of it) is dropped; otherwise the oldest wins."""
+    conn = op.get_bind()
+    names = sa.table("agent_names", sa.column("name_key", sa.String), sa.column("created_at", sa.DateTime(timezone=True)))
+    kept: set[str] = set()
+    for key, _ in conn.execute(sa.select(names.c.name_key, names.c.created_at).order_by(names.c.created_at)).all():
+        new = _name_key(key)[:128]
+        if new == key:
+            kept.add(key)
+    for key, _ in conn.execute(sa.select(names.c.name_key, names.c.created_at).order_by(names.c.created_at)).all():
+        new = _name_key(key)[:128]
+        if new == key:
+            continue
+        if new in kept:
+            conn.execute(sa.delete(names).where(names.c.name_key == key))
+        else:
+            conn.execute(sa.update(names).where(names.c.name_key == key).values(name_key=new))
+            kept.add(new)
 
 
 def downgrade() -> None:
