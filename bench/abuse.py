@@ -15,7 +15,12 @@ two clients come from different addresses:
   resets episodes and steps them (``paced``: exactly ``--limit`` requests a second), or retries
   without backoff at ``--flood-factor`` times its limit (``flood``: most answered 429). Both are
   open-loop and evenly spaced, so the abuser's own client stays well under a CPU core (a closed-loop
-  flooder on a shared 2-vCPU machine measures its own client's CPU, not the server's).
+  flooder on a shared 2-vCPU machine measures its own client's CPU, not the server's);
+- the **page reader** (``pages``) is a visitor at its limit on the costliest reads: it reads a
+  ``--run-trials``-trial dev run's page (3,200 entries at 8 trials, ``--run-started`` of them handed
+  out) at ``--heavy-limit`` requests a second (``RATE_LIMIT_HEAVY_READS_PER_MIN`` / 60), every read a page it
+  has not read before — another page number and page size each time, JSON and HTML in turn — so no
+  read is a 304 or a cached page: the most a reader under its limit can make the server build.
 
 Rounds interleave honest-alone and honest-with-abuser windows so background noise hits both alike;
 the report gives medians, the ratio of medians and the median of per-round ratios per abuser mode,
@@ -93,11 +98,23 @@ async def honest_window(base: str, seconds: float) -> dict[str, Any]:
     }
 
 
-async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor: int) -> dict[str, int]:
+async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor: int, run_id: str | None = None,
+                 heavy_limit: int = 2) -> dict[str, int]:
     counts = {"sent": 0, "served": 0, "limited": 0, "server_errors": 0}
     stop = time.monotonic() + seconds
 
+    async def read_page(client: httpx.AsyncClient, n: int) -> httpx.Response:
+        per_page = 200 - n % 100  # a page size, number and format never asked before: never a cached page
+        params = {"page": 1 + n % 3, "per_page": per_page, **({"format": "html"} if n % 2 else {})}
+        return await client.get(f"/runs/{run_id}", params=params)
+
     async def one(client: httpx.AsyncClient, n: int) -> None:
+        if mode == "pages":
+            resp = await read_page(client, n)
+            counts["sent"] += 1
+            key = "limited" if resp.status_code == 429 else "server_errors" if resp.status_code >= 500 else "served"
+            counts[key] += 1
+            return
         # a write the server must store: a new episode every 4 requests, steps in between
         if n % 4 == 0:
             resp = await client.post("/reset", json={"seed": n % 1000})
@@ -114,6 +131,8 @@ async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor:
     async with _client(base, ABUSER_ADDRESS) as client:
         if mode == "paced":  # `limit` requests a second, evenly spaced: the whole allowance, no 429 needed
             rate = float(limit)
+        elif mode == "pages":  # its whole allowance of heavy reads
+            rate = float(heavy_limit)
         else:  # flood: `flood_factor` times the limit, retrying without backoff (most answered 429)
             rate = float(limit * flood_factor)
         n, due, pending = 0, time.monotonic(), set()
@@ -128,23 +147,37 @@ async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor:
     return counts
 
 
-def _abuser_process(base: str, mode: str, seconds: float, limit: int, flood_factor: int, out: Any) -> None:
-    out.put(asyncio.run(_abuse(base, mode, seconds, limit, flood_factor)))
+def _abuser_process(base: str, mode: str, seconds: float, limit: int, flood_factor: int, out: Any,
+                    run_id: str | None = None, heavy_limit: int = 2) -> None:
+    out.put(asyncio.run(_abuse(base, mode, seconds, limit, flood_factor, run_id, heavy_limit)))
+
+
+def _big_run(base: str, trials: int, started: int) -> str:
+    """A dev run of ``trials`` trials with ``started`` episodes handed out (made from the exempt address)."""
+    with httpx.Client(base_url=base, transport=httpx.HTTPTransport(local_address=HONEST_ADDRESS), timeout=60) as client:
+        created = client.post("/runs", json={"agent": "bench-pages", "split": "dev", "trials": trials})
+        created.raise_for_status()
+        run = created.json()
+        for _ in range(started):
+            client.post(f"/runs/{run['run_id']}/next", headers={"Authorization": f"Bearer {run['run_token']}"}).raise_for_status()
+        return run["run_id"]
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Run the rounds and build the report."""
-    modes = ["paced", "flood"] if args.mode == "both" else [args.mode]
+    modes = {"both": ["paced", "flood"], "all": ["paced", "flood", "pages"]}.get(args.mode, [args.mode])
     with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
         database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/abuse.db"
         port = free_port()
         env = {**os.environ, "DATABASE_URL": database_url, "HOST": HOST, "PORT": str(port), "LOG_LEVEL": "WARNING",
-               "RATE_LIMIT_PER_S": str(args.limit), "RATE_LIMIT_EXEMPT": HONEST_ADDRESS}
+               "RATE_LIMIT_PER_S": str(args.limit), "RATE_LIMIT_EXEMPT": HONEST_ADDRESS,
+               "RATE_LIMIT_HEAVY_READS_PER_MIN": str(args.heavy_limit * 60)}
         server = ServerProcess("ours", [sys.executable, "-m", "service.app"], port, env, Path(tmp))
         ctx = multiprocessing.get_context("spawn")
         rounds: list[dict[str, Any]] = []
         try:
             server.wait_healthy()
+            run_id = _big_run(server.url, args.run_trials, args.run_started) if "pages" in modes else None
             asyncio.run(honest_window(server.url, args.warmup))  # warm caches, JIT-free but connection pools
             for _ in range(args.rounds):
                 cpu0 = _cpu_s(server.proc.pid)
@@ -153,7 +186,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 for mode in modes:
                     out = ctx.Queue()
                     abuser = ctx.Process(target=_abuser_process,
-                                         args=(server.url, mode, args.duration + 1.0, args.limit, args.flood_factor, out))
+                                         args=(server.url, mode, args.duration + 1.0, args.limit, args.flood_factor, out,
+                                               run_id, args.heavy_limit))
                     abuser.start()
                     time.sleep(0.5)  # the abuser is at its rate before the honest window opens
                     cpu0 = _cpu_s(server.proc.pid)
@@ -182,7 +216,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "abuse",
         "config": {"limit_per_s": args.limit, "duration_s": args.duration, "rounds": args.rounds, "modes": modes,
-                   "flood_factor": args.flood_factor,
+                   "flood_factor": args.flood_factor, "heavy_reads_per_s": args.heavy_limit,
+                   "run_trials": args.run_trials if "pages" in modes else None,
                    "database": "postgresql" if args.database_url and args.database_url.startswith("postgresql") else "sqlite",
                    "cpus": os.cpu_count(), "load_avg_at_end": [round(x, 2) for x in os.getloadavg()]},
         "summary": summary,
@@ -196,13 +231,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per measured window")
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--mode", choices=["paced", "flood", "both"], default="both")
+    parser.add_argument("--mode", choices=["paced", "flood", "pages", "both", "all"], default="all",
+                        help="both: paced and flood; all: those and the run-page reader")
+    parser.add_argument("--heavy-limit", type=int, default=2, help="heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): the page reader's pace")
+    parser.add_argument("--run-trials", type=int, default=8, help="trials of the dev run the page reader reads (8: 3,200 entries)")
+    parser.add_argument("--run-started", type=int, default=200, help="episodes of it handed out before the rounds")
     parser.add_argument("--flood-factor", type=int, default=10, help="flood mode sends this many times the limit")
     parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file")
     parser.add_argument("--tiny", action="store_true", help="1 round of 1 s windows: checks the report's shape")
     args = parser.parse_args(argv)
     if args.tiny:
-        args.duration, args.warmup, args.rounds = 1.0, 0.3, 1
+        args.duration, args.warmup, args.rounds, args.run_trials, args.run_started = 1.0, 0.3, 1, 1, 5
     print(json.dumps(measure(args), indent=2))
 
 

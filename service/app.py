@@ -39,7 +39,7 @@ from service.api.deployment import load_dataset, preload_submitters
 from service.api.episodes import EpisodeService
 from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
 from service.api.implicit_episode import ImplicitEpisode
-from service.api.limits import rate_limit_middleware, sweep_rate_limit_counters
+from service.api.limits import EpisodeQuota, client_addresses, rate_limit_middleware, sweep_rate_limit_counters
 from service.api.mcp import McpSessions, handle_jsonrpc
 from service.api.problems import exception_handlers, problem_responses
 from service.api.run_routes import RenderedPages, RunController
@@ -73,6 +73,29 @@ async def index() -> dict[str, Any]:
     }
 
 
+class LimitsResponse(BaseModel):
+    client_address: str  # the address this request counts against (TRUSTED_PROXY_HOPS, docs/security.md)
+    exempt: bool
+    limits: dict[str, int]
+
+
+@get("/limits", summary="The client address the limits count this request against, and the limits (docs/security.md)")
+async def limits(request: Request[Any, Any, Any], settings: NamedDependency[Settings]) -> LimitsResponse:
+    client = request.app.state.clients.of(request)
+    return LimitsResponse(client_address=client.address, exempt=client.exempt, limits={
+        "rate_limit_per_s": settings.rate_limit_per_s,
+        "rate_limit_run_token_per_s": settings.rate_limit_run_token_per_s,
+        "rate_limit_heavy_reads_per_min": settings.rate_limit_heavy_reads_per_min,
+        "rate_limit_trajectories_per_min": settings.rate_limit_trajectories_per_min,
+        "rate_limit_runs_per_min": settings.rate_limit_runs_per_min,
+        "ws_max_sessions_per_client": settings.ws_max_sessions_per_client,
+        "mcp_max_sessions_per_client": settings.mcp_max_sessions_per_client,
+        "max_active_episodes_per_client": settings.max_active_episodes_per_client,
+        "max_episodes_per_client_per_day": settings.max_episodes_per_client_per_day,
+        "max_body_bytes": settings.max_body_bytes,
+    })
+
+
 class ReadyResponse(BaseModel):
     status: str = "ready"
 
@@ -93,7 +116,8 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
         return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
     except UnstorableText:
         payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
-    return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions)
+    return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions,
+                                client=request.app.state.clients.of(request))
 
 
 GC_THRESHOLDS = (50_000, 20, 100)
@@ -179,6 +203,8 @@ def create_app(settings: Settings) -> Litestar:
     runs = RunService(database, ttl_s=settings.run_ttl_s, quota=settings.test_run_quota,
                       quota_period_s=settings.test_run_quota_period_s)
     episodes = EpisodeService(database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks)
+    clients = client_addresses(settings)
+    episodes.quota = EpisodeQuota(database, settings.max_active_episodes_per_client, settings.max_episodes_per_client_per_day)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -205,7 +231,7 @@ def create_app(settings: Settings) -> Litestar:
             await database.dispose()
 
     return Litestar(
-        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, openapi_json, index,
+        route_handlers=[OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, ready, limits, openapi_json, index,
                         swagger_assets()],
         dependencies={
             "episodes": Provide(lambda: episodes, sync_to_thread=False),
@@ -217,9 +243,10 @@ def create_app(settings: Settings) -> Litestar:
                 "episodes": episodes,
                 "database": database,
                 "readiness": Readiness(database),
+                "clients": clients,
                 "ws_sessions": WsSessions(settings.max_concurrent_envs, episodes, per_client=settings.ws_max_sessions_per_client,
-                                          exempt=settings.exempt_addresses, frames_per_s=settings.rate_limit_per_s),
-                "mcp_sessions": McpSessions(),
+                                          frames_per_s=settings.rate_limit_per_s, reserved=settings.ws_reserved_sessions),
+                "mcp_sessions": McpSessions(database, settings.mcp_session_idle_s, settings.mcp_max_sessions_per_client),
                 "baseline": BaselineCache(),
                 "implicit_episode": ImplicitEpisode(settings.single_session),
                 "rendered_pages": RenderedPages(),
@@ -229,7 +256,7 @@ def create_app(settings: Settings) -> Litestar:
         template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
         response_headers=SECURITY_HEADERS,
-        middleware=rate_limit_middleware(settings),
+        middleware=rate_limit_middleware(settings, clients),
         request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
         before_request=check_request,
         request_max_body_size=settings.max_body_bytes,
@@ -267,7 +294,9 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         # A frame over the body limit is refused (close 1009) by the protocol layer before it is read
         # whole; small headroom so the app's own check still answers a frame just over the limit.
         "ws_max_size": settings.max_body_bytes + 1024,
-        **({"forwarded_allow_ips": settings.forwarded_allow_ips} if settings.forwarded_allow_ips else {}),
+        # The app works out the client address itself (TRUSTED_PROXY_HOPS, service.api.limits): uvicorn's own
+        # rewrite of it from X-Forwarded-For would trust entries the client wrote.
+        "proxy_headers": False,
     }
 
 

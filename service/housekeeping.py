@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from service.api.runs import RunService
-from service.db import retention
+from service.db import mcp_store, retention
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.db.models import utcnow
@@ -22,16 +23,19 @@ log = logging.getLogger("service.housekeeping")
 
 
 async def retention_pass(db: Database, runs: RunService, settings: Settings, now: datetime | None = None) -> retention.Purged:
-    """Expire idle runs, then delete what is past its retention age; returns what was deleted."""
+    """Expire idle runs, then delete what is past its retention age and MCP sessions unused past
+    ``mcp_session_idle_s``; returns what was deleted."""
     now = now or utcnow()
     await runs.expire_idle()  # a run idle past its TTL becomes expired (and, later, purgeable)
+    sessions = await mcp_store.purge_idle(db, now - timedelta(seconds=settings.mcp_session_idle_s))
     finished = settings.retain_finished_episodes_s
-    return await retention.purge(
+    purged = await retention.purge(
         db,
         unfinished_before=now - timedelta(seconds=settings.retain_unfinished_episodes_s),
         finished_before=now - timedelta(seconds=finished) if finished is not None else None,
         expired_runs_before=now - timedelta(seconds=settings.retain_expired_runs_s),
     )
+    return replace(purged, mcp_sessions=sessions)
 
 
 async def retention_loop(db: Database, runs: RunService, settings: Settings) -> None:

@@ -87,12 +87,31 @@ class Settings:
     # frames alike) and per run token (Authorization: Bearer); 0 turns a limit off.
     rate_limit_per_s: int = 20
     rate_limit_run_token_per_s: int = 20
-    # Addresses no rate limit or per-client WS cap applies to. Loopback by default: the benchmarks and
-    # load tests run dozens of agents from one host. Behind a reverse proxy, set FORWARDED_ALLOW_IPS so
-    # clients are told apart by their forwarded address (else every visitor is the proxy's address).
+    # Addresses no rate limit or per-client cap applies to, as the TCP peer of a request with no forwarded
+    # header (never through X-Forwarded-For). Loopback by default: the benchmarks and load tests run
+    # dozens of agents from one host.
     rate_limit_exempt: str = "127.0.0.1,::1"
+    # Reverse proxies in front of the app that append the address they saw to X-Forwarded-For: the client
+    # is the entry this many from the right (0: the TCP peer; X-Forwarded-For is ignored). 1 for one
+    # proxy (a Hugging Face Space, nginx). The app must be reachable only through them.
+    trusted_proxy_hops: int = 0
+    # GET /runs/{id}[/manifest] and /leaderboard per address per minute, beside the limit above: 2 a second on
+    # average, and a client walking every page of a big run (16 for 3,200 entries) never meets it.
+    rate_limit_heavy_reads_per_min: int = 120
+    rate_limit_trajectories_per_min: int = 6  # GET /runs/{id}/trajectories.jsonl per address per minute
+    rate_limit_runs_per_min: int = 6  # POST /runs per address per minute
     ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
-    forwarded_allow_ips: str | None = None  # uvicorn's; None: its default (127.0.0.1)
+    # The last slots of max_concurrent_envs go only to clients that hold no session yet: a few
+    # addresses at their per-client cap cannot lock everyone else out.
+    ws_reserved_sessions: int = 32
+    # HTTP MCP sessions (openenv/session/create), kept in the database so every worker serves them;
+    # one unused this long is gone (swept by the retention pass); a client address holds at most so many.
+    mcp_session_idle_s: float = 3600.0
+    mcp_max_sessions_per_client: int = 64
+    # Storage per client address (plain episodes; runs are bounded by RATE_LIMIT_RUNS_PER_MIN): at most
+    # so many unfinished at once, and so many started in 24 hours (0: no cap).
+    max_active_episodes_per_client: int = 64
+    max_episodes_per_client_per_day: int = 5000
     default_split: str = "train"
     log_level: str = "INFO"
     access_log: bool = False  # one line per HTTP request; the database already records every step
@@ -153,6 +172,14 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
+        if env.get("FORWARDED_ALLOW_IPS"):
+            # uvicorn reads it too: with "*" it takes the LEFTMOST X-Forwarded-For entry, which the client
+            # writes, as the client's address. Refuse to start rather than serve with forgeable limits.
+            raise ValueError(
+                "FORWARDED_ALLOW_IPS is set: unset it (uvicorn would take the client address from the leftmost "
+                "X-Forwarded-For entry, which clients can forge) and set TRUSTED_PROXY_HOPS to the number of "
+                "proxies in front of the app instead (1 on a Hugging Face Space; docs/security.md)"
+            )
         return cls(
             database_url=env.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
             database_schema=env.get("DATABASE_SCHEMA") or None,
@@ -165,8 +192,16 @@ class Settings:
             rate_limit_per_s=_int(env, "RATE_LIMIT_PER_S", 20, minimum=0),
             rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 20, minimum=0),
             rate_limit_exempt=env.get("RATE_LIMIT_EXEMPT", "127.0.0.1,::1"),
+            trusted_proxy_hops=_int(env, "TRUSTED_PROXY_HOPS", 0, minimum=0),
+            rate_limit_heavy_reads_per_min=_int(env, "RATE_LIMIT_HEAVY_READS_PER_MIN", 120, minimum=0),
+            rate_limit_trajectories_per_min=_int(env, "RATE_LIMIT_TRAJECTORIES_PER_MIN", 6, minimum=0),
+            rate_limit_runs_per_min=_int(env, "RATE_LIMIT_RUNS_PER_MIN", 6, minimum=0),
             ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
-            forwarded_allow_ips=env.get("FORWARDED_ALLOW_IPS") or None,
+            ws_reserved_sessions=_int(env, "WS_RESERVED_SESSIONS", 32, minimum=0),
+            mcp_session_idle_s=_float(env, "MCP_SESSION_IDLE_S", 3600.0),
+            mcp_max_sessions_per_client=_int(env, "MCP_MAX_SESSIONS_PER_CLIENT", 64, minimum=1),
+            max_active_episodes_per_client=_int(env, "MAX_ACTIVE_EPISODES_PER_CLIENT", 64, minimum=0),
+            max_episodes_per_client_per_day=_int(env, "MAX_EPISODES_PER_CLIENT_PER_DAY", 5000, minimum=0),
             default_split=env.get("DEFAULT_SPLIT") or "train",
             log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
             access_log=_bool(env, "ACCESS_LOG", False),

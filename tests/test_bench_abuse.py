@@ -19,12 +19,15 @@ def test_bench_abuse_tiny_run() -> None:
     assert report["benchmark"] == "abuse" and report["config"]["limit_per_s"] == 10
     summary = report["summary"]
     assert summary["honest_alone_steps_per_s"] > 0
-    for mode in ("paced", "flood"):
+    assert report["config"]["modes"] == ["paced", "flood", "pages"]
+    for mode in ("paced", "flood", "pages"):
         assert set(summary[mode]) == {"honest_steps_per_s", "ratio_to_alone", "ratio_median_of_rounds", "server_cpu_s_per_s", "abuser_served_per_s",
                                       "abuser_sent_per_s", "drop_within_20pct"}
         assert summary[mode]["honest_steps_per_s"] > 0 and isinstance(summary[mode]["drop_within_20pct"], bool)
     [row] = report["rounds"]
-    assert row["alone"]["errors"] == 0 and row["paced"]["errors"] == 0 and row["flood"]["errors"] == 0
+    assert all(row[mode]["errors"] == 0 for mode in ("alone", "paced", "flood", "pages"))
+    pages = row["pages"]["abuser"]
+    assert pages["served"] > 0 and pages["server_errors"] == 0, pages  # the page reader's reads were answered
     flood = row["flood"]["abuser"]
     assert flood["limited"] > 0 and flood["server_errors"] == 0, flood  # the limit bites, nothing breaks
     # 2 s of flooding, 10 a window; Litestar's windows end on whole seconds (a window opened at x.9 s lasts

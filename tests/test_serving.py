@@ -40,6 +40,7 @@ def test_serve_passes_the_settings_to_uvicorn_and_tunes_the_collector(monkeypatc
         "app": "the-app", "host": "127.0.0.1", "port": 8123, "log_level": "warning",
         "access_log": True, "ws_per_message_deflate": False,
         "ws_max_size": settings.max_body_bytes + 1024,  # an oversized frame is refused before it is read whole
+        "proxy_headers": False,  # the app works out client addresses itself (TRUSTED_PROXY_HOPS)
     }]
     assert gc.get_threshold() == app_module.GC_THRESHOLDS
     assert gc.get_freeze_count() > 0  # everything alive before serving is out of the collector's way

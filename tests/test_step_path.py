@@ -26,7 +26,7 @@ def _episode_values(episode_id: str) -> dict:
     return dict(
         id=episode_id, task_id="decision-easy", split="train", seed=7, ticket_id="train-100007", run_id=None,
         status="active", step_count=0, state={"nested": {"list": [1, 2.5, None, True], "text": "é ✓"}}, version=1,
-        created_at=NOW, updated_at=NOW, token_sha256="0" * 64,
+        created_at=NOW, updated_at=NOW, token_sha256="0" * 64, client_address="192.0.2.1",
     )
 
 

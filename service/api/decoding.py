@@ -145,6 +145,12 @@ def _json_integer(value: Any) -> Any:
     return value
 
 
+def _json_number(value: Any) -> Any:
+    if value is not None and type(value) not in (int, float):  # not a boolean, not a string
+        raise PydanticCustomError("float_type", "must be a JSON number (not a boolean or string)")
+    return value
+
+
 def _json_boolean(value: Any) -> Any:
     if type(value) is not bool:
         raise PydanticCustomError("bool_type", "must be true or false")
@@ -154,6 +160,7 @@ def _json_boolean(value: Any) -> Any:
 # Strict types that hold however the body is validated (Litestar calls model_validate(strict=False),
 # which overrides a field's own strict=True).
 JsonInt = BeforeValidator(_json_integer)
+JsonNumber = BeforeValidator(_json_number)
 JsonBool = BeforeValidator(_json_boolean)
 
 
@@ -227,6 +234,7 @@ __all__ = [
     "DecodedRequest",
     "JsonBool",
     "JsonInt",
+    "JsonNumber",
     "UnstorableText",
     "check_params",
     "check_request_params",

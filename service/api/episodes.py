@@ -304,6 +304,7 @@ class EpisodeService:
         self.runs = runs
         self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
         self.cache = EpisodeCache()
+        self.quota: Any = None  # a limits.EpisodeQuota, set by the composition root
         # (episode_id, request_id) of steps being applied by this process: a duplicate delivery
         # waits for the first copy and gets its result instead of racing it.
         self._inflight: dict[tuple[str, str], asyncio.Future[EpisodeResult | None]] = {}
@@ -372,7 +373,8 @@ class EpisodeService:
         }
 
     async def reset(
-        self, params: ResetParams, run_token: str | None = None, episode_token: str | None = None
+        self, params: ResetParams, run_token: str | None = None, episode_token: str | None = None,
+        client_address: str | None = None,
     ) -> EpisodeResult:
         token = run_token or params.run_token
         if params.resume:
@@ -387,6 +389,8 @@ class EpisodeService:
                 "episode_id, or omit it to get a fresh one",
                 errors=[{"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}],
             )
+        if client_address is not None and self.quota is not None:  # storage per client address (limits.EpisodeQuota)
+            await self.quota.check(client_address)
         seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
         split = params.split or self.default_split
         if split == core.HIDDEN_SPLIT:
@@ -420,6 +424,7 @@ class EpisodeService:
                 state=state.model_dump(mode="json"),
                 done=state.done,
                 token_sha256=hash_secret(new_token) if new_token else None,
+                client_address=client_address,
             )
         except repo.EpisodeExists as exc:
             # Never point at the stored episode: it may be someone else's, set up as a trap.

@@ -25,6 +25,7 @@ from service.api.episodes import (
     wire_observation_schema,
 )
 from service.api.implicit_episode import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
+from service.api.limits import counted_address
 from service.api.problems import InvalidInput, bearer, problem_responses
 from service.api.schemas import (
     BaselineResponse,
@@ -98,7 +99,7 @@ class OpenEnvController(Controller):
     ) -> Response[ObservationResponse]:
         params = data or ResetParams()
         token = episode_token(request, params.episode_token, params.episode_id)  # a resume's; a new episode's is in params
-        return started(request, params, await episodes.reset(params, bearer(request), token))
+        return started(request, params, await episodes.reset(params, bearer(request), token, counted_address(request)))
 
     @get("/reset", summary="Start a persisted episode (query parameters)", responses=problem_responses(401, 403, 404, 409),
          response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC])
@@ -118,7 +119,7 @@ class OpenEnvController(Controller):
             seed=seed, episode_id=episode_id, task_id=task_id, split=split, difficulty=difficulty, run_id=run_id
         )
         token = episode_token(request, episode_id=params.episode_id)
-        return started(request, params, await episodes.reset(params, bearer(request), token))
+        return started(request, params, await episodes.reset(params, bearer(request), token, counted_address(request)))
 
     @post("/step", status_code=200, summary="Apply an action to an episode", responses=problem_responses(401, 403, 404, 409))
     async def step(

@@ -8,28 +8,37 @@ what OpenEnv's ``MCPToolClient.call_tool`` returns.
 Sessions, as OpenEnv's ``MCPToolClient`` (openenv 0.10) uses them: ``openenv/session/create``
 returns a ``session_id``; ``tools/list`` / ``tools/call`` with ``params.session_id`` act on that
 session's episode; a WebSocket opened with ``/ws?session_id=`` shares it (reset over WS, tools
-over HTTP); ``openenv/session/close`` ends it. Without a session id a call is stateless, as
-before. openenv-core 0.3.0's ``MCPToolClient`` sends ``list_tools`` / ``call_tool`` as WebSocket
+over HTTP); ``openenv/session/close`` ends it. Sessions live in the database (``McpSessions``), so
+any worker serves any of them; a client address holds at most ``MCP_MAX_SESSIONS_PER_CLIENT`` live
+ones and none is ever evicted for another's; unused ones expire. Without a session id a call is
+stateless, as before. openenv-core 0.3.0's ``MCPToolClient`` sends ``list_tools`` / ``call_tool`` as WebSocket
 *step* frames instead: ``mcp_style_step`` answers those.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import uuid
-from collections import OrderedDict
+from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
 from service.api.decoding import UnstorableText, check_text, unstorable
 from service.api.episodes import EpisodeResult, EpisodeService, ResetParams, validation_errors
+from service.api.limits import Client
 from service.api.problems import InvalidInput, Problem
+from service.db import mcp_store
+from service.db.engine import Database
+from service.db.models import utcnow
 
 PROTOCOL_VERSION = "2025-06-18"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+TOO_MANY_SESSIONS = -32029  # a server error (the -32000..-32099 range): this client holds its share of sessions
 
 _EPISODE_ID = {"type": "string", "maxLength": 255, "description": "From the reset tool (or POST /reset)."}
+_RUN_TOKEN = {"type": "string", "maxLength": 128, "description": "For a run's episodes: the token POST /runs returned."}
 _EPISODE_TOKEN = {"type": "string", "maxLength": 128,
                   "description": "For a client-chosen episode_id: the episode_token its reset returned (a session sends its own)."}
 
@@ -47,7 +56,10 @@ TOOLS: list[dict[str, Any]] = [
                 "difficulty": {"type": "string"},
                 "episode_token": _EPISODE_TOKEN,
                 "resume": {"type": "boolean", "description": "With episode_id (+ episode_token): re-attach to a stored episode."},
+                "run_id": {"type": "string", "maxLength": 64, "description": "Start the next episode of this run."},
+                "run_token": _RUN_TOKEN,
             },
+            "additionalProperties": False,
         },
     },
     {
@@ -60,21 +72,28 @@ TOOLS: list[dict[str, Any]] = [
                 "action": {"type": "object", "description": "Action fields; see GET /schema."},
                 "request_id": {"type": "string", "maxLength": 255},
                 "episode_token": _EPISODE_TOKEN,
+                "run_token": _RUN_TOKEN,
             },
             "required": ["action"],
+            "additionalProperties": False,
         },
     },
     {
         "name": "state",
         "description": "Episode id, step count, status and the visible ticket state.",
-        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN}},
+        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN},
+                        "additionalProperties": False},
     },
     {
         "name": "grade",
         "description": "Score in [0, 1] with breakdown for a finished episode.",
-        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN}},
+        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN},
+                        "additionalProperties": False},
     },
 ]
+# What each tool accepts, as over HTTP: any other argument is refused by name (a typo such as
+# `run_tokne` must not be silently ignored). Reset's are ResetParams' (a closed body).
+TOOL_ARGUMENTS: dict[str, frozenset[str]] = {t["name"]: frozenset(t["inputSchema"]["properties"]) for t in TOOLS}
 
 
 def _error(code: int, message: str, id_: Any = None, data: Any = None) -> dict[str, Any]:
@@ -117,43 +136,81 @@ class McpSession:
         self.run_token = params.run_token
         self.episode_token = result.metadata.get("episode_token") or params.episode_token
 
-    def __init__(self, episode_id: str | None = None) -> None:
-        self.id = uuid.uuid4().hex
+    def __init__(self, episode_id: str | None = None, session_id: str | None = None, stored: bool = False) -> None:
+        self.id = session_id or uuid.uuid4().hex
         self.episode_id = episode_id
         self.run_token: str | None = None  # from the reset that started a run episode
         self.episode_token: str | None = None  # the session owns what it reset (a client-chosen id's token)
+        self.stored = stored  # an HTTP MCP session (McpSessions): changes are written back
+        self.saved: tuple[str | None, ...] = self.snapshot()
+
+    def snapshot(self) -> tuple[str | None, ...]:
+        return self.episode_id, self.run_token, self.episode_token
+
+
+class TooManySessions(Exception):
+    def __init__(self, held: int, limit: int) -> None:
+        super().__init__(f"this client already holds {held} MCP sessions used in the last hour (MCP_MAX_SESSIONS_PER_CLIENT={limit}); "
+                         "close one with openenv/session/close, or reuse one")
 
 
 class McpSessions:
-    """The HTTP MCP sessions of one app (``openenv/session/create``). A session holds two strings,
-    so the registry is bounded by count: past ``limit`` the least recently used one is dropped."""
+    """The HTTP MCP sessions (``openenv/session/create``), in the database: every worker serves every
+    session, and a restart keeps them. One unused for ``idle_s`` is gone (the retention pass deletes
+    it); a client address holds at most ``per_client`` live ones (exempt clients: no cap). A full
+    client is refused: nobody's session is ever dropped to make room for another's."""
 
-    def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._by_id: OrderedDict[str, McpSession] = OrderedDict()
+    TOUCH_EVERY = timedelta(seconds=60)  # last use is written at most once a minute per session
 
-    def create(self) -> McpSession:
-        session = McpSession()
-        self._by_id[session.id] = session
-        while len(self._by_id) > self.limit:
-            self._by_id.popitem(last=False)
+    def __init__(self, db: Database, idle_s: float = 3600.0, per_client: int = 64) -> None:
+        self.db = db
+        self.idle = timedelta(seconds=idle_s)
+        self.per_client = per_client
+
+    async def create(self, client: Client) -> McpSession:
+        session_id = secrets.token_hex(16)
+        now = utcnow()
+        held = await mcp_store.create(self.db, session_id, client.address, now, now - self.idle,
+                                      None if client.exempt else self.per_client)
+        if held is not None:
+            raise TooManySessions(held, self.per_client)
+        return McpSession(session_id=session_id, stored=True)
+
+    async def get(self, session_id: str) -> McpSession | None:
+        """The session, as any worker last saved it; None when unknown, closed or idle too long."""
+        now = utcnow()
+        row = await mcp_store.load(self.db, session_id, now - self.idle)
+        if row is None:
+            return None
+        session = McpSession(row.episode_id, session_id, stored=True)
+        if row.sealed_secrets:
+            sealed = mcp_store.unseal(session_id, row.sealed_secrets)
+            session.run_token, session.episode_token = sealed.get("run_token"), sealed.get("episode_token")
+        session.saved = session.snapshot()
+        if row.used_at < now - self.TOUCH_EVERY:
+            await mcp_store.save(self.db, session_id, now)
         return session
 
-    def get(self, session_id: str) -> McpSession | None:
-        session = self._by_id.get(session_id)
-        if session is not None:
-            self._by_id.move_to_end(session_id)
-        return session
+    async def save(self, session: McpSession) -> None:
+        """Write back what a tool call or WebSocket frame changed in a stored session (nothing otherwise)."""
+        if not session.stored or session.snapshot() == session.saved:
+            return
+        held = {"run_token": session.run_token, "episode_token": session.episode_token}
+        sealed = mcp_store.seal(session.id, held) if any(held.values()) else None
+        await mcp_store.save(self.db, session.id, utcnow(), episode_id=session.episode_id, sealed_secrets=sealed)
+        session.saved = session.snapshot()
 
-    def close(self, session_id: str) -> bool:
-        return self._by_id.pop(session_id, None) is not None
+    async def close(self, session_id: str) -> bool:
+        return await mcp_store.close(self.db, session_id)
 
 
 async def handle_jsonrpc(
-    raw: Any, episodes: EpisodeService, session: McpSession | None = None, sessions: McpSessions | None = None
+    raw: Any, episodes: EpisodeService, session: McpSession | None = None, sessions: McpSessions | None = None,
+    client: Client | None = None,
 ) -> dict[str, Any]:
     """Answer one JSON-RPC request (already JSON-decoded). ``session`` is the WebSocket's own
-    session (``mcp`` frames); ``sessions`` the HTTP MCP sessions (``POST /mcp``)."""
+    session (``mcp`` frames); ``sessions`` the HTTP MCP sessions (``POST /mcp``); ``client`` who asks
+    (its address holds the sessions it creates and the episodes it resets)."""
     if isinstance(raw, dict):
         try:  # the decoders' text rule, answered in JSON-RPC's shape with the caller's id when it is usable
             check_text(raw)
@@ -190,19 +247,23 @@ async def handle_jsonrpc(
             return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": session.id}}
         if sessions is None:
             return _error(METHOD_NOT_FOUND, "Method not found: openenv/session/create (no session store here)", id_)
-        return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": sessions.create().id}}
+        try:
+            created = await sessions.create(client or Client("unknown", exempt=False))
+        except TooManySessions as exc:
+            return _error(TOO_MANY_SESSIONS, str(exc), id_, data={"status": 429})
+        return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": created.id}}
     if method == "openenv/session/close":
         target = params.get("session_id")
         if not isinstance(target, str) or not target:
             return _error(INVALID_PARAMS, "Invalid params - 'session_id' is required", id_)
         if session is not None and target == session.id:
             return _error(INVALID_REQUEST, "Cannot close the WebSocket's own session via MCP; close the WebSocket", id_)
-        if sessions is None or not sessions.close(target):
+        if sessions is None or not isinstance(target, str) or not await sessions.close(target):
             return _error(INVALID_PARAMS, f"Unknown session_id: {target}", id_)
         return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": target, "closed": True}}
     requested = params.get("session_id")
     if session is None and requested is not None:
-        found = sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
+        found = await sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
         if found is None:
             return _error(INVALID_PARAMS, f"Unknown session_id: {requested}; create one with openenv/session/create", id_)
         session = found
@@ -215,17 +276,35 @@ async def handle_jsonrpc(
     args = params.get("arguments") or {}
     if not isinstance(name, str) or not isinstance(args, dict):
         return _error(INVALID_PARAMS, "tools/call needs params {\"name\": str, \"arguments\": object}", id_)
+    address = None if client is None or client.exempt else client.address
     try:
-        payload = await _call_tool(name, args, episodes, session)
+        payload = await _call_tool(name, args, episodes, session, address)
     except KeyError:
         return _error(INVALID_PARAMS, f"unknown tool {name!r}; tools/list shows reset, step, state, grade", id_)
     except Problem as exc:
         return {"jsonrpc": "2.0", "id": id_, "result": _tool_result(exc.body(), is_error=True)}
+    finally:
+        if session is not None and sessions is not None:
+            await sessions.save(session)  # a reset moved the session to another episode: every worker sees it
     return {"jsonrpc": "2.0", "id": id_, "result": _tool_result(payload)}
 
 
-async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, session: McpSession | None) -> dict[str, Any]:
+def _check_arguments(name: str, args: dict[str, Any]) -> None:
+    unknown = sorted(k for k in args if k not in TOOL_ARGUMENTS[name])
+    if unknown:
+        accepted = ", ".join(sorted(TOOL_ARGUMENTS[name]))
+        raise InvalidInput(
+            f"unknown argument(s) for tool {name!r}: {', '.join(unknown)}; it accepts: {accepted}",
+            errors=[{"field": f"arguments.{k}", "message": f"unknown argument; accepted: {accepted}", "type": "unknown_field"}
+                    for k in unknown],
+        )
+
+
+async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, session: McpSession | None,
+                     client_address: str | None = None) -> dict[str, Any]:
     default_id = session.episode_id if session is not None else None
+    if name in ("step", "state", "grade"):
+        _check_arguments(name, args)
     if name == "reset":
         try:
             params = ResetParams(**args)
@@ -234,7 +313,7 @@ async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, 
             raise InvalidInput("invalid reset arguments: " + ", ".join(e["field"] for e in errors), errors=errors) from exc
         if session is not None:
             params = session.with_secrets(params)
-        result = await episodes.reset(params)
+        result = await episodes.reset(params, client_address=client_address)
         if session is not None:
             session.own(result, params)
         return result.wire()
@@ -274,7 +353,15 @@ def _episode_id(args: dict[str, Any], default: str | None) -> str | None:
     return value
 
 
-async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session: McpSession) -> dict[str, Any] | None:
+def mcp_style_activity(answered: dict[str, Any]) -> bool:
+    """Whether an answer of :func:`mcp_style_step` was a reset or step that succeeded (WS activity)."""
+    observation = answered["observation"]
+    result = observation.get("result") or {}
+    return observation.get("tool_name") in ("reset", "step") and observation.get("error") is None and not result.get("isError")
+
+
+async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session: McpSession,
+                         client_address: str | None = None) -> dict[str, Any] | None:
     """openenv-core 0.3.0's MCPToolClient sends its requests as WebSocket step frames:
     ``{"type": "list_tools"}`` and ``{"type": "call_tool", "tool_name": ..., "arguments": {...}}``.
     No action of this environment has a ``type`` field, so such a step is an MCP request: answered
@@ -294,7 +381,7 @@ async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session
     if not isinstance(name, str) or not isinstance(args, dict):
         return failed("invalid_args", "call_tool needs a string tool_name and an arguments object")
     try:
-        payload = await _call_tool(name, args, episodes, session)
+        payload = await _call_tool(name, args, episodes, session, client_address)
     except KeyError:
         return failed("tool_not_found", f"unknown tool {name!r}; list_tools shows reset, step, state, grade")
     except Problem as exc:  # the tool ran and refused its input: a tool-level result, as over JSON-RPC

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 import msgspec
@@ -21,7 +21,7 @@ from service import env as core
 from service.api.credentials import episode_token
 from service.api.episodes import EpisodeService
 from service.api.problems import bearer, problem_responses
-from service.api.runs import MANIFEST_PAGE_MAX, RUN_PAGE_DEFAULT, RUN_PAGE_MAX, CreateRun, RunService, Usage
+from service.api.runs import MANIFEST_PAGE_MAX, RUN_PAGE_ASKED_MAX, RUN_PAGE_DEFAULT, RUN_PAGE_MAX, CreateRun, RunService, Usage
 from service.api.schemas import ObservationResponse
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
@@ -39,10 +39,11 @@ def wants_html(request: Request[Any, Any, Any]) -> bool:
 
 
 class RenderedPages:
-    """Run pages rendered to HTML, by ETag (one app's, bounded): a page read again unchanged is not
-    rendered again. The ETag is a hash of the page's data, so any change makes a new entry."""
+    """Run pages as sent — JSON or HTML bytes — by ETag (one app's, bounded, least recently used out).
+    The ETag is a hash of the page's version (:meth:`RunService.page_version`), known before the page
+    is built: a page read again unchanged is neither read from the database, nor encoded, nor rendered."""
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 128) -> None:
         self.capacity = capacity
         self._by_etag: OrderedDict[str, bytes] = OrderedDict()
 
@@ -66,23 +67,28 @@ def _etag_matches(request: Request[Any, Any, Any], etag: str) -> bool:
     return "*" in candidates or etag in candidates
 
 
-def conditional_page(request: Request[Any, Any, Any], body: dict[str, Any], template: str, context: dict[str, Any]) -> Response[Any]:
-    """JSON or HTML of ``body`` with a strong ETag (a hash of the data, one per representation);
-    ``If-None-Match`` with it answers 304 without a body. Clients revalidate (``no-cache``)."""
-    data = msgspec.json.encode(body)
+async def conditional_page(
+    request: Request[Any, Any, Any], version: str, build: Callable[[], Awaitable[dict[str, Any]]], template: str,
+    context: Callable[[dict[str, Any]], dict[str, Any]],
+) -> Response[Any]:
+    """JSON or HTML with a strong ETag made from ``version`` (one per representation). ``If-None-Match``
+    with it answers 304 without building anything; a page already sent with this ETag is sent again
+    from memory; only otherwise is ``build()`` awaited and its body encoded or rendered. Clients
+    revalidate (``no-cache``)."""
     html = wants_html(request)
-    etag = '"' + hashlib.blake2b(data, digest_size=12).hexdigest() + ('-html"' if html else '"')
+    etag = '"' + hashlib.blake2b(version.encode(), digest_size=12).hexdigest() + ('-html"' if html else '"')
     headers = {"ETag": etag, "Cache-Control": "no-cache", "Vary": "Accept"}
     if _etag_matches(request, etag):
         return Response(content=b"", status_code=304, headers=headers)
-    if not html:
-        return Response(content=data, media_type=MediaType.JSON, headers=headers)
+    media_type = MediaType.HTML if html else MediaType.JSON
     pages: RenderedPages = request.app.state.rendered_pages
     page = pages.get(etag)
     if page is None:
-        page = request.app.template_engine.get_template(template).render(**context).encode()
+        body = await build()
+        page = (request.app.template_engine.get_template(template).render(**context(body)).encode() if html
+                else msgspec.json.encode(body))
         pages.put(etag, page)
-    return Response(content=page, media_type=MediaType.HTML, headers=headers)
+    return Response(content=page, media_type=media_type, headers=headers)
 
 
 class RunController(Controller):
@@ -109,10 +115,13 @@ class RunController(Controller):
         runs: NamedDependency[RunService],
         run_id: FromPath[str],
         page: Annotated[int, QueryParameter(ge=1, le=1_000_000, description="1-based page of the run's episodes.")] = 1,
-        per_page: Annotated[int, QueryParameter(ge=1, le=RUN_PAGE_MAX, description="Episodes per page.")] = RUN_PAGE_DEFAULT,
-    ) -> Response[Any]:  # JSON (or HTML) bytes encoded once: the ETag is their hash
-        run = await runs.detail(run_id, page, per_page)
-        return conditional_page(request, run, "run.html", {"run": run, "tasks": core.TASKS})
+        per_page: Annotated[int, QueryParameter(ge=1, le=RUN_PAGE_ASKED_MAX, description=(
+            f"Episodes per page; more than {RUN_PAGE_MAX} is served as {RUN_PAGE_MAX} (the page object says how many)."))] = RUN_PAGE_DEFAULT,
+    ) -> Response[Any]:  # JSON (or HTML) bytes built once per version of the page
+        per_page = min(per_page, RUN_PAGE_MAX)
+        version = await runs.page_version(run_id, page, per_page)
+        return await conditional_page(request, version, lambda: runs.detail(run_id, page, per_page), "run.html",
+                                      lambda run: {"run": run, "tasks": core.TASKS})
 
     @get("/runs/{run_id:str}/manifest", summary="The run's manifest, paged: the ticket (task, seed, trial) of each episode index",
          responses=problem_responses(404))

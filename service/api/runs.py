@@ -20,16 +20,18 @@ import hmac
 import json
 import logging
 import secrets
+import unicodedata
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service import env as core
+from service.api.decoding import JsonInt, JsonNumber
 from service.api.deployment import hash_secret
 from service.api.episodes import EpisodeResult, canonical_task_id, wire_observation
 from service.api.problems import (
@@ -54,6 +56,14 @@ from service.stats import LADDER_MARGIN, PUBLISHED_DECIMALS, Trial, ladder, publ
 
 log = logging.getLogger("service.runs")
 
+# Bounds of the integers a run body may hold: every integer a client sends is a JSON integer within
+# what the columns and the JSON types can store (PostgreSQL's int4 ends at 2**31 - 1).
+MAX_LIMIT_PER_TASK = 10_000  # more than any task's pool (the manifest stops at the pool's end)
+MAX_USAGE_TOKENS = 10**15
+MAX_USAGE_COST_USD = 1e9
+
+AGENT_KEY_MAX = 128  # agent_names.name_key: NFKC may lengthen a name ("㍿" is four characters)
+
 MANIFESTS_CACHED = 16  # runs whose manifest this process keeps (a 3,200-entry one is ~1 MB; derived ones are shared)
 
 class CreateRun(BaseModel):
@@ -68,13 +78,31 @@ class CreateRun(BaseModel):
     )
     model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
     split: str = Field(default="dev", pattern="^(train|dev|test)$", description="test needs a submitter key (Authorization: Bearer).")
-    trials: int = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
+    trials: Annotated[int, JsonInt] = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
     task_ids: list[str] | None = Field(
         default=None, min_length=1, max_length=len(core.TASKS), description="A subset of tasks (not ranked; not on test)."
     )
-    limit_per_task: int | None = Field(
-        default=None, ge=1, description="Play only the first N tickets of each task (not ranked; not on test)."
+    limit_per_task: Annotated[int | None, JsonInt] = Field(
+        default=None, ge=1, le=MAX_LIMIT_PER_TASK,
+        description="Play only the first N tickets of each task (not ranked; not on test).",
     )
+
+    @field_validator("agent", "model")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        # Invisible format (Cf: zero-width spaces, bidi overrides, soft hyphens) and control (Cc)
+        # characters would let a name look like another one on the board.
+        hidden = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cf", "Cc")})
+        if hidden:
+            raise ValueError(f"holds invisible format or control characters ({', '.join(hidden)}); use visible text only")
+        return value
+
+    @field_validator("agent")
+    @classmethod
+    def _key_fits(cls, agent: str) -> str:
+        if len(run_store.agent_name_key(agent)) > AGENT_KEY_MAX:
+            raise ValueError(f"is longer than {AGENT_KEY_MAX} characters once normalised (NFKC)")
+        return agent
 
     @field_validator("task_ids")
     @classmethod
@@ -87,13 +115,17 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt_tokens: int = Field(ge=0)
-    completion_tokens: int = Field(ge=0)
-    cost_usd: float | None = Field(default=None, ge=0)
+    prompt_tokens: Annotated[int, JsonInt] = Field(ge=0, le=MAX_USAGE_TOKENS)
+    completion_tokens: Annotated[int, JsonInt] = Field(ge=0, le=MAX_USAGE_TOKENS)
+    cost_usd: Annotated[float | None, JsonNumber] = Field(default=None, ge=0, le=MAX_USAGE_COST_USD)
 
 
 MANIFEST_PAGE_MAX = 1000
-RUN_PAGE_DEFAULT, RUN_PAGE_MAX = 200, 1000  # episodes per run page
+UNRANKED_SHOWN = 20  # unranked (subset) runs on a leaderboard: the most recent ones; the board says how many in all
+# Episodes per run page: at most 200 (1,000 cost 86 ms JSON / 107 ms HTML to build). A larger per_page, up to
+# RUN_PAGE_ASKED_MAX (what clients written before asked for), is served as 200: the page object says so.
+RUN_PAGE_DEFAULT = RUN_PAGE_MAX = 200
+RUN_PAGE_ASKED_MAX = 1000
 
 
 @functools.lru_cache(maxsize=64)
@@ -396,6 +428,19 @@ class RunService:
     async def status_of(self, run_id: str) -> str:
         return (await self.access(run_id)).status
 
+    async def page_version(self, run_id: str, page: int, per_page: int) -> str:
+        """A short string that changes whenever the run page (``page``, ``per_page``) would: checked
+        against ``If-None-Match`` and the rendered-page cache before the page is built. A test run's
+        page also shows its submitter's best release, so the split's leaderboard version is part of it."""
+        start = (page - 1) * per_page
+        version = await run_store.page_version(self.db, run_id, episode_id_for(run_id, start),
+                                               episode_id_for(run_id, start + per_page - 1))
+        if version is None:
+            raise RunNotFound(f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id)
+        if version[5] == core.HIDDEN_SPLIT:
+            version = (*version, *await run_store.leaderboard_version(self.db, core.HIDDEN_SPLIT))
+        return repr((run_id, page, per_page, core.DATASET_VERSION, core.GRADER_VERSION, *version))
+
     async def detail(self, run_id: str, page: int = 1, per_page: int = RUN_PAGE_DEFAULT) -> dict[str, Any]:
         """The run and one page of its episodes (``per_page`` manifest entries, 1-based ``page``). Never
         writes: idle runs are expired by the sweep (or when one of their episodes is used)."""
@@ -478,11 +523,12 @@ class RunService:
             cached = self._boards.get(split)
             if cached is not None and cached[0] == version:
                 return cached[1]
-            board = self._board(split, await run_store.leaderboard_runs(self.db, split))
+            shown, unranked_total = await run_store.leaderboard_runs(self.db, split, UNRANKED_SHOWN)
+            board = self._board(split, shown, unranked_total)
             self._boards[split] = (version, board)
         return board
 
-    def _board(self, split: str, complete: list[run_store.BoardRun]) -> dict[str, Any]:
+    def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> dict[str, Any]:
         current = [r for r in complete if r.summary and r.dataset_version == core.DATASET_VERSION
                    and r.grader_version == core.GRADER_VERSION]
         if split == core.HIDDEN_SPLIT:
@@ -507,7 +553,10 @@ class RunService:
                       "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
                       "decimals, each submitter's best run released by the Ladder, under this deployment's test key only.",
             "rows": rows,
+            # subset runs (practice): only the most recent, and only while retention keeps them
             "unranked": unranked,
+            "unranked_total": unranked_total,
+            "unranked_shown": UNRANKED_SHOWN,
         }
 
     def _row(self, run: run_store.BoardRun, rank: int | None) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 Frames (client → server): ``reset`` (``data`` = reset kwargs; ``{"episode_id": E, "resume": true}``
 re-attaches to a stored episode), ``step`` (``data`` = the action), ``state``, ``close``, ``mcp``.
 Errors: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR, EXECUTION_ERROR keep the connection open;
-CAPACITY_REACHED, FACTORY_ERROR, SESSION_ERROR (also sent when an idle session is reaped) close it.
+CAPACITY_REACHED (also a handshake over the address's budget, with ``status: 429``), FACTORY_ERROR,
+SESSION_ERROR (also sent when an idle session is reaped) close it. Only a reset or step that succeeded
+keeps a session alive. With ``?session_id=`` the socket shares an HTTP MCP session (stored in the
+database): it is read before and written after each frame, so HTTP tool calls and the socket agree.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from sqlalchemy import text
 
 from service.api.decoding import BodyNotJson, UnstorableText, decode_json
 from service.api.episodes import EpisodeService, ResetParams, validation_errors
-from service.api.limits import FrameRate
-from service.api.mcp import McpSession, McpSessions, handle_jsonrpc, mcp_style_step
+from service.api.limits import Client, ClientAddresses, FrameRate
+from service.api.mcp import McpSession, McpSessions, handle_jsonrpc, mcp_style_activity, mcp_style_step
 from service.api.problems import Problem
 from service.db.errors import DatabaseFault
 from service.settings import Settings
@@ -67,10 +70,13 @@ FRAMES: dict[str, type[_Frame]] = {
 
 
 class SessionCapacity(Exception):
-    def __init__(self, active: int, maximum: int, per_client: bool = False) -> None:
+    def __init__(self, active: int, maximum: int, per_client: bool = False, reserved: int = 0) -> None:
         if per_client:
             message = (f"this client already holds {active}/{maximum} sessions (WS_MAX_SESSIONS_PER_CLIENT); "
                        "close one, or play several episodes one after another on one connection")
+        elif reserved:
+            message = (f"server nearly at capacity: {active}/{maximum} sessions, the last {reserved} kept for clients "
+                       "that hold none yet (WS_RESERVED_SESSIONS); close one of yours or retry later")
         else:
             message = f"server at capacity: {active}/{maximum} sessions; retry later"
         super().__init__(message)
@@ -83,35 +89,39 @@ class FactoryFailed(Exception):
 
 class WsSessions:
     """Counts live sessions against ``MAX_CONCURRENT_ENVS`` and ``WS_MAX_SESSIONS_PER_CLIENT`` (one per
-    app, event-loop confined). Addresses in ``exempt`` (loopback by default) have no per-client cap."""
+    app, event-loop confined), keeps the last ``reserved`` slots for clients holding none, and holds
+    the per-address budget of handshakes and frames. Exempt clients (loopback) have no per-client cap."""
 
     def __init__(self, max_sessions: int, episodes: EpisodeService, per_client: int = 0,
-                 exempt: frozenset[str] = frozenset(), frames_per_s: int = 0) -> None:
+                 frames_per_s: int = 0, reserved: int = 0) -> None:
         self.max_sessions = max_sessions
         self.per_client = per_client
-        self.exempt = exempt
+        # never more than an eighth of the slots: a small server still serves several sessions per client
+        self.reserved = min(reserved, max_sessions // 8)
         self.active = 0
         self.by_client: dict[str, int] = {}
-        self.frame_rate = FrameRate(frames_per_s, exempt)
+        self.frame_rate = FrameRate(frames_per_s)
         self.episodes = episodes
 
-    def acquire(self, client: str = "") -> None:
+    def acquire(self, client: Client) -> None:
         if self.active >= self.max_sessions:
             raise SessionCapacity(self.active, self.max_sessions)
-        held = self.by_client.get(client, 0)
-        if self.per_client and client not in self.exempt and held >= self.per_client:
-            raise SessionCapacity(held, self.per_client, per_client=True)
+        held = self.by_client.get(client.address, 0)
+        if not client.exempt:
+            if self.per_client and held >= self.per_client:
+                raise SessionCapacity(held, self.per_client, per_client=True)
+            if held and self.active >= self.max_sessions - self.reserved:
+                raise SessionCapacity(self.active, self.max_sessions, reserved=self.reserved)
         self.active += 1
-        self.by_client[client] = held + 1
+        self.by_client[client.address] = held + 1
 
-    def release(self, client: str = "") -> None:
+    def release(self, client: Client) -> None:
         self.active -= 1
-        left = self.by_client.get(client, 1) - 1
+        left = self.by_client.get(client.address, 1) - 1
         if left > 0:
-            self.by_client[client] = left
+            self.by_client[client.address] = left
         else:
-            self.by_client.pop(client, None)
-            self.frame_rate.forget(client)
+            self.by_client.pop(client.address, None)  # its frame budget stays until its window passes
 
     async def open_session(self) -> McpSession:
         """Make sure the session can work: its episodes live in the database, so reach it once."""
@@ -147,76 +157,86 @@ async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> st
             return event["bytes"].decode("utf-8", errors="replace")
 
 
-async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeService) -> str | None:
-    """Answer one decoded frame; returns the reply text, or None for ``close``."""
+async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeService,
+                  client_address: str | None = None) -> tuple[str | None, bool]:
+    """Answer one decoded frame: the reply text (None for ``close``), and whether it was activity — a
+    reset or step that succeeded, the only thing that keeps a session alive (state, mcp, invalid or
+    refused frames do not)."""
     kind = frame.get("type")
     model = FRAMES.get(kind) if isinstance(kind, str) else None
     if model is None:
-        return _error(f"Unknown message type: {kind}; use reset, step, state, close or mcp", "UNKNOWN_TYPE")
+        return _error(f"Unknown message type: {kind}; use reset, step, state, close or mcp", "UNKNOWN_TYPE"), False
     try:
         msg = model.model_validate(frame)
     except ValidationError as exc:
-        return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(exc))
+        return _error("Invalid message", "VALIDATION_ERROR", errors=validation_errors(exc)), False
     try:
         if isinstance(msg, CloseFrame):
-            return None
+            return None, False
         if isinstance(msg, ResetFrame):
             try:
                 params = ResetParams(**msg.data)
             except ValidationError as exc:
-                return _error("Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data"))
+                return _error("Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data")), False
             params = session.with_secrets(params)
-            result = await episodes.reset(params)
+            result = await episodes.reset(params, client_address=client_address)
             session.own(result, params)
-            return _frame("observation", result.wire())
+            return _frame("observation", result.wire()), True
         if isinstance(msg, StepFrame):
-            answered = await mcp_style_step(msg.data, episodes, session)  # openenv-core 0.3.0's MCPToolClient
+            answered = await mcp_style_step(msg.data, episodes, session, client_address)  # openenv-core 0.3.0's MCPToolClient
             if answered is not None:
-                return _frame("observation", answered)
+                return _frame("observation", answered), mcp_style_activity(answered)
             if session.episode_id is None:
-                return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR")
+                return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR"), False
             result = await episodes.step(
                 session.episode_id, msg.data, run_token=session.run_token, episode_token=session.episode_token
             )
-            return _frame("observation", result.wire())
+            return _frame("observation", result.wire()), True
         if isinstance(msg, StateFrame):
             if session.episode_id is None:
                 data: dict[str, Any] = {"episode_id": None, "step_count": 0}
             else:
                 data = await episodes.state(session.episode_id, session.episode_token)
-            return _frame("state", data)
+            return _frame("state", data), False
         assert isinstance(msg, McpFrame)
-        return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session))
+        client = None if client_address is None else Client(client_address, exempt=False)
+        return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session, client=client)), False
     except Problem as exc:
         if exc.status == 422:
-            return _error(exc.detail, "VALIDATION_ERROR", errors=exc.extra.get("errors", []))
-        return _error(exc.detail, "EXECUTION_ERROR", status=exc.status)
-
-
-ACTIVITY = frozenset({"reset", "step"})  # only these keep a session alive; state/mcp/junk frames do not
+            return _error(exc.detail, "VALIDATION_ERROR", errors=exc.extra.get("errors", [])), False
+        return _error(exc.detail, "EXECUTION_ERROR", status=exc.status), False
 
 
 @websocket("/ws")
 async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: NamedDependency[Settings]) -> None:
     sessions: WsSessions = state.ws_sessions
     episodes: EpisodeService = state.episodes
-    client = socket.client.host if socket.client else ""
+    clients: ClientAddresses = state.clients
+    client = clients.of(socket)
     loop = asyncio.get_running_loop()
     await socket.accept()
     acquired = False
     try:
+        retry_after = sessions.frame_rate.spend(client)  # a handshake counts against the address's budget
+        if retry_after is not None:
+            await socket.send_text(_error(
+                f"more than {sessions.frame_rate.per_s} WebSocket handshakes and frames per second from this client "
+                f"(RATE_LIMIT_PER_S); wait {retry_after}s and reconnect", "CAPACITY_REACHED", status=429,
+                retry_after_s=retry_after))
+            return
         sessions.acquire(client)
         acquired = True
         session = await sessions.open_session()
+        mcp_sessions: McpSessions = state.mcp_sessions
         requested = socket.query_params.get("session_id")
         if requested:  # MCPToolClient: this WebSocket shares an HTTP MCP session (openenv/session/create)
-            mcp_sessions: McpSessions = state.mcp_sessions
-            shared = mcp_sessions.get(requested)
+            shared = await mcp_sessions.get(requested)
             if shared is None:
                 await socket.send_text(_error("Unknown session_id; create one with POST /mcp openenv/session/create",
                                               "SESSION_ERROR"))
                 return
             session = shared
+        address = None if client.exempt else client.address
         idle_deadline = loop.time() + settings.ws_idle_timeout_s
         while True:
             try:
@@ -256,10 +276,18 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
             if not isinstance(frame, dict):
                 await socket.send_text(_error("a frame must be a JSON object with a `type` key", "VALIDATION_ERROR", errors=[]))
                 continue
-            if isinstance(frame.get("type"), str) and frame["type"] in ACTIVITY:
-                idle_deadline = loop.time() + settings.ws_idle_timeout_s
+            active = False
             try:
-                reply = await _handle(frame, session, episodes)
+                if requested:  # the shared session as any worker last left it (HTTP tools may have moved it)
+                    shared = await mcp_sessions.get(requested)
+                    if shared is None:
+                        await socket.send_text(_error("this MCP session was closed or expired; create a new one",
+                                                      "SESSION_ERROR"))
+                        break
+                    session = shared
+                reply, active = await _handle(frame, session, episodes, address)
+                if requested:
+                    await mcp_sessions.save(session)
             except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
                 episodes.db.faults.failure(log, f"ws frame episode_id={session.episode_id}", exc)
                 reply = _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s)
@@ -268,6 +296,8 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                 reply = _error("internal error while handling the frame (logged on the server); retry", "EXECUTION_ERROR")
             if reply is None:
                 break
+            if active:
+                idle_deadline = loop.time() + settings.ws_idle_timeout_s
             await socket.send_text(reply)
     except SessionCapacity as exc:
         await socket.send_text(

@@ -76,6 +76,14 @@ class EpisodeRow(Base):
             sqlite_where=text("run_id IS NULL"),
             postgresql_where=text("run_id IS NULL"),
         ),
+        # The storage cap per client address: its plain episodes started recently (0007).
+        Index(
+            "ix_episodes_plain_client_created_at",
+            "client_address",
+            "created_at",
+            sqlite_where=text("run_id IS NULL"),
+            postgresql_where=text("run_id IS NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)
@@ -93,6 +101,9 @@ class EpisodeRow(Base):
     # SHA-256 of the episode token of a client-chosen id (who may act on it). NULL: a server-made id
     # (its 128 random bits are the capability) or a run episode (guarded by the run's token).
     token_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The client address that reset a plain episode (the limits' key; NULL for run episodes, exempt
+    # clients and episodes stored before 0007): counted against MAX_*_EPISODES_PER_CLIENT.
+    client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class TransitionRow(Base):
@@ -212,7 +223,27 @@ class DeploymentSecretRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class McpSessionRow(Base):
+    """An HTTP MCP session (``openenv/session/create``), seen by every worker. Stored under the SHA-256
+    of its id (the id is the client's capability); the episode secrets it carries are sealed with a key
+    only the id gives (service.db.mcp_store). Deleted once unused for MCP_SESSION_IDLE_S."""
+
+    __tablename__ = "mcp_sessions"
+    __table_args__ = (
+        Index("ix_mcp_sessions_client_used_at", "client_address", "used_at"),  # the per-address cap
+        Index("ix_mcp_sessions_used_at", "used_at"),  # the idle sweep
+    )
+
+    id_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    client_address: Mapped[str] = mapped_column(String(64))
+    episode_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    sealed_secrets: Mapped[str | None] = mapped_column(String(1024), nullable=True)  # hex: nonce + sealed JSON
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    used_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 episodes = EpisodeRow.__table__
+mcp_sessions = McpSessionRow.__table__
 runs = RunRow.__table__
 submitters = SubmitterRow.__table__
 deployment_secrets = DeploymentSecretRow.__table__

@@ -138,6 +138,7 @@ async def insert_episode(
     state: dict[str, Any],
     done: bool,
     token_sha256: str | None = None,
+    client_address: str | None = None,
 ) -> EpisodeRecord:
     now = utcnow()
     values = dict(
@@ -154,12 +155,13 @@ async def insert_episode(
         created_at=now,
         updated_at=now,
         token_sha256=token_sha256,
+        client_address=client_address,  # counted against the storage cap per address
     )
     try:
         await db.write(_INSERT_EPISODE.execute, values)
     except IntegrityError as exc:
         raise EpisodeExists(episode_id) from exc
-    return EpisodeRecord(**values)
+    return EpisodeRecord(**{k: v for k, v in values.items() if k in EpisodeRecord.__dataclass_fields__})
 
 
 async def get_episode(db: Database, episode_id: str) -> EpisodeRecord | None:

@@ -5,10 +5,12 @@ Deleted after their age (time since the last step or reset):
 - plain episodes (outside any run) never finished, after ``unfinished_before``;
 - plain episodes finished, after ``finished_before`` (None: kept);
 - expired runs (idle past their TTL, never ranked) with all their episodes, after ``expired_runs_before``
-  (one run at a time, its episodes in batches).
+  (one run at a time, its episodes in batches);
+- complete runs that are not ranked (a subset of tasks or tickets: practice, like a plain episode)
+  with all their episodes, after ``finished_before`` (None: kept), as finished plain episodes are.
 
-Never deleted: a complete run or any of its episodes (leaderboard rows and their run pages are
-built from them), nor an active run's. Each pass deletes in short batches (one transaction each,
+Never deleted: a ranked (full-split) complete run or any of its episodes (leaderboard rows and their
+run pages are built from them), nor an active run's. Each pass deletes in short batches (one transaction each,
 children first, so it does not depend on ``ON DELETE CASCADE``) and at most ``max_batches`` of
 them, so a backlog never holds the writer for long.
 """
@@ -33,10 +35,12 @@ class Purged:
     unfinished_episodes: int = 0
     finished_episodes: int = 0
     expired_runs: int = 0
-    run_episodes: int = 0
+    run_episodes: int = 0  # of expired and unranked runs
+    unranked_runs: int = 0
+    mcp_sessions: int = 0  # unused past MCP_SESSION_IDLE_S (service.housekeeping)
 
     def __bool__(self) -> bool:
-        return any((self.unfinished_episodes, self.finished_episodes, self.expired_runs, self.run_episodes))
+        return any(getattr(self, name) for name in Purged.__dataclass_fields__)
 
 
 def _delete_episodes(conn: Connection, ids: list[str]) -> int:
@@ -73,9 +77,13 @@ async def _purge_plain(db: Database, status: str, before: datetime, max_batches:
     return total
 
 
-async def _purge_expired_runs(db: Database, before: datetime, max_batches: int) -> tuple[int, int]:
+def _stale_runs(status: str, before: datetime, *extra: Any) -> Select[tuple[str]]:
+    """One run in ``status``, untouched since ``before``, none of its episodes either."""
     recent = exists().where(and_(episodes.c.run_id == runs.c.id, episodes.c.updated_at >= before))
-    stale = select(runs.c.id).where(runs.c.status == "expired", runs.c.updated_at < before, ~recent).limit(1)
+    return select(runs.c.id).where(runs.c.status == status, runs.c.updated_at < before, ~recent, *extra).limit(1)
+
+
+async def _purge_runs(db: Database, stale: Select[tuple[str]], max_batches: int) -> tuple[int, int]:
     n_runs = n_episodes = 0
     for _ in range(max_batches):
         # one run at a time, its episodes in batches; the run row goes with its last batch
@@ -107,8 +115,13 @@ async def purge(
     """One retention pass (see the module docstring); returns what it deleted."""
     unfinished = await _purge_plain(db, "active", unfinished_before, max_batches)
     finished = await _purge_plain(db, "done", finished_before, max_batches) if finished_before is not None else 0
-    n_runs, n_run_episodes = await _purge_expired_runs(db, expired_runs_before, max_batches)
-    return Purged(unfinished, finished, n_runs, n_run_episodes)
+    n_runs, n_run_episodes = await _purge_runs(db, _stale_runs("expired", expired_runs_before), max_batches)
+    n_unranked = 0
+    if finished_before is not None:
+        n_unranked, more = await _purge_runs(
+            db, _stale_runs("complete", finished_before, runs.c.full_split.is_(False)), max_batches)
+        n_run_episodes += more
+    return Purged(unfinished, finished, n_runs, n_run_episodes, n_unranked)
 
 
 def describe(purged: Purged) -> dict[str, Any]:

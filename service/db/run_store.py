@@ -8,6 +8,7 @@ episode (:func:`count_finished_episode`), so ``episodes_done`` can never drift f
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -126,8 +127,12 @@ class AgentNameTaken(Exception):
 
 
 def agent_name_key(name: str) -> str:
-    """How agent names are compared for ownership: "Acme", "acme " and "ACME" are one name."""
-    return " ".join(name.split()).casefold()
+    """How agent names are compared for ownership: "Acme", "acme ", "ACME", fullwidth "Ａｃｍｅ" and
+    "Acme" with an invisible format character (U+200B, U+00AD, ...) are one name: NFKC, format (Cf)
+    characters dropped, spacing collapsed, case folded (then NFKC again, as casefolding can undo it).
+    Names with format characters are refused at the API anyway; this keeps stored keys honest too."""
+    text = "".join(ch for ch in unicodedata.normalize("NFKC", name) if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", " ".join(text.split()).casefold())
 
 
 class EpisodeIdTaken(Exception):
@@ -308,6 +313,25 @@ async def run_episodes(db: Database, run_id: str, grader_version: str, ids: list
     ]
 
 
+async def page_version(db: Database, run_id: str, first_id: str, last_id: str) -> tuple[Any, ...] | None:
+    """What a run page shows can change only if this changes: the run's status, progress, revision
+    (summary, release, usage) and last activity, and for the page's episodes (ids ``first_id`` to
+    ``last_id``, a primary-key range) their count, last change and steps. None: no such run. Two
+    short indexed reads, no manifest, no JSON: what a conditional read costs before anything is built."""
+    run = select(runs.c.status, runs.c.next_index, runs.c.episodes_done, runs.c.revision, runs.c.updated_at, runs.c.split).where(
+        runs.c.id == run_id)
+    page = select(func.count(), func.max(episodes.c.updated_at), func.coalesce(func.sum(episodes.c.step_count), 0)).where(
+        episodes.c.id >= first_id, episodes.c.id <= last_id, episodes.c.run_id == run_id)
+
+    def read(conn: Connection) -> tuple[Any, ...] | None:
+        row = conn.execute(run).first()
+        if row is None:
+            return None
+        return (*row, *conn.execute(page).one())
+
+    return await db.read(read)
+
+
 # Every change to what the leaderboard shows of a run moves its revision (the leaderboard cache's version).
 _REVISED = {"revision": runs.c.revision + 1}
 
@@ -378,12 +402,21 @@ async def leaderboard_version(db: Database, split: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-async def leaderboard_runs(db: Database, split: str) -> list[BoardRun]:
-    """The complete runs of ``split``, only the columns the leaderboard shows."""
-    query = (select(*_columns(BoardRun)).where(runs.c.split == split, runs.c.status == "complete")
-             .order_by(runs.c.created_at.desc()))
-    rows = await db.read(lambda conn: conn.execute(query).all())
-    return [BoardRun(*r) for r in rows]
+async def leaderboard_runs(db: Database, split: str, unranked_limit: int) -> tuple[list[BoardRun], int]:
+    """The complete runs of ``split`` the leaderboard shows — every ranked (full-split) run and the
+    ``unranked_limit`` most recent unranked ones, only the columns it shows — and how many unranked
+    complete runs there are in all."""
+    complete = and_(runs.c.split == split, runs.c.status == "complete")
+    ranked = select(*_columns(BoardRun)).where(complete, runs.c.full_split.is_(True)).order_by(runs.c.created_at.desc())
+    unranked = (select(*_columns(BoardRun)).where(complete, runs.c.full_split.is_(False))
+                .order_by(runs.c.created_at.desc()).limit(unranked_limit))
+    n_unranked = select(func.count()).where(complete, runs.c.full_split.is_(False))
+
+    def read(conn: Connection) -> tuple[list[BoardRun], int]:
+        rows = [BoardRun(*r) for r in conn.execute(ranked)] + [BoardRun(*r) for r in conn.execute(unranked)]
+        return rows, int(conn.execute(n_unranked).scalar_one())
+
+    return await db.read(read)
 
 
 # ------------------------------------------------------------------------------- submitters
