@@ -133,6 +133,21 @@ def test_lookups_return_records_in_tool_result() -> None:
     assert all(f"## {c.id}." in obs.tool_result for c in CLAUSES)
 
 
+def test_the_ticket_header_prints_seed_as_labels_true_or_false() -> None:
+    """Seed A's keyword agent reads "images provided: true|false" and "past returns: N" (lower-cased):
+    the header prints exactly those labels, so its image branches fire."""
+    from service.env.core import ticket_text
+
+    seen = set()
+    for t in PUBLIC.tickets("dev"):
+        text = ticket_text(t).lower()
+        flag = "true" if t.claim.images_provided else "false"
+        assert f"images provided: {flag} ·" in text, t.ticket_id
+        assert f"past returns: {t.customer.returns_12m} " in text
+        seen.add(flag)
+    assert seen == {"true", "false"}
+
+
 # ----------------------------------------------------------------------------- score bounds
 
 _action_fields = st.fixed_dictionaries({}, optional=dict(

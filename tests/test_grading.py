@@ -78,17 +78,19 @@ def test_the_consistency_check_refuses_incoherent_combinations() -> None:
 
 # ---------------------------------------------------------------- replies in full episodes
 
-def _resolution(pred) -> tuple[int, Ticket]:
-    pool = PUBLIC.pool("dev", "workflow", "hard")
-    for seed, tid in enumerate(pool):
-        t = PUBLIC.ticket(tid)
-        if len(t.order.lines) == 1 and t.claim.second_issue is None and pred(t, evaluate(t)):
-            return seed, t
+def _resolution(pred) -> tuple[tuple[str, int], Ticket]:
+    """The first single-item, single-claim resolution ticket (dev, then train) that ``pred`` accepts."""
+    for split in ("dev", "train"):
+        for seed, tid in enumerate(PUBLIC.pool(split, "workflow", "hard")):
+            t = PUBLIC.ticket(tid)
+            if len(t.order.lines) == 1 and t.claim.second_issue is None and pred(t, evaluate(t)):
+                return (split, seed), t
     raise LookupError
 
 
-def _resolve(seed: int, decision: str, tag: str, reply: str):
-    state, _ = reset("workflow-resolution", seed, "dev")
+def _resolve(where: tuple[str, int], decision: str, tag: str, reply: str):
+    split, seed = where
+    state, _ = reset("workflow-resolution", seed, split)
     state = step(state, Action(lookup="policy")).state
     state = step(state, Action(decision=decision, add_tag=tag, reply=reply, close_ticket=True)).state
     return grade_episode(state)

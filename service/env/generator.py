@@ -32,7 +32,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 
 from service.env import messages
-from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS
+from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS, evaluate
 from service.env.world import (
     CATALOG,
     DIFFICULTIES,
@@ -54,7 +54,7 @@ from service.env.world import (
     Tone,
 )
 
-GENERATOR_VERSION = "3.0.0"
+GENERATOR_VERSION = "3.1.0"
 SPLIT_SIZES: dict[Split, int] = {"train": 1200, "dev": 400, "test": 400}
 # The order in which a split's remainder tickets are handed to cells (easy cells first).
 CELLS: tuple[tuple[Family, Difficulty], ...] = tuple((f, d) for d in DIFFICULTIES for f in FAMILIES)
@@ -137,7 +137,7 @@ POOLS: dict[tuple[Family, Difficulty], Pool] = {
                ("duplicate_charge", None), ("wrong_item", None), ("defective", None)),
         tones=("calm", "angry", "vague", "multi_issue", "typos"),
         in_window=0.75, late_days=(W + 1, 400), photos=0.7, usage=(0.55, 0.2, 0.25), final_sale=0.15,
-        multi_item=0.35,
+        multi_item=0.5,
     ),
     # Interacting rules: risk and its exemptions, warranty with evidence, late parcels, vague
     # messages, two claims, several items, dates to compute, customers whose account is wrong.
@@ -181,32 +181,56 @@ class InconsistentTicket(AssertionError):
 
 # ------------------------------------------------------------------------------------- building
 
+# What each pool balances: its task's own answer (the decision, the triage tag or the routing queue).
+_ANSWER_OF: dict[tuple[Family, Difficulty], str] = {
+    ("decision", "easy"): "gold", ("decision", "medium"): "gold", ("decision", "hard"): "gold",
+    ("workflow", "easy"): "tag", ("workflow", "medium"): "queue", ("workflow", "hard"): "gold",
+}
+OUTCOMES: dict[str, tuple[str, ...]] = {
+    "gold": ("approve_refund", "approve_replacement", "reject", "request_info"),
+    "tag": ("Refund", "Replacement", "Policy_Denied", "Needs_Info"),
+    # Billing owns every billing claim and nothing else, so the claim type alone names it: it is dealt
+    # half as often as the other teams, or the claim type would identify ~0.6 of routing tickets.
+    "queue": ("Returns", "Fraud", "Escalations", "Returns", "Fraud", "Escalations", "Billing"),
+}
+MAX_ATTEMPTS = 2000
+
+
+def pool_answer(ticket: Ticket) -> str:
+    """The answer a ticket's pool balances: its gold decision, triage tag or routing queue."""
+    verdict = evaluate(ticket)
+    return str(getattr(verdict, _ANSWER_OF[(ticket.family, ticket.difficulty)]))
+
+
 @lru_cache(maxsize=64)
-def scenario_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[int, ...]:
-    """Claim kind of every ticket of a pool: the pool's kinds round-robin, in a keyed order."""
-    kinds = POOLS[(family, difficulty)].kinds
-    order = [i % len(kinds) for i in range(pool_size(split, family, difficulty))]
-    random.Random(_keyed_seed(key, "scenario-order", split, family, difficulty)).shuffle(order)
+def outcome_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[str, ...]:
+    """The answer every ticket of a pool is drawn for: the pool's outcomes round-robin, in a keyed order."""
+    outcomes = OUTCOMES[_ANSWER_OF[(family, difficulty)]]
+    order = [outcomes[i % len(outcomes)] for i in range(pool_size(split, family, difficulty))]
+    random.Random(_keyed_seed(key, "outcome-order", split, family, difficulty)).shuffle(order)
     return tuple(order)
 
 
 def generate_ticket(key: bytes, split: Split, family: Family, difficulty: Difficulty, position: int) -> Ticket:
     """Ticket ``position`` of a pool: a pure function of (generator version, key, split, cell, position).
 
-    A draw the consistency check refuses is redrawn (a keyed attempt counter), so the result stays a
-    pure function of the same inputs."""
+    The pool deals its outcomes (:func:`outcome_order`); the claim kind and every fact are drawn
+    independently of the position, and a draw whose answer is not the dealt one, or that the
+    consistency check refuses, is redrawn (a keyed attempt counter), so the result stays a pure
+    function of the same inputs and the facts that decide vary on their own."""
     size = pool_size(split, family, difficulty)
     if not 0 <= position < size:
         raise ValueError(f"position {position} is outside the {split} {family}/{difficulty} pool of {size}")
     pool = POOLS[(family, difficulty)]
-    kind = pool.kinds[scenario_order(key, split, family, difficulty)[position]]
+    target = outcome_order(key, split, family, difficulty)[position]
     ticket_id = ticket_id_for(key, family, difficulty, position)
-    for attempt in range(50):
+    for attempt in range(MAX_ATTEMPTS):
         rng = random.Random(_keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position, attempt))
+        kind = rng.choice(pool.kinds)
         ticket = _build(rng, pool, kind, split, ticket_id, position, family, difficulty)
-        if not messages.inconsistencies(ticket):
+        if pool_answer(ticket) == target and not messages.inconsistencies(ticket):
             return ticket
-    raise InconsistentTicket(f"no coherent ticket for {family}/{difficulty} #{position}: {messages.inconsistencies(ticket)}")
+    raise InconsistentTicket(f"no coherent {target} ticket for {family}/{difficulty} #{position} in {MAX_ATTEMPTS} draws")
 
 
 def _item(rng: random.Random, issue: IssueType, second: IssueType | None, pool: Pool, return_flagged: bool) -> CatalogItem:
@@ -347,9 +371,10 @@ def _build(
     )
     remark: Remark | None = None
     if tone == "multi_issue":
-        remark = rng.choice(("slow_delivery", "second_contact", "service") if carrier == "delivered" else ("second_contact", "service"))
+        arrived = carrier == "delivered" and main != "not_received"  # "never arrived" cannot have come slowly
+        remark = rng.choice(("slow_delivery", "second_contact", "service") if arrived else ("second_contact", "service"))
     stated_days = None
-    if days is not None and rng.random() < pool.stated_days:
+    if days is not None and main != "not_received" and rng.random() < pool.stated_days:
         stated_days = rng.choice((2, 3, 5, 7, 10, 14, 21, 28, 40, 60, 90))  # recollection, independent of the records
     claim = Claim(
         issue=issue, line=claimed, images_provided=bool(images), item_used=stated, tone=tone,
