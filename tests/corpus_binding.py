@@ -69,6 +69,7 @@ def fill(reply: str, ticket: Ticket, verdict: Verdict) -> str:
         days=ticket.order.days_since_delivery,
         warranty_days=ticket.product.warranty_days,
         amount=f"{verdict.refund_amount:.2f}",
+        price=f"${ticket.line.amount:.2f}",
     )
 
 
