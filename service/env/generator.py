@@ -1,20 +1,25 @@
 """The seeded ticket generator.
 
 Every split is made of six *pools*, one per (family, difficulty) cell. A pool declares the claims
-it holds (:data:`POOLS`): the claim kinds, dealt round-robin so each appears equally often, and how
-every other fact is drawn — days since delivery, photos, the item's condition, stock, final-sale
-and hygiene flags, carrier status, the payment record, the customer's risk, several items per
-order, a second claim, the customer's own (possibly wrong) account of the dates. The deciding facts
-are drawn **independently of the claim kind**, so no single field gives the label away: the label
-needs the facts combined. The gold label is never written by the generator: the policy engine
-computes it (:func:`service.env.policy.evaluate`), and a consistency check rejects incoherent
-tickets (a parcel that "never arrived" and "came in a dented box", months of wear on an item
-delivered last week).
+it holds (:data:`POOLS`) and how every fact is drawn — days since delivery, photos, the item's
+condition, stock, final-sale and hygiene flags, carrier status, the payment record, the customer's
+risk, several items per order, a second claim, the customer's own (possibly wrong) account of the
+dates. The gold label is never written by the generator: the policy engine computes it
+(:func:`service.env.policy.evaluate`).
 
-Which ticket of a pool gets which claim kind is a **keyed permutation**: a shuffle seeded by the
-split's key. Ticket ``k`` of a pool (what ``seed = k`` selects) is therefore unrelated to its label
-unless you hold the key, and every random draw of the ticket is keyed too. Ticket ids are an HMAC
-of the key and the ticket's place: opaque, they carry neither the index nor the split.
+Each pool **deals its task's answers** (:data:`OUTCOMES`: the decision, the triage tag or the routing
+queue) round-robin, so no answer is a safe default — a constant is right on at most 2/7 of a pool — and
+the tickets that need asking are dealt evenly among the answers they take once the customer has
+answered. A ticket is drawn for its dealt answer: the claim kind and every fact are drawn at random,
+independently of the position, and a draw whose answer is not the dealt one, or that the consistency
+check refuses (a parcel that "never arrived" and "came in a dented box", months of wear on an item
+delivered last week), is redrawn. The deciding facts vary independently of the claim kind, so no single
+field gives the label away: the label needs the facts combined.
+
+Which ticket of a pool gets which answer is a **keyed permutation**: a shuffle seeded by the split's
+key. Ticket ``k`` of a pool (what ``seed = k`` selects) is therefore unrelated to its label unless you
+hold the key, and every random draw of the ticket is keyed too. Ticket ids are an HMAC of the key and
+the ticket's place: opaque, they carry neither the index nor the split.
 
 The public splits (train, dev) use keys derived from the generator version, so anyone can
 rebuild them from this code. The test split's key is a deployment secret (see
@@ -32,7 +37,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 
 from service.env import messages
-from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS, evaluate
+from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS, evaluate, full_information_verdict
 from service.env.world import (
     CATALOG,
     DIFFICULTIES,
@@ -102,7 +107,7 @@ class Pool:
     """How one (family, difficulty) pool's tickets are drawn. Every probability is independent of the
     claim kind: the facts that decide a ticket vary on their own."""
 
-    kinds: tuple[tuple[IssueType, IssueType | None], ...]  # (claim, second claim), dealt round-robin
+    kinds: tuple[tuple[IssueType, IssueType | None], ...]  # (claim, second claim), drawn at random per attempt
     presentation: Presentation = "days"
     tones: tuple[Tone, ...] = ("calm", "calm", "angry")
     in_window: float = 0.6  # delivered items: P(reported within the 30-day window)
@@ -152,7 +157,7 @@ POOLS: dict[tuple[Family, Difficulty], Pool] = {
     ("workflow", "easy"): Pool(
         kinds=(("changed_mind", None), ("damaged", None), ("wrong_item", None), ("item_used", None),
                ("duplicate_charge", None), ("size_issue", None)),
-        in_window=0.8, photos=0.6, usage=(0.8, 0.2, 0.0), wear=0.0, in_stock=0.55, double_charge=0.6,
+        in_window=0.8, photos=0.6, usage=(0.8, 0.2, 0.0), wear=0.3, in_stock=0.55, double_charge=0.6,
     ),
     # Routing: the owning team — Escalations for refunds above the threshold (of the claimed item),
     # Fraud for what P7 declines, Billing for billing errors, Returns for the rest.
@@ -193,22 +198,34 @@ OUTCOMES: dict[str, tuple[str, ...]] = {
     # half as often as the other teams, or the claim type would identify ~0.6 of routing tickets.
     "queue": ("Returns", "Fraud", "Escalations", "Returns", "Fraud", "Escalations", "Billing"),
 }
+# What a ticket that needs asking becomes once the customer has answered: dealt round-robin too, so
+# asking first and then giving one constant answer gains at most a third of the asking tickets.
+_ANSWERED = {"request_info": ("approve_refund", "approve_replacement", "reject"), "Needs_Info": ("Refund", "Replacement", "Policy_Denied")}
 MAX_ATTEMPTS = 2000
+Outcome = tuple[str, str | None]  # (the answer, and for a ticket that needs asking, the answer after asking)
 
 
-def pool_answer(ticket: Ticket) -> str:
-    """The answer a ticket's pool balances: its gold decision, triage tag or routing queue."""
-    verdict = evaluate(ticket)
-    return str(getattr(verdict, _ANSWER_OF[(ticket.family, ticket.difficulty)]))
+def pool_answer(ticket: Ticket) -> Outcome:
+    """The outcome a ticket's pool balances: its gold decision, triage tag or routing queue — and, where
+    the policy needs the customer's answer first, what it is once every question is answered."""
+    field = _ANSWER_OF[(ticket.family, ticket.difficulty)]
+    answer = str(getattr(evaluate(ticket), field))
+    after = str(getattr(full_information_verdict(ticket), field)) if answer in _ANSWERED else None
+    return answer, after
 
 
 @lru_cache(maxsize=64)
-def outcome_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[str, ...]:
-    """The answer every ticket of a pool is drawn for: the pool's outcomes round-robin, in a keyed order."""
+def outcome_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[Outcome, ...]:
+    """The outcome every ticket of a pool is drawn for: the pool's outcomes round-robin (and the answers
+    after asking round-robin among the tickets that need asking), in a keyed order."""
     outcomes = OUTCOMES[_ANSWER_OF[(family, difficulty)]]
     order = [outcomes[i % len(outcomes)] for i in range(pool_size(split, family, difficulty))]
-    random.Random(_keyed_seed(key, "outcome-order", split, family, difficulty)).shuffle(order)
-    return tuple(order)
+    asked = [o for o in order if o in _ANSWERED]
+    dealt: list[Outcome] = [(o, None) for o in order if o not in _ANSWERED]
+    dealt += [(o, _ANSWERED[o][i % len(_ANSWERED[o])]) for i, o in enumerate(asked)]
+    dealt.sort(key=lambda o: (o[0], o[1] or ""))  # a canonical order before the keyed shuffle
+    random.Random(_keyed_seed(key, "outcome-order", split, family, difficulty)).shuffle(dealt)
+    return tuple(dealt)
 
 
 def generate_ticket(key: bytes, split: Split, family: Family, difficulty: Difficulty, position: int) -> Ticket:

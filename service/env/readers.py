@@ -43,6 +43,10 @@ def _typo_tolerant(word: str) -> str:
     return "(?:" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)) + ")"
 
 
+# "the", "my", "this" and their typos ("hte Building Blocks Castle Set seems to be defecitve")
+_DETERMINERS = "|".join(_typo_tolerant(w).removeprefix("(?:").removesuffix(")") for w in ("the", "my", "this"))
+
+
 def _best(templates: tuple[str, ...], texts: list[str]) -> float:
     return max((_score(t, x) for t in templates for x in texts), default=0.0)
 
@@ -80,7 +84,7 @@ class TicketReader:
     def _mask(self, text: str, names: list[str]) -> str:
         for name in names:
             text = re.sub(rf"my order ORD-\d+ \({re.escape(name)}\)", _ITEM, text, flags=re.IGNORECASE)
-            text = re.sub(rf"\b(?:the|my|this)\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
+            text = re.sub(rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
                           _ITEM, text, flags=re.IGNORECASE)
         return text
 
