@@ -154,8 +154,12 @@ def test_the_readme_renders_the_rubric_table_that_grading_reads() -> None:
 
 
 def test_instructions_say_what_ends_the_episode_and_what_counts_as_the_decision() -> None:
-    """#12.4: asking is allowed where the policy needs it; the instructions say how it is scored."""
+    """#12.4: asking is allowed where the policy needs it; every task's instructions say how a question is
+    scored (request_info costs 0.05 when the policy did not need it, in every task), that reaching the step
+    limit ends the episode too, and what counts as the answer graded."""
     for task in TASKS.values():
-        assert "ends the episode" in task.instructions, task.id
-        if task.family == "decision" or task.id == "workflow-resolution":
-            assert "request_info" in task.instructions and "0.05" in task.instructions, task.id
+        text = task.instructions
+        assert "ends the episode" in text, task.id
+        assert f"after {task.max_steps} steps" in text and "the episode ends" in text, task.id
+        assert "request_info" in text and "0.05" in text, task.id
+        assert "counts as" in text, task.id
