@@ -242,10 +242,15 @@ def generate_ticket(key: bytes, split: Split, family: Family, difficulty: Diffic
     target = outcome_order(key, split, family, difficulty)[position]
     ticket_id = ticket_id_for(key, family, difficulty, position)
     for attempt in range(MAX_ATTEMPTS):
-        rng = random.Random(_keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position, attempt))
+        seed = _keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position, attempt)
+        rng = random.Random(seed)
         kind = rng.choice(pool.kinds)
-        ticket = _build(rng, pool, kind, split, ticket_id, position, family, difficulty)
-        if pool_answer(ticket) == target and not messages.inconsistencies(ticket):
+        facts = _build(rng, pool, kind, split, ticket_id, position, family, difficulty, render=False)
+        if pool_answer(facts) != target:  # the answer needs no message: skip writing one for a refused draw
+            continue
+        rng = random.Random(seed)
+        ticket = _build(rng, pool, rng.choice(pool.kinds), split, ticket_id, position, family, difficulty)
+        if not messages.inconsistencies(ticket):
             return ticket
     raise InconsistentTicket(f"no coherent {target} ticket for {family}/{difficulty} #{position} in {MAX_ATTEMPTS} draws")
 
@@ -279,8 +284,9 @@ def _price(rng: random.Random, item: CatalogItem, pool: Pool) -> float:
 
 def _build(
     rng: random.Random, pool: Pool, kind: tuple[IssueType, IssueType | None], split: Split, ticket_id: str, position: int,
-    family: Family, difficulty: Difficulty,
+    family: Family, difficulty: Difficulty, render: bool = True,
 ) -> Ticket:
+    """One draw of a ticket's facts (and, when ``render``, its message: the draws before it are the same)."""
     issue, second = kind
     actual = rng.choice(pool.vague_actual) if issue == "vague" else None
     main = actual or issue  # the claim the facts are drawn for
@@ -397,7 +403,7 @@ def _build(
         issue=issue, line=claimed, images_provided=bool(images), item_used=stated, tone=tone,
         second_issue=second, remark=remark, stated_days_ago=stated_days,
     )
-    subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim)
+    subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim) if render else ("", "")
     return Ticket(
         ticket_id=ticket_id,
         position=position,
