@@ -284,6 +284,8 @@ def test_a_holding_reply_that_guesses_the_decision_prejudges_it() -> None:
 def test_facts_about_the_order_are_read_in_approvals_too() -> None:
     assert "window" in meaning("Although it's outside our 30-day window, we'll refund you anyway.").facts
     assert "used" in meaning("Even though it has been used, we'll refund you as a goodwill gesture.").facts
+    # an adverb inside the verb group changes nothing: "you have clearly used it"
+    assert "used" in meaning("Since you have clearly used the lamp we would usually say no, but we've refunded you.").facts
     for true_in_any_case in ("Returns are accepted within 30 days of delivery, and yours qualifies, so I've refunded you.",
                              "Your return is well within our 30-day window, so I've issued a full refund."):
         assert "window" not in meaning(true_in_any_case).facts, true_in_any_case

@@ -25,7 +25,7 @@ false-positive and false-negative rates on them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from service.env.language import NEGATORS, TEMPORAL, Clause, Phrases, clauses, lemmas, normalize, sentences, without_idioms
@@ -401,8 +401,20 @@ def _asserted(phrases: Phrases, self_negating: Phrases | None, clause: Clause) -
     return any(not _negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
 
 
+# Adverbs inside a verb group say nothing about the reason: "it has clearly been used", "you've obviously
+# worn it" read as "has been used", "have worn it". ("only" and "-ly" nouns and adjectives stay.)
+_KEEP_LY = frozenset({"only", "family", "early", "reply", "apply", "supply", "rely", "daily", "weekly", "monthly",
+                      "yearly", "likely", "unlikely", "july", "italy", "fly", "ally", "holy", "ugly", "jelly", "belly"})
+
+
+def _without_adverbs(clause: Clause) -> Clause:
+    kept = tuple(t for t in clause.lemmas if not (t.endswith("ly") and len(t) > 4 and t not in _KEEP_LY))
+    return clause if kept == clause.lemmas else replace(clause, lemmas=kept)
+
+
 def _reasons(clause: Clause) -> set[str]:
     """The denial reasons ``clause`` asserts: each read by its own rule, or else asserted un-negated."""
+    clause = _without_adverbs(clause)
     found = set()
     for name, (phrases, self_negating) in _REASONS.items():
         reader = _REASON_READERS.get(name)
