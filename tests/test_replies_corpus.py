@@ -5,10 +5,11 @@
 accept it (share of the acceptable ones). Both must stay at or below 5 % on the dev corpus
 (``replies.jsonl``) and on the holdout (``replies_holdout.jsonl``), which the grader was never tuned on:
 it was run once, after development, at FP 0.0 and FN 0.027 (dev: FP 0.0, FN 0.0; before: 0.154 / 0.158).
-The #12 audit then wrote 103 new replies (FP 10/43, FN 10/60); they and 78 class probes of the same
-kinds joined the dev corpus (610 entries: FP 0.003, FN 0.0 after the fixes; the previous reader scored
-FP 0.359 / FN 0.186 on the 180 new entries). A last batch of 40 probes, written before its fixes, read
-FP 3/17 and FN 1/23 on arrival: that is the honest estimate of how the reader meets unseen replies.
+The #12 audit then wrote 103 new replies (FP 10/43, FN 10/60); they and 118 class probes of the same
+kinds joined the dev corpus (650 entries: FP 0.0, FN 0.0 after the fixes; the previous reader scored
+FP 0.359 / FN 0.186 on the first 180 new entries). Two later batches of 40 probes each, written before
+their fixes, read FP 3/17, FN 1/23 and FP 3/22, FN 0/18 on arrival: that is the honest estimate of how
+the reader meets unseen replies (about 15 % FP, 2 % FN on new kinds of fault).
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
@@ -289,6 +290,15 @@ def test_facts_about_the_order_are_read_in_approvals_too() -> None:
     for true_in_any_case in ("Returns are accepted within 30 days of delivery, and yours qualifies, so I've refunded you.",
                              "Your return is well within our 30-day window, so I've issued a full refund."):
         assert "window" not in meaning(true_in_any_case).facts, true_in_any_case
+
+
+def test_general_history_certainty_and_imperative_lectures() -> None:
+    assert meaning("I'm sorry, but given your history with us we can't verify this claim.").leaks
+    assert meaning("Looking at your order history, I can see order ORD-1234567 was delivered.").leaks == ()
+    assert meaning("Returns will handle this - your refund is basically guaranteed.").grants == {"refund"}
+    assert not meaning("We can't guarantee a refund, but the team will review it.").grants
+    assert meaning("It's out of warranty, so we can't replace it - perhaps treat it with more care next time.").rude
+    assert meaning("Next time, we'll take more care packing your order.").rude == ()
 
 
 def test_the_time_since_delivery_is_read_with_its_qualifier() -> None:

@@ -71,6 +71,8 @@ _GRANT = Phrases(
     "deliver|have * with you|get * out|get * to you|out to you|your way|pack|prepare|"
     # overriding the policy: "we'll refund you anyway", "as a goodwill gesture", "just this once"
     "anyway|regardless|all the same|goodwill|exception|one off|just in case|this once|"
+    # certainty about the outcome is a promise: "your refund is basically guaranteed"
+    "guarantee|assure|for sure|sure thing|done deal|in the bag|no question|"
     "return to * card|return to * account|return to * payment"
 )
 # A remedy verb in the future or the perfect: "we will reimburse you", "we've now fully replaced it".
@@ -202,6 +204,7 @@ _BLAME = Phrases(
 # A request about the customer's future conduct is a lecture ("Please treat your things with more care in
 # future"), unless it invites them back ("next time, feel free to contact us") or is about ourselves.
 _LECTURE_TIME = Phrases("|".join(_LECTURE_TIMES) + "|more care|more carefully|more attention|closer attention")
+_CARE = Phrases("more care|more carefully|more attention|closer attention|be careful|be more careful|take care of it")
 _INVITATION = Phrases("feel free|hesitate|contact|get in touch|reach out|let us know|visit|shop|order again|enjoy|"
                       "use code|discount|welcome|happy to help|glad to help|we will|we be|i will|i be|we can|i can|you can|"
                       "you may|you be welcome")
@@ -253,6 +256,9 @@ _LEAK = Phrases(
     "account show * dispute|account show * chargeback|account show * reverse|account show * return|account show * claim|"
     "account show * refund|record show * dispute|record show * return|record show * claim|"
     "return this month|return this year|return this week|return in the last|return in the past|"
+    # the customer's record in general words: "given your history with us"
+    "history with us|your history|your track record|track record with us|your record with us|your past with us|"
+    "your past behaviour|your past behavior|your previous behaviour|your previous behavior|"
     # doubting the customer's honesty out loud
     "whether * be genuine|whether * be legitimate|whether * be real|claim be genuine|if * be genuine"
 )
@@ -763,6 +769,7 @@ def _rude(text: str, tokens: tuple[str, ...]) -> tuple[str, ...]:
     plain = without_idioms(tokens)
     found |= {" ".join(plain[s:e]) for s, e in _BLAME.find(plain) if not _negated_before(plain, s) and not _excused(plain, s, e)}
     found |= {sentence for sentence in sentences(text) if _lectures(lemmas(sentence))}
+    found |= {c.text for c in clauses(text) if _lectures(c.lemmas)}  # "… so we can't replace it - treat it with more care"
     found |= {c.text for c in clauses(text) if c.lemmas in _SCOFFS and c.sentence.startswith(c.text)}
     found |= {m.group(0) for m in _HINDSIGHT.finditer(text)
               if m.group(1) is None or (_PARTICIPLE.fullmatch(m.group(1)) and m.group(1) not in _EXPECTED)}
@@ -770,7 +777,10 @@ def _rude(text: str, tokens: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _lectures(tokens: tuple[str, ...]) -> bool:
-    addressed = "please" in tokens or "you" in tokens or "your" in tokens
+    # told to the customer: addressed to them, or an imperative with no first person ("perhaps treat it with
+    # more care next time"); "next time we'll take more care" is about ourselves
+    ours = any(t in ("we", "i", "our", "us", "my") for t in tokens)
+    addressed = "please" in tokens or "you" in tokens or "your" in tokens or (not ours and _CARE.in_(tokens))
     return addressed and _LECTURE_TIME.in_(tokens) and not _INVITATION.in_(tokens)
 
 
