@@ -19,8 +19,9 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 # Floors: dev measured 0.997 (336/337). The holdout was run once, after development, and not tuned
 # against: 0.8854 (85/96), the same rate as the previous reader. The #12 audit's 35 new questions then
 # read 0.77; concepts, phrasal verbs, scene-setting frames and "a photo of a document" (below) took them
-# and 24 class probes (0.89 before their fixes) into the dev corpus, now 0.997 (395/396), and moved the
-# holdout — whose misses were looked at, so it is no longer untouched — to 0.927 (89/96).
+# and 50 class probes (two batches: 0.89 and 0.92 before their fixes) into the dev corpus, now 0.995
+# (420/422), and moved the holdout — whose misses were looked at, so it is no longer untouched — to
+# 0.927 (89/96).
 DEV_FLOOR = 0.97
 HOLDOUT_FLOOR = 0.91
 
@@ -132,6 +133,7 @@ def test_natural_phrasings(question: str | None, topics: set[str]) -> None:
     # a picture of a document is no evidence about the item; a choice is none of the topics
     ("Could you send a photo of your receipt?", set()),
     ("Could you send a photo of the packing slip?", set()),
+    ("Is the parcel still nowhere to be seen?", {"delivery"}),
     ("Can you tell me which colour you'd like instead?", set()),
     # a picture of several things pictures each: the label and the damaged area
     ("Is it possible to get a clear picture of the label and the damaged area?", {"photos"}),

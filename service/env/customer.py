@@ -190,16 +190,26 @@ def _concept(token: str) -> str | None:
 # Phrasal verbs read as one word, so their particle-less verb keeps its own meaning: "show up" is a parcel
 # appearing, "show me the damage" a picture.
 _PHRASAL = {("show", "up"): "appear", ("turn", "up"): "appear", ("pop", "up"): "appear", ("track", "down"): "locate",
-            ("hand", "in"): "deliver", ("drop", "off"): "deliver"}
+            ("hand", "in"): "deliver", ("drop", "off"): "deliver",
+            # idioms of a missing parcel: "still nowhere to be seen" sees nothing
+            ("nowhere", "to", "be", "see"): "missing", ("nowhere", "to", "be", "find"): "missing",
+            ("no", "sign", "of"): "missing"}
+_PHRASAL_LENGTHS = sorted({len(k) for k in _PHRASAL}, reverse=True)
 
 
 def _phrasal(tokens: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(tokens):
-        merged = _PHRASAL.get(tuple(tokens[i:i + 2]))
-        out.append(merged or tokens[i])
-        i += 2 if merged else 1
+        for n in _PHRASAL_LENGTHS:
+            merged = _PHRASAL.get(tuple(tokens[i:i + n]))
+            if merged:
+                out.append(merged)
+                i += n
+                break
+        else:
+            out.append(tokens[i])
+            i += 1
     return out
 
 
