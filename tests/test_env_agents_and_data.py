@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from service.env import TASKS, Action, Dataset, derive_test_key, reset, step
-from service.env.agents import HeuristicAgent, evaluate_agent, make_agent, play, play_episode, resolution_reply
+from service.env.agents import HeuristicAgent, make_agent, play, play_episode, resolution_reply
 from service.env.customer import answer, topics_asked
 from service.env.dataset import PUBLIC, render_artefacts
 from service.env.generator import SPLIT_SIZES
