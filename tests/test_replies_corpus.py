@@ -5,11 +5,11 @@
 accept it (share of the acceptable ones). Both must stay at or below 5 % on the dev corpus
 (``replies.jsonl``) and on the holdout (``replies_holdout.jsonl``), which the grader was never tuned on:
 it was run once, after development, at FP 0.0 and FN 0.027 (dev: FP 0.0, FN 0.0; before: 0.154 / 0.158).
-The #12 audit then wrote 103 new replies (FP 10/43, FN 10/60); they and 118 class probes of the same
-kinds joined the dev corpus (650 entries: FP 0.0, FN 0.0 after the fixes; the previous reader scored
-FP 0.359 / FN 0.186 on the first 180 new entries). Two later batches of 40 probes each, written before
-their fixes, read FP 3/17, FN 1/23 and FP 3/22, FN 0/18 on arrival: that is the honest estimate of how
-the reader meets unseen replies (about 15 % FP, 2 % FN on new kinds of fault).
+The #12 audit then wrote 103 new replies (FP 10/43, FN 10/60); they and 148 class probes of the same
+kinds joined the dev corpus (680 entries: FP 0.0, FN 0.0 after the fixes; the previous reader scored
+FP 0.359 / FN 0.186 on the first 180 new entries). Three later batches of probes, each written before
+its fixes, read FP 3/17, FN 1/23; FP 3/22, FN 0/18; FP 1/14, FN 2/16 on arrival: that is the honest
+estimate of how the reader meets unseen replies (about 13 % FP, 5 % FN on new kinds of wording).
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
@@ -299,6 +299,15 @@ def test_general_history_certainty_and_imperative_lectures() -> None:
     assert not meaning("We can't guarantee a refund, but the team will review it.").grants
     assert meaning("It's out of warranty, so we can't replace it - perhaps treat it with more care next time.").rude
     assert meaning("Next time, we'll take more care packing your order.").rude == ()
+
+
+def test_labels_reports_and_rhetorical_questions() -> None:
+    assert meaning("Refund: approved. Amount: $86.95.").grants == {"refund"}
+    assert meaning("hi, thanks for ur patience - refund for order ORD-83677752 is done, should hit ur card soon").grants == {"refund"}
+    assert not meaning("Let's see what can be done about it.").grants
+    assert meaning("Honestly, who returns something after using it?").rude
+    for plain_question in ("Who would you like us to send it to?", "Could you tell us who signed for it?"):
+        assert meaning(plain_question).rude == (), plain_question
 
 
 def test_the_time_since_delivery_is_read_with_its_qualifier() -> None:

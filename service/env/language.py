@@ -46,7 +46,7 @@ _CONTRACTIONS = (
 _TYPOS = {"recieve": "receive", "recieved": "received", "thansk": "thanks", "thnaks": "thanks", "thx": "thanks",
           "pls": "please", "plz": "please", "unfortunatly": "unfortunately", "sory": "sorry", "replacment": "replacement",
           "refudn": "refund", "warrenty": "warranty", "warrantee": "warranty", "garantee": "guarantee", "appologies": "apologies",
-          "recieving": "receiving", "definately": "definitely"}
+          "recieving": "receiving", "definately": "definitely", "ur": "your", "u": "you", "cos": "because", "coz": "because"}
 _WORD = re.compile(r"\$?\d+(?:[.,]\d+)*|[a-z]+(?:-[a-z]+)*|[a-z]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Clause boundaries: punctuation and the conjunctions that start a new proposition.

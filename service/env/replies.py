@@ -73,6 +73,9 @@ _GRANT = Phrases(
     "anyway|regardless|all the same|goodwill|exception|one off|just in case|this once|"
     # certainty about the outcome is a promise: "your refund is basically guaranteed"
     "guarantee|assure|for sure|sure thing|done deal|in the bag|no question|"
+    # the remedy reported done: "the refund for order X is done"
+    "refund be do|refund be now do|refund be all do|refund for * be do|refund be sort|refund for * be sort|"
+    "replacement be do|replacement be sort|replacement for * be do|"
     "return to * card|return to * account|return to * payment"
 )
 # A remedy verb in the future or the perfect: "we will reimburse you", "we've now fully replaced it".
@@ -171,7 +174,10 @@ _RUDE = Phrases(
     "familiarize yourself|it be all in the|it be clearly state|clearly explain in|"
     # brushing the customer off: "that's just how it is, take it or leave it"
     "take it or leave it|like it or not|just how it be|just the way it be|end of story|end of discussion|that be final|"
-    "no way|no chance|forget it|nope|way past|way over|way outside"
+    "no way|no chance|forget it|nope|way past|way over|way outside|"
+    # rhetorical questions that mock the customer: "who returns something after using it?"
+    "who return|who do that|who buy|who in their right mind|what do you expect|what else do you expect|not sure what you expect|"
+    "why would you|why do you even|how hard can it be|how hard be it|how difficult can it be"
 )
 # Interjections that make a sentence sarcastic on their own: "Come on -", "Seriously?".
 _SCOFFS = frozenset({("come", "on"), ("oh", "come", "on"), ("come", "on", "now"), ("seriously",), ("really",), ("oh", "please"),
@@ -648,6 +654,16 @@ def _elapsed_true(days: int, kind: str, actual: int) -> bool:
     return abs(actual - days) <= 1
 
 
+_APPROVAL_WORDS = frozenset({"approve", "confirm", "grant", "accept", "process", "issue", "complete", "authorise", "authorize",
+                             "yes", "do", "arrange", "send", "dispatch"})
+
+
+def _bare_approval(tokens: tuple[str, ...]) -> bool:
+    """A clause that is only an approval ("approved", "confirmed and processed"), as in "Refund: approved"."""
+    return bool(tokens) and any(t in _APPROVAL_WORDS for t in tokens) and all(
+        t in _APPROVAL_WORDS or t in ("be", "now", "all", "fully", "and", "already") for t in tokens)
+
+
 _DONE_SO = Phrases("do so|do that|do this|do it|do just that")
 
 
@@ -832,6 +848,8 @@ def meaning(reply: str) -> Meaning:
         carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
         if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
             grants |= mentioned  # "there's nothing stopping us from refunding it, and I've now done so"
+        if not outcome.conditional and _bare_approval(clause.lemmas):
+            grants |= mentioned  # "Refund: approved." — a label, then its value
         mentioned |= outcome.offers | outcome.grants
         grants |= outcome.grants
         offers |= outcome.offers
