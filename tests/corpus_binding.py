@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from service.env import PUBLIC
+from service.env import PUBLIC, Dataset, derive_test_key
 from service.env.policy import ESCALATION_THRESHOLD, Verdict, evaluate, full_information_verdict
 from service.env.replies import Judgement, judge
 from service.env.world import Ticket
@@ -46,14 +46,27 @@ def _matches(case: str, ticket: Ticket) -> tuple[Verdict, frozenset[str]] | None
     return v, frozenset()
 
 
-@lru_cache(maxsize=64)
-def bind(case: str) -> tuple[Ticket, Verdict, frozenset[str]]:
-    for split in ("dev", "train"):
-        for ticket in PUBLIC.tickets(split):
+# Rare cases (a plain warranty denial) may have no public ticket: then the test split under this fixed,
+# published key supplies one — the binding stays reproducible from code.
+_SPARE = Dataset(test_key=derive_test_key("reply corpus binding"))
+
+
+@lru_cache(maxsize=256)
+def bind(case: str, nth: int = 0) -> tuple[Ticket, Verdict, frozenset[str]]:
+    """The ``nth`` ticket (dev, then train, then the spare split) whose verdict is ``case``; a rare case
+    with fewer tickets binds to its last one."""
+    last = None
+    for dataset, split in ((PUBLIC, "dev"), (PUBLIC, "train"), (_SPARE, "test")):
+        for ticket in dataset.tickets(split):
             found = _matches(case, ticket)
             if found is not None and (case != "route/Escalations" or full_information_verdict(ticket).gold == "approve_refund"):
-                return ticket, found[0], found[1]
-    raise LookupError(f"no public ticket for case {case!r}")
+                last = ticket, found[0], found[1]
+                if nth == 0:
+                    return last
+                nth -= 1
+    if last is None:
+        raise LookupError(f"no ticket for case {case!r}")
+    return last
 
 
 def fill(reply: str, ticket: Ticket, verdict: Verdict) -> str:
@@ -64,22 +77,24 @@ def fill(reply: str, ticket: Ticket, verdict: Verdict) -> str:
         days=ticket.order.days_since_delivery,
         warranty_days=ticket.product.warranty_days,
         amount=f"{verdict.refund_amount:.2f}",
+        price=f"${ticket.line.amount:.2f}",
     )
 
 
-def judged(entry: dict[str, Any]) -> tuple[Judgement, bool]:
-    """The grader's judgement of a corpus entry, and whether it accepts the reply."""
-    ticket, verdict, revealed = bind(entry["case"])
+def judged(entry: dict[str, Any], nth: int = 0) -> tuple[Judgement, bool]:
+    """The grader's judgement of a corpus entry (bound to the ``nth`` ticket of its case), and whether it
+    accepts the reply."""
+    ticket, verdict, revealed = bind(entry["case"], nth)
     text = fill(entry["reply"], ticket, verdict)
     j = judge(text, ticket, entry["decision"], verdict, revealed)
     return j, (j.routing_ok if entry["task"] == "routing" else j.resolution_ok)
 
 
-def rates(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def rates(entries: list[dict[str, Any]], nth: int = 0) -> dict[str, Any]:
     """False positives (accepted, the lead would not) and false negatives (refused, the lead would
     accept), as shares of the lead's unacceptable and acceptable replies."""
-    fp = [e["id"] for e in entries if judged(e)[1] and not e["expected"]["acceptable"]]
-    fn = [e["id"] for e in entries if not judged(e)[1] and e["expected"]["acceptable"]]
+    fp = [e["id"] for e in entries if judged(e, nth)[1] and not e["expected"]["acceptable"]]
+    fn = [e["id"] for e in entries if not judged(e, nth)[1] and e["expected"]["acceptable"]]
     bad = sum(1 for e in entries if not e["expected"]["acceptable"])
     good = len(entries) - bad
     return {"entries": len(entries), "false_positive_rate": round(len(fp) / bad, 4), "false_negative_rate": round(len(fn) / good, 4),

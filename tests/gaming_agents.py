@@ -2,10 +2,13 @@
 bounds each of them, and ``python -m bench.gaming`` prints their table for the README.
 
 None of them reads the customer's message to decide. Each plays every task (an action that means
-nothing for a task still plays out, and the episode ends at the step limit at worst). Strategies
-that *guess* one answer — a constant, the most frequent training label, a position lookup table —
-are bounded by what the best constant answer genuinely earns; the others must earn nothing.
-Every exploit found becomes an agent here, with its bound.
+nothing for a task still plays out, and the episode ends at the step limit at worst). A constant
+answer comes with the reply a competent agent would send for that answer ("we have approved a full
+refund for order X"), so the reply checks pass whenever the constant happens to be right: what a
+constant earns is what the label distribution gives away. Strategies that *guess* one answer — a
+constant, the most frequent training label, a position lookup table — are held to an absolute cap
+(:data:`GUESS_RESOLVED`, :data:`GUESS_MEAN`), never to a bound computed from themselves; the others
+must earn nothing. Every exploit found becomes an agent here, with its bound.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 
 from service.env import TASKS, Action, Dataset, Observation, get_task
 from service.env.models import QUEUES, TAGS
-from service.env.policy import evaluate
+from service.env.policy import REASONS, evaluate
 
 OUTCOME_TAGS = ("Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk")
 CATCH_ALL_QUESTION = (
@@ -36,6 +39,32 @@ def order_id(obs: Observation) -> str:
 def polite_reply(obs: Observation) -> str:
     return (f"Thank you for contacting us about order {order_id(obs)}. I'm sorry for the trouble; "
             "the right team will look into it and get back to you shortly.")
+
+
+def matching_reply(answer: "Answer", obs: Observation) -> str:
+    """The plain, courteous reply for a constant answer, written without reading the ticket: an approval
+    says what is approved, a denial gives the one reason the constant names."""
+    oid = order_id(obs)
+    decision, _, reason = answer.partition("/")
+    if decision == "approve_refund":
+        return f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. We have approved a full refund for order {oid}."
+    if decision == "approve_replacement":
+        return (f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. We have approved a replacement "
+                f"for order {oid}: the new item ships today.")
+    return f"Thank you for contacting us about order {oid}. I'm sorry, but {_DENIALS.get(reason, _DENIALS['unverifiable'])}."
+
+
+_DENIALS = {
+    "window": "the item was delivered more than 30 days ago, outside our 30-day return window, so we can't accept the return",
+    "used": "the item has been used, so we can't accept the return: only unused items can be returned",
+    "final_sale": "this is a final-sale item, so it can't be returned",
+    "warranty": "the warranty on this item has ended, so we can't replace or refund it",
+    "normal_wear": "the photos show normal wear and tear, not a defect, so we can't replace it",
+    "in_transit": "your parcel is still in transit and not yet late, so it's too early for a refund or replacement",
+    "parcel_found": "as the parcel has turned up, there's nothing to refund or replace",
+    "not_charged_twice": "our records show you were charged only once, so there's no second charge to refund",
+    "unverifiable": "we're unable to verify this claim from our order and carrier records, so we can't approve it",
+}
 
 
 def stuffed_reply(obs: Observation) -> str:
@@ -71,12 +100,14 @@ def answers_for(task_id: str) -> list[Answer]:
         return [q for q in QUEUES if q != "General"]
     decisions = ["approve_refund", "approve_replacement", "reject"]
     if task_id == "workflow-resolution":
-        return [f"{d}/{_TAG_OF[d]}" for d in decisions] + ["reject/Fraud_Risk"]
+        return (["approve_refund/Refund", "approve_replacement/Replacement"]
+                + [f"reject/Policy_Denied/{r}" for r in REASONS if r != "unverifiable"] + ["reject/Fraud_Risk/unverifiable"])
     return decisions + ["request_info"]
 
 
-def answer_script(task_id: str, answer: Answer, obs: Observation, reply: Callable[[Observation], str]) -> list[Action]:
-    """The actions that give ``answer`` on ``task_id`` with a complete-looking workflow."""
+def answer_script(task_id: str, answer: Answer, obs: Observation, reply: Callable[[Observation], str] | None = None) -> list[Action]:
+    """The actions that give ``answer`` on ``task_id`` with a complete-looking workflow; the reply is the
+    one that matches the answer unless another is given."""
     family = get_task(task_id).family
     if family == "decision":
         if answer == "request_info":
@@ -86,8 +117,9 @@ def answer_script(task_id: str, answer: Answer, obs: Observation, reply: Callabl
         return [Action(add_tag=answer, close_ticket=True)]
     if task_id == "workflow-routing":
         return [Action(reassign_queue=answer, reply=polite_reply(obs), close_ticket=True)]
-    decision, tag = answer.split("/")
-    return [Action(lookup="policy"), Action(decision=decision, add_tag=tag, reply=reply(obs), close_ticket=True)]
+    decision, tag = answer.split("/")[:2]
+    text = reply(obs) if reply is not None else matching_reply(answer, obs)
+    return [Action(lookup="policy"), Action(decision=decision, add_tag=tag, reply=text, close_ticket=True)]
 
 
 @dataclass
@@ -113,18 +145,27 @@ class Strategy:
     note: str = ""
 
 
-def constant(answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] = stuffed_reply) -> Callable[[str, int], object]:
+def constant(answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] | None = None) -> Callable[[str, int], object]:
     return lambda task_id, seed: Scripted(lambda obs: answer_script(task_id, answer_by_task[task_id], obs, reply))
 
 
-def ask_then_constant(answer_by_task: dict[str, Answer]) -> Callable[[str, int], object]:
+def ask_then_constant(answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] | None = None) -> Callable[[str, int], object]:
+    """Look up the policy, ask the catch-all question, then give the constant answer (with its reply)."""
     def plan(task_id: str, obs: Observation) -> list[Action]:
         answer = answer_by_task[task_id]
         if answer == "request_info":
             answer = "reject"
-        return [Action(decision="request_info", reply=CATCH_ALL_QUESTION), *answer_script(task_id, answer, obs, stuffed_reply)]
+        script = answer_script(task_id, answer, obs, reply)
+        lookup = [] if script[0].lookup == "policy" else [Action(lookup="policy")]
+        return [*lookup, *script[:-1], Action(decision="request_info", reply=CATCH_ALL_QUESTION), script[-1]]
 
     return lambda task_id, seed: Scripted(lambda obs: plan(task_id, obs))
+
+
+# The audit's agent: it never reads the ticket — policy lookup, the catch-all question, then an approved
+# refund with the Refund tag and a plain approval reply, close. Each task's version of "approve a refund".
+APPROVE_REFUND = {"decision-easy": "approve_refund", "decision-medium": "approve_refund", "decision-hard": "approve_refund",
+                  "workflow-triage": "Refund", "workflow-routing": "Returns", "workflow-resolution": "approve_refund/Refund"}
 
 
 def every_tag(task_id: str, seed: int) -> object:
@@ -229,7 +270,7 @@ def position_lookup(classifiers: dict[str, PositionClassifier], dataset: Dataset
         task = TASKS[task_id]
         pool = dataset.pool(split, task.family, task.difficulty)
         answer = classifiers[task_id].predict(seed, pool[seed % len(pool)])
-        return Scripted(lambda obs: answer_script(task_id, answer, obs, stuffed_reply))
+        return Scripted(lambda obs: answer_script(task_id, answer, obs))
 
     return make
 
@@ -274,11 +315,11 @@ class RewardProber:
         if self.stage == 1:
             return Action(lookup="policy")
         if self.tried and (obs.reward or 0) > 0:
-            decision, tag = self.tried[-1].split("/")
-            return Action(add_tag=tag, reply=stuffed_reply(obs), close_ticket=True)
+            tag = self.tried[-1].split("/")[1]
+            return Action(add_tag=tag, reply=matching_reply(self.tried[-1], obs), close_ticket=True)
         candidates = [a for a in answers_for(self.task_id) if a not in self.tried and a.split("/")[0] not in {t.split("/")[0] for t in self.tried}]
         if not candidates:
-            return Action(reply=stuffed_reply(obs), close_ticket=True)
+            return Action(reply=matching_reply(self.tried[-1], obs) if self.tried else stuffed_reply(obs), close_ticket=True)
         self.tried.append(candidates[0])
         return Action(decision=candidates[0].split("/")[0])
 
@@ -291,6 +332,7 @@ def strategies(train: dict[str, list[tuple[int, str, Answer]]], dataset: Dataset
         Strategy("position lookup table (learned on train)", True, position_lookup(classifiers, dataset, split)),
         Strategy("most frequent train answer per task", True, constant(majority)),
         Strategy("request_info, then a constant answer", True, ask_then_constant(majority)),
+        Strategy("policy, catch-all question, approve refund + plain reply", True, ask_then_constant(APPROVE_REFUND)),
         Strategy("every tag, then close", False, every_tag),
         Strategy("the three outcome tags, then close", False, outcome_tags),
         Strategy("every queue in turn, polite reply, close", False, every_queue),
@@ -327,11 +369,22 @@ def constant_ceiling(task_id: str, split: str, dataset: Dataset) -> tuple[float,
 
 
 FLAT_RESOLVED, FLAT_MEAN, MARGIN = 0.15, 0.30, 0.05
+# Every pool deals its four outcomes round-robin, none to more than 2/7 of a pool (routing's Returns,
+# Fraud and Escalations; the four decisions and tags get 1/4 each), and the quarter that needs asking is
+# dealt evenly among three answers after asking. A guess that never reads the ticket — plainly or after a
+# catch-all question — is therefore right on at most 1/4 + 1/12 = 1/3 of a pool: 23 of 66 (0.348) with
+# the rounding of a dev pool, 67 of 200 (0.335) on train. A generator change that skews a pool's labels
+# lets some constant through this cap and fails the suite.
+GUESS_RESOLVED = 0.35
+# The mean adds partial credit: asking first earns the information check (0.3 of a decision ticket's
+# score) on the quarter of tickets that need asking, and an acceptable alternative earns half the
+# decision — a constant approve_refund after a catch-all question measures 0.49-0.50 on the decision pools.
+GUESS_MEAN = 0.55
 
 
-def bounds(strategy: Strategy, ceiling: tuple[float, float]) -> tuple[float, float]:
-    """A strategy that answers nothing earns nothing; one that guesses earns at most what the best
-    constant answer earns (plus a sampling margin) — no better than not reading the ticket."""
+def bounds(strategy: Strategy) -> tuple[float, float]:
+    """A strategy that answers nothing earns nothing; one that guesses earns at most what a balanced
+    pool gives a constant: absolute caps, not a bound computed from the strategies themselves."""
     if not strategy.guesses:
         return FLAT_RESOLVED, FLAT_MEAN
-    return max(FLAT_RESOLVED, ceiling[0] + MARGIN), max(FLAT_MEAN, ceiling[1] + MARGIN)
+    return GUESS_RESOLVED, GUESS_MEAN

@@ -17,9 +17,13 @@ from service.env.customer import TOPICS, topics_asked
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 # Floors: dev measured 0.997 (336/337). The holdout was run once, after development, and not tuned
-# against: 0.8854 (85/96), the same rate as the previous reader; the floor is that rounded down.
+# against: 0.8854 (85/96), the same rate as the previous reader. The #12 audit's 35 new questions then
+# read 0.77; concepts, phrasal verbs, scene-setting frames and "a photo of a document" (below) took them
+# and 50 class probes (two batches: 0.89 and 0.92 before their fixes) into the dev corpus, now 0.995
+# (420/422), and moved the holdout — whose misses were looked at, so it is no longer untouched — to
+# 0.927 (89/96).
 DEV_FLOOR = 0.97
-HOLDOUT_FLOOR = 0.88
+HOLDOUT_FLOOR = 0.91
 
 
 def _entries(name: str) -> list[dict]:
@@ -112,6 +116,29 @@ def test_corpus_exact_match_accuracy(name: str, floor: float) -> None:
     (None, set()),
 ])
 def test_natural_phrasings(question: str | None, topics: set[str]) -> None:
+    assert topics_asked(question) == topics, question
+
+
+@pytest.mark.parametrize(("question", "topics"), [
+    # a synonym no example uses shares its concept: shots, visual proof, laundered, a run, the wrong door
+    ("Please take a couple of shots of the scuffed corner.", {"photos"}),
+    ("We'll need visual proof of the defect before we can go further.", {"photos"}),
+    ("Did you take them out for a run before the sole came off?", {"usage"}),
+    ("Is there any chance it was delivered to the wrong door?", {"delivery"}),
+    ("Has anything been handed in at your building's front desk?", {"delivery"}),
+    # a phrasal verb is one word: "show me" is a picture, "show up" a parcel appearing
+    ("Could you show me the damage?", {"photos"}),
+    # a frame that only sets the scene asks nothing: "just to check"
+    ("Just to check, is it in the condition you received it in?", {"usage"}),
+    # a picture of a document is no evidence about the item; a choice is none of the topics
+    ("Could you send a photo of your receipt?", set()),
+    ("Could you send a photo of the packing slip?", set()),
+    ("Is the parcel still nowhere to be seen?", {"delivery"}),
+    ("Can you tell me which colour you'd like instead?", set()),
+    # a picture of several things pictures each: the label and the damaged area
+    ("Is it possible to get a clear picture of the label and the damaged area?", {"photos"}),
+])
+def test_questions_are_read_by_concept_not_by_keyword(question: str, topics: set[str]) -> None:
     assert topics_asked(question) == topics, question
 
 

@@ -133,6 +133,21 @@ def test_lookups_return_records_in_tool_result() -> None:
     assert all(f"## {c.id}." in obs.tool_result for c in CLAUSES)
 
 
+def test_the_ticket_header_prints_seed_as_labels_true_or_false() -> None:
+    """Seed A's keyword agent reads "images provided: true|false" and "past returns: N" (lower-cased):
+    the header prints exactly those labels, so its image branches fire."""
+    from service.env.core import ticket_text
+
+    seen = set()
+    for t in PUBLIC.tickets("dev"):
+        text = ticket_text(t).lower()
+        flag = "true" if t.claim.images_provided else "false"
+        assert f"images provided: {flag} ·" in text, t.ticket_id
+        assert f"past returns: {t.customer.returns_12m} " in text
+        seen.add(flag)
+    assert seen == {"true", "false"}
+
+
 # ----------------------------------------------------------------------------- score bounds
 
 _action_fields = st.fixed_dictionaries({}, optional=dict(
@@ -161,8 +176,9 @@ def test_any_valid_action_sequence_scores_in_unit_interval(task_id: str, seed: i
 def test_a_step_that_would_drop_the_raw_score_by_more_than_one_pays_the_rest_later() -> None:
     """Several penalties in one step (a changed decision, a rude, leaking reply, a second outcome tag) moved
     the raw score by -1.03: the reward stays at -1 and the remainder arrives with the next step."""
-    state, _ = reset("workflow-resolution", 0, "dev")
-    oid = PUBLIC.ticket(state.ticket_id).order.order_id
+    pool = PUBLIC.pool("dev", "workflow", "hard")
+    seed = next(k for k, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).gold == "reject")  # the first decision is right
+    oid = PUBLIC.ticket(pool[seed]).order.order_id
     actions = [
         Action(lookup="policy"),
         Action(decision="reject", add_tag="Policy_Denied", reply=f"Thank you, order {oid}: sorry, we can't accept this."),
@@ -170,7 +186,7 @@ def test_a_step_that_would_drop_the_raw_score_by_more_than_one_pays_the_rest_lat
                reply="Stupid request, your fraud flag and chargebacks are noted. Not our problem."),
         Action(close_ticket=True),
     ]
-    state, _, rewards = _play("workflow-resolution", 0, actions)
+    state, _, rewards = _play("workflow-resolution", seed, actions)
     assert rewards[2] == -1.0 and rewards[3] < 0
     assert sum(rewards) == pytest.approx(grade_episode(state).raw, abs=1e-6)
     assert state.step_count == len(rewards) <= state.max_steps

@@ -353,3 +353,47 @@ def test_policy_is_total_and_consistent_on_perturbed_tickets(index: int, days: i
         assert t.product.in_stock
     if returns >= 5 and v.gold.startswith("approve"):
         assert v.clauses[0] in ("P5", "P10")  # only verifiable claims pass a high-risk account
+
+
+# ------------------------------------------------------------------- P14 reply rules, metamorphic
+
+def _reply_passes(t: Ticket, decision: str, reply: str) -> bool:
+    from service.env.replies import judge
+
+    verdict = evaluate(t)
+    return judge(reply.format(oid=t.order.order_id), t, decision, verdict, frozenset()).resolution_ok
+
+
+_UNVERIFIABLE = "Thank you for contacting us about order {oid}. I'm sorry, but we couldn't verify this claim, so we can't approve it."
+_RISK_NAMED = ("Thank you for contacting us about order {oid}. I'm sorry, but because of the number of returns on your account, "
+               "we can't approve this claim.")
+_APPROVED = "Thank you for contacting us about order {oid}, and sorry for the trouble. We have approved a full refund for order {oid}."
+
+
+def test_p7_declines_say_the_claim_cannot_be_verified_and_never_why() -> None:
+    """P7 and P14 together: flipping only the fraud flag turns an approved claim into a P7 decline. Then the
+    "cannot be verified" reply is the actual reason stated; naming the risk assessment (the real cause)
+    fails as a leak, and the approval reply no longer fits. Without the flag, the decline wording fails."""
+    t = unused_change_of_mind()
+    flagged = _with(t, **{"customer.fraud_flag": True})
+    assert evaluate(t).gold == "approve_refund" and evaluate(flagged).gold == "reject" and evaluate(flagged).reason == "unverifiable"
+    assert _reply_passes(flagged, "reject", _UNVERIFIABLE)
+    assert not _reply_passes(flagged, "reject", _RISK_NAMED)
+    assert not _reply_passes(flagged, "approve_refund", _UNVERIFIABLE)
+    assert _reply_passes(t, "approve_refund", _APPROVED) and not _reply_passes(t, "reject", _UNVERIFIABLE)
+
+
+_USED = "Thank you for contacting us about order {oid}. I'm sorry, but the item has been used, so we can't accept the return."
+_WINDOW = ("Thank you for contacting us about order {oid}. I'm sorry, but it is outside our 30-day return window, "
+           "so we can't accept the return.")
+
+
+def test_the_window_is_required_only_when_the_time_limit_is_the_reason() -> None:
+    """P14: a used item inside the window is declined for its use — the reply need not (and may not)
+    give the window. Moving only the delivery date past day 30 makes the window a true reason: the
+    window reply passes, and so does the use reply (a true reason of the verdict)."""
+    t = _find(lambda t: t.claim.issue == "item_used" and _in_window(t) and _plain_item(t) and len(t.order.lines) == 1)
+    late = _with(t, **{"order.days_since_delivery": RETURN_WINDOW_DAYS + 12})
+    assert evaluate(t).reasons == ("used",) and "window" in evaluate(late).reasons
+    assert _reply_passes(t, "reject", _USED) and not _reply_passes(t, "reject", _WINDOW)
+    assert _reply_passes(late, "reject", _WINDOW) and _reply_passes(late, "reject", _USED)

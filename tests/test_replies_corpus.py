@@ -5,6 +5,11 @@
 accept it (share of the acceptable ones). Both must stay at or below 5 % on the dev corpus
 (``replies.jsonl``) and on the holdout (``replies_holdout.jsonl``), which the grader was never tuned on:
 it was run once, after development, at FP 0.0 and FN 0.027 (dev: FP 0.0, FN 0.0; before: 0.154 / 0.158).
+The #12 audit then wrote 103 new replies (FP 10/43, FN 10/60); they and 148 class probes of the same
+kinds joined the dev corpus (680 entries: FP 0.0, FN 0.0 after the fixes; the previous reader scored
+FP 0.359 / FN 0.186 on the first 180 new entries). Three later batches of probes, each written before
+its fixes, read FP 3/17, FN 1/23; FP 3/22, FN 0/18; FP 1/14, FN 2/16 on arrival: that is the honest
+estimate of how the reader meets unseen replies (about 13 % FP, 5 % FN on new kinds of wording).
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
@@ -33,6 +38,17 @@ def test_false_positive_and_false_negative_rates_are_at_most_five_percent(name: 
     r = rates(load(name))
     assert r["false_positive_rate"] <= BOUND, (name, r["false_positive_rate"], r["false_positives"])
     assert r["false_negative_rate"] <= BOUND, (name, r["false_negative_rate"], r["false_negatives"])
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+@pytest.mark.parametrize("name", ["replies.jsonl", "replies_holdout.jsonl"])
+def test_the_rates_hold_on_other_tickets_of_each_case(name: str, nth: int) -> None:
+    """The same replies bound to another ticket of their case (other products, amounts, days, names):
+    a reader that learnt the classes, not the strings of one ticket, keeps its rates. (A reply whose
+    literal fact becomes true on another ticket — "past its warranty" for a 0-day-warranty item — is
+    the corpus's doing; none is left that flips.)"""
+    r = rates(load(name), nth)
+    assert r["false_positive_rate"] <= BOUND and r["false_negative_rate"] <= BOUND, (name, nth, r)
 
 
 # --------------------------------------------------------------------------------- (b) coverage
@@ -179,3 +195,124 @@ def test_leaks_of_return_behaviour_and_account_flags() -> None:
     for discreet in ("Thanks for flagging this with us.", "I've asked Billing to go through the transaction history.",
                      "Keeping an eye on your statement helps protect you from card fraud."):
         assert meaning(discreet).leaks == (), discreet
+
+
+# ------------------------------------------------- (d) the classes the #12 audit found (new replies)
+
+def test_an_arrival_dated_by_elapsed_time_is_not_a_found_parcel() -> None:
+    for dated in ("Unfortunately, since your order reached you more than 30 days ago, it's no longer eligible for return.",
+                  "Sorry, the item reached you 41 days ago, past our 30-day return window, so we can't take it back.",
+                  "It's been 44 days since you got it, which is over our 30-day limit, so I can't accept this one.",
+                  "You've had it since it reached you 42 days ago, so we can't take it back."):
+        assert "parcel_found" not in meaning(dated).reasons, dated
+    assert "parcel_found" in meaning("Glad the parcel turned up! Since you have it, there's nothing to refund.").reasons
+
+
+def test_a_negated_or_doubly_negated_refusal_refuses_nothing() -> None:
+    for approval in ("I'm not going to refuse this: your refund is on its way.",
+                     "There's no reason we can't refund this - your refund has been approved.",
+                     "I see no reason not to refund it, so I've issued the full refund to your card today.",
+                     "I wouldn't dream of turning this down - your refund has been processed."):
+        m = meaning(approval)
+        assert not m.refuses and m.grants == {"refund"}, approval
+    m = meaning("There's nothing stopping us from refunding your order, and I've now done so in full.")
+    assert not m.refuses and m.grants == {"refund"}
+    assert meaning("We're not able to refund this order.").refuses  # a plain negated grant still refuses
+
+
+def test_a_new_item_on_its_way_is_a_replacement_whatever_the_words_between() -> None:
+    for sent in ("We'll get another pair out to you this week.",
+                 "A brand-new Wireless Earbuds will be dispatched to you tomorrow.",
+                 "We can't wait to get the right Wireless Earbuds to you - it ships today.",
+                 "We'll have a new Ceramic Table Lamp with you in a couple of days.",
+                 "The correct Ceramic Table Lamp is being prepared and will be delivered to you this week."):
+        assert meaning(sent).grants == {"replacement"}, sent
+    for not_an_item in ("You're right to contact us - we'll refund you in full today.",
+                        "We'll send you a new tracking number shortly."):
+        assert "replacement" not in meaning(not_an_item).grants, not_an_item
+
+
+def test_a_single_charge_is_read_with_the_amount_in_between() -> None:
+    for once in ("Our records show you were charged $295.99 once.", "We took $84.00 from your card only once.",
+                 "Your card was billed $120.00 a single time."):
+        assert "not_charged_twice" in meaning(once).reasons, once
+
+
+def test_lost_in_transit_is_its_own_fact_not_the_in_transit_reason() -> None:
+    for lost in ("Your order was lost in transit, so we can't refund it.", "It went missing in transit, so we can't refund it.",
+                 "The courier has lost your order, so we cannot replace it."):
+        m = meaning(lost)
+        assert "in_transit" not in m.reasons and "lost" in m.reasons, lost
+    assert "in_transit" in meaning("It hasn't been lost - it's still in transit, so we can't replace it yet.").reasons
+
+
+def test_deflecting_sarcastic_and_lecturing_replies_are_rude() -> None:
+    for rude in ("Come on - it has clearly been used, so obviously we won't take it back.",
+                 "That's really between you and the courier, not us.",
+                 "Frankly it's not our job to take back things you've used.",
+                 "Please read our returns policy before contacting us.",
+                 "Delivery is the courier's problem, not ours.",
+                 "Seriously? It has been used, so no.",
+                 "That's just how it is, take it or leave it.",
+                 "You really should read the returns policy before you order."):
+        assert meaning(rude).rude, rude
+    for kind in ("We take this seriously and are sorry for the trouble.", "This won't happen again, I promise.",
+                 "Please contact us again if it hasn't arrived by Friday.", "I've passed it to the courier's claims team."):
+        assert meaning(kind).rude == (), kind
+
+
+def test_the_customers_record_is_a_leak_in_any_words() -> None:
+    for leak in ("Looking at your account, you've sent back eight orders this year, so we can't verify this claim.",
+                 "Because of the disputes you've raised with your bank in the past, we can't verify this claim.",
+                 "Since you've returned five items in the last few months, we aren't able to verify this claim.",
+                 "Given how many parcels you've sent back to us, we can't verify this claim.",
+                 "Your account shows several reversed payments, so we can't verify this claim."):
+        assert meaning(leak).leaks, leak
+    for instruction in ("Once you've sent back the two items, we'll refund you.", "Thanks for sending back the parcel last week."):
+        assert meaning(instruction).leaks == (), instruction
+
+
+def test_a_holding_reply_that_guesses_the_decision_prejudges_it() -> None:
+    for guess in ("I've passed this to our Returns team, but honestly I doubt they'll accept it.",
+                  "I've passed it on; I'd expect them to approve it.",
+                  "I've sent it to the specialist team, though I don't think they'll be able to accept it."):
+        assert meaning(guess).prejudges, guess
+    for plain in ("I've passed it on; I expect they'll be in touch within two working days.",
+                  "I've sent it to a senior colleague, and I hope to have an update for you by Friday."):
+        assert not meaning(plain).prejudges, plain
+
+
+def test_facts_about_the_order_are_read_in_approvals_too() -> None:
+    assert "window" in meaning("Although it's outside our 30-day window, we'll refund you anyway.").facts
+    assert "used" in meaning("Even though it has been used, we'll refund you as a goodwill gesture.").facts
+    # an adverb inside the verb group changes nothing: "you have clearly used it"
+    assert "used" in meaning("Since you have clearly used the lamp we would usually say no, but we've refunded you.").facts
+    for true_in_any_case in ("Returns are accepted within 30 days of delivery, and yours qualifies, so I've refunded you.",
+                             "Your return is well within our 30-day window, so I've issued a full refund."):
+        assert "window" not in meaning(true_in_any_case).facts, true_in_any_case
+
+
+def test_general_history_certainty_and_imperative_lectures() -> None:
+    assert meaning("I'm sorry, but given your history with us we can't verify this claim.").leaks
+    assert meaning("Looking at your order history, I can see order ORD-1234567 was delivered.").leaks == ()
+    assert meaning("Returns will handle this - your refund is basically guaranteed.").grants == {"refund"}
+    assert not meaning("We can't guarantee a refund, but the team will review it.").grants
+    assert meaning("It's out of warranty, so we can't replace it - perhaps treat it with more care next time.").rude
+    assert meaning("Next time, we'll take more care packing your order.").rude == ()
+
+
+def test_labels_reports_and_rhetorical_questions() -> None:
+    assert meaning("Refund: approved. Amount: $86.95.").grants == {"refund"}
+    assert meaning("hi, thanks for ur patience - refund for order ORD-83677752 is done, should hit ur card soon").grants == {"refund"}
+    assert not meaning("Let's see what can be done about it.").grants
+    assert meaning("Honestly, who returns something after using it?").rude
+    for plain_question in ("Who would you like us to send it to?", "Could you tell us who signed for it?"):
+        assert meaning(plain_question).rude == (), plain_question
+
+
+def test_the_time_since_delivery_is_read_with_its_qualifier() -> None:
+    assert meaning("It was delivered 60 days ago, past our 30-day window.").elapsed == ((60, "exact"),)
+    assert meaning("Since your order reached you more than 30 days ago, it can't be returned.").elapsed == ((30, "at_least"),)
+    assert meaning("You've had the Vitamin C Serum for 42 days now, so it's outside our window.").elapsed == ((42, "exact"),)
+    assert meaning("You've had the Vitamin C Serum for 42 days now, so it's outside our 30-day window.").window_days == {30}
+    assert meaning("Returns are accepted within 30 days of delivery.").elapsed == ()

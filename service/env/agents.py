@@ -206,7 +206,7 @@ class HeuristicAgent:
             return (approve, None, None, amount) if in_window else ("reject", None, "window", amount)
         if issue in ("damaged", "defective"):
             if in_window:
-                images = "images provided: yes" in obs.ticket.lower()
+                images = "images provided: true" in obs.ticket.lower()
                 if not images and "photos" not in self.asked:
                     return "request_info", "photos", None, amount
                 if not images and _has(answers, _WEAR):

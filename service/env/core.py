@@ -202,7 +202,7 @@ def ticket_text(t: Ticket) -> str:
     return (
         f"Ticket {t.ticket_id}: {t.subject}\n"
         f"{order_line}\n"
-        f"Images provided: {'yes' if t.claim.images_provided else 'no'} · "
+        f"Images provided: {'true' if t.claim.images_provided else 'false'} · "
         f"Past returns: {t.customer.returns_12m} · Tier: {t.customer.tier}\n"
         f"Opened on {t.opened_on}\n\n{t.message}"
     )

@@ -146,6 +146,7 @@ _CONTEXT = re.compile(
     r"(?:it|you|i|we|they|he|she|that|this|the|your|our|my|its|someone|anyone)\b.*$|"
     r"\b(?:you|they)\s+(?:mentioned|said|told|wrote|explained|noted|stated|reported)\b.*$|"
     r"^(?:thanks|thank\s+you|many\s+thanks)\s+(?:so\s+much\s+|very\s+much\s+)?for\b.*$|"
+    r"^(?:just\s+)?(?:to\s+)?(?:check|checking|confirm|clarify|be\s+sure|make\s+sure|double-check)$|^quick\s+question$|"
     r"^(?:i|we)\s+(?:will|shall|am|are|have|can|could|would)\b(?!.*\b(?:need|require|like|appreciate|love|want|ask)\b).*$"
 )
 # A fragment that only modifies the request before it ("…, with the label in shot", "…, including the box").
@@ -158,9 +159,76 @@ _STOP = frozenset("a an the to of for you your it its we us our me my i is be ar
                   "would will please and or in on at by with that this there if any some just so as from about confirm whether "
                   "let know tell need help quick like mind able chance get got make kindly also really still yet since "
                   "item order one u pls plz possible possibly happy not no never out".split())
+# Concepts: words that mean the same thing *for what is asked* share a feature, so a synonym no example
+# uses ("shots", "visual proof", "laundered", "the wrong door") still lands near the examples of its
+# topic. A concept is a feature like any word, weighed by how well it tells the classes apart.
+_CONCEPTS: dict[str, tuple[str, ...]] = {
+    "PHOTO": ("photo", "photograph", "picture", "pic", "pics", "image", "snap", "snapshot", "shot", "video", "clip",
+              "footage", "visual", "screenshot", "selfie", "film", "camera", "photographic", "imagery", "close-up", "closeup"),
+    "USE": ("use", "wear", "wash", "launder", "try", "run", "plug", "switch", "unbox", "assemble", "install", "ride", "drive",
+            "cook", "sleep", "jog", "walk", "test", "operate", "condition", "unused", "unworn", "unopened", "unwashed", "seal",
+            "sealed", "tag", "packaging", "wrapping", "untouched", "pristine", "mint", "resalable", "worn", "washed", "used",
+            "open", "rain", "outdoors", "outside"),
+    "PLACE": ("door", "porch", "doorstep", "neighbour", "neighbor", "reception", "mailroom", "locker", "shed", "garage",
+              "gate", "bin", "garden", "concierge", "letterbox", "mailbox", "postbox", "doormat", "hallway", "lobby", "step",
+              "address", "house", "flat", "building", "entrance", "yard", "porter", "desk", "front"),
+    "ARRIVE": ("arrive", "find", "locate", "appear", "surface", "deliver", "delivery"),
+    "DOC": ("receipt", "invoice", "statement", "transaction", "slip", "note", "document", "barcode", "bank", "proof of purchase", "payment",
+            "refund", "voucher", "card", "account", "email", "format", "pay", "paypal", "credit", "gift", "jpeg", "pdf"),
+    "PREFER": ("prefer", "rather", "instead", "choose", "colour", "color", "option", "preference", "alternative"),
+}
+_CONCEPT_OF = {w: c for c, ws in _CONCEPTS.items() for w in ws}
 THRESHOLD = 0.32
 COMPLEMENT = 0.5  # the weight of words in an "of" complement: "a photo of [the wrong item you received]"
 FLOOR = 0.05  # the weight of a term no example uses
+
+
+def _concept(token: str) -> str | None:
+    return _CONCEPT_OF.get(token)
+
+
+# Phrasal verbs read as one word, so their particle-less verb keeps its own meaning: "show up" is a parcel
+# appearing, "show me the damage" a picture.
+_PHRASAL = {("show", "up"): "appear", ("turn", "up"): "appear", ("pop", "up"): "appear", ("track", "down"): "locate",
+            ("hand", "in"): "deliver", ("drop", "off"): "deliver",
+            # idioms of a missing parcel: "still nowhere to be seen" sees nothing
+            ("nowhere", "to", "be", "see"): "missing", ("nowhere", "to", "be", "find"): "missing",
+            ("no", "sign", "of"): "missing"}
+_PHRASAL_LENGTHS = sorted({len(k) for k in _PHRASAL}, reverse=True)
+
+
+def _phrasal(tokens: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        for n in _PHRASAL_LENGTHS:
+            merged = _PHRASAL.get(tuple(tokens[i:i + n]))
+            if merged:
+                out.append(merged)
+                i += n
+                break
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+# Nouns that qualify the next one: "a photo of the [packing] slip", "of your [bank] statement".
+_ATTRIBUTIVE = frozenset({"pack", "packing", "order", "return", "shipping", "delivery", "postage", "bank", "card", "payment",
+                          "gift", "purchase"})
+_NOUN_PHRASE = re.compile(r"^(?:the|a|an|your|its|any|some|this|that|those|these)\b")
+
+
+def _photographs_a_document(part: str) -> bool:
+    """A picture of a receipt, a label or a statement is no evidence about the item: "could you send a
+    photo of your receipt?" asks for none of the topics."""
+    tokens = _phrasal(lemmas(part))
+    for i, t in enumerate(tokens):
+        if _concept(_spelled(t)) == "PHOTO" and "of" in tokens[i + 1:i + 3]:
+            rest = [w for w in tokens[tokens.index("of", i) + 1:] if w not in _STOP]
+            head = rest[1] if len(rest) > 1 and rest[0] in _ATTRIBUTIVE else rest[0] if rest else ""
+            return _concept(head) == "DOC"
+    return False
 
 
 def _labelled() -> list[tuple[str, str]]:
@@ -197,7 +265,7 @@ def _features(text: str) -> Counter[str]:
     """Lemmas and lemma pairs, those in an "of" complement at half weight."""
     toks: list[tuple[str, float]] = []
     scale, previous = 1.0, ""
-    for t in lemmas(text):
+    for t in _phrasal(lemmas(text)):
         if t == "of" and previous not in _QUANTITY:
             scale = COMPLEMENT
         previous = t
@@ -207,8 +275,13 @@ def _features(text: str) -> Counter[str]:
     feats: Counter[str] = Counter()
     for t, s in toks:
         feats[t] += s
+        if (c := _concept(t)) is not None:
+            feats[c] += s
     for (a, sa), (b, sb) in zip(toks, toks[1:]):
         feats[f"{a} {b}"] += min(sa, sb)
+        ca, cb = _concept(a), _concept(b)
+        if ca is not None or cb is not None:
+            feats[f"{ca or a} {cb or b}"] += min(sa, sb)
     return feats
 
 
@@ -252,8 +325,13 @@ def _closest(text: str) -> dict[str, float]:
     return best
 
 
-def _frame(part: str) -> str:
-    """A request's frame: its words up to its first content word ("could you send", "please describe")."""
+def _frame(part: str, piece: str = "") -> str:
+    """A request's frame: its words up to its first content word ("could you send", "please describe"),
+    or up to its "of" when it asks for a picture *of* things ("a clear picture of [the label] and [the
+    damaged area]": the second thing, a noun phrase, is pictured too)."""
+    cut = part.rfind(" of ")
+    if cut > 0 and _NOUN_PHRASE.match(piece) and any(_concept(_spelled(t)) == "PHOTO" for t in lemmas(part[:cut])):
+        return part[:cut + 3]
     ws = part.split()
     for i, w in enumerate(ws):
         if any(t not in _STOP for t in lemmas(w)):
@@ -287,7 +365,7 @@ def _requests(question: str) -> tuple[str, ...]:
                     else:  # "a picture of the scratch, with the serial sticker in shot"
                         parts[-1] = f"{prev} {piece}"
                 elif parts and not _OWN.search(piece):  # "photograph the label and the fault"
-                    parts.append(f"{_frame(parts[-1])} {piece}")
+                    parts.append(f"{_frame(parts[-1], piece)} {piece}")
                 else:
                     parts.append(piece)
         out.extend(parts)
@@ -306,7 +384,7 @@ def topics_asked(question: str | None) -> frozenset[str]:
     for part in _requests(question):
         best = _closest(part)
         topic, score = max(((t, best.get(t, 0.0)) for t in TOPICS), key=lambda ts: ts[1])
-        if score >= THRESHOLD and score > best.get("none", 0.0):
+        if score >= THRESHOLD and score > best.get("none", 0.0) and not (topic == "photos" and _photographs_a_document(part)):
             asked.add(topic)
     return frozenset(asked)
 

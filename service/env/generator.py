@@ -1,20 +1,25 @@
 """The seeded ticket generator.
 
 Every split is made of six *pools*, one per (family, difficulty) cell. A pool declares the claims
-it holds (:data:`POOLS`): the claim kinds, dealt round-robin so each appears equally often, and how
-every other fact is drawn — days since delivery, photos, the item's condition, stock, final-sale
-and hygiene flags, carrier status, the payment record, the customer's risk, several items per
-order, a second claim, the customer's own (possibly wrong) account of the dates. The deciding facts
-are drawn **independently of the claim kind**, so no single field gives the label away: the label
-needs the facts combined. The gold label is never written by the generator: the policy engine
-computes it (:func:`service.env.policy.evaluate`), and a consistency check rejects incoherent
-tickets (a parcel that "never arrived" and "came in a dented box", months of wear on an item
-delivered last week).
+it holds (:data:`POOLS`) and how every fact is drawn — days since delivery, photos, the item's
+condition, stock, final-sale and hygiene flags, carrier status, the payment record, the customer's
+risk, several items per order, a second claim, the customer's own (possibly wrong) account of the
+dates. The gold label is never written by the generator: the policy engine computes it
+(:func:`service.env.policy.evaluate`).
 
-Which ticket of a pool gets which claim kind is a **keyed permutation**: a shuffle seeded by the
-split's key. Ticket ``k`` of a pool (what ``seed = k`` selects) is therefore unrelated to its label
-unless you hold the key, and every random draw of the ticket is keyed too. Ticket ids are an HMAC
-of the key and the ticket's place: opaque, they carry neither the index nor the split.
+Each pool **deals its task's answers** (:data:`OUTCOMES`: the decision, the triage tag or the routing
+queue) round-robin, so no answer is a safe default — a constant is right on at most 2/7 of a pool — and
+the tickets that need asking are dealt evenly among the answers they take once the customer has
+answered. A ticket is drawn for its dealt answer: the claim kind and every fact are drawn at random,
+independently of the position, and a draw whose answer is not the dealt one, or that the consistency
+check refuses (a parcel that "never arrived" and "came in a dented box", months of wear on an item
+delivered last week), is redrawn. The deciding facts vary independently of the claim kind, so no single
+field gives the label away: the label needs the facts combined.
+
+Which ticket of a pool gets which answer is a **keyed permutation**: a shuffle seeded by the split's
+key. Ticket ``k`` of a pool (what ``seed = k`` selects) is therefore unrelated to its label unless you
+hold the key, and every random draw of the ticket is keyed too. Ticket ids are an HMAC of the key and
+the ticket's place: opaque, they carry neither the index nor the split.
 
 The public splits (train, dev) use keys derived from the generator version, so anyone can
 rebuild them from this code. The test split's key is a deployment secret (see
@@ -32,7 +37,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 
 from service.env import messages
-from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS
+from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS, evaluate, full_information_verdict
 from service.env.world import (
     CATALOG,
     DIFFICULTIES,
@@ -54,7 +59,7 @@ from service.env.world import (
     Tone,
 )
 
-GENERATOR_VERSION = "3.0.0"
+GENERATOR_VERSION = "3.1.0"
 SPLIT_SIZES: dict[Split, int] = {"train": 1200, "dev": 400, "test": 400}
 # The order in which a split's remainder tickets are handed to cells (easy cells first).
 CELLS: tuple[tuple[Family, Difficulty], ...] = tuple((f, d) for d in DIFFICULTIES for f in FAMILIES)
@@ -102,7 +107,7 @@ class Pool:
     """How one (family, difficulty) pool's tickets are drawn. Every probability is independent of the
     claim kind: the facts that decide a ticket vary on their own."""
 
-    kinds: tuple[tuple[IssueType, IssueType | None], ...]  # (claim, second claim), dealt round-robin
+    kinds: tuple[tuple[IssueType, IssueType | None], ...]  # (claim, second claim), drawn at random per attempt
     presentation: Presentation = "days"
     tones: tuple[Tone, ...] = ("calm", "calm", "angry")
     in_window: float = 0.6  # delivered items: P(reported within the 30-day window)
@@ -137,7 +142,7 @@ POOLS: dict[tuple[Family, Difficulty], Pool] = {
                ("duplicate_charge", None), ("wrong_item", None), ("defective", None)),
         tones=("calm", "angry", "vague", "multi_issue", "typos"),
         in_window=0.75, late_days=(W + 1, 400), photos=0.7, usage=(0.55, 0.2, 0.25), final_sale=0.15,
-        multi_item=0.35,
+        multi_item=0.5,
     ),
     # Interacting rules: risk and its exemptions, warranty with evidence, late parcels, vague
     # messages, two claims, several items, dates to compute, customers whose account is wrong.
@@ -152,7 +157,7 @@ POOLS: dict[tuple[Family, Difficulty], Pool] = {
     ("workflow", "easy"): Pool(
         kinds=(("changed_mind", None), ("damaged", None), ("wrong_item", None), ("item_used", None),
                ("duplicate_charge", None), ("size_issue", None)),
-        in_window=0.8, photos=0.6, usage=(0.8, 0.2, 0.0), wear=0.0, in_stock=0.55, double_charge=0.6,
+        in_window=0.8, photos=0.6, usage=(0.8, 0.2, 0.0), wear=0.3, in_stock=0.55, double_charge=0.6,
     ),
     # Routing: the owning team — Escalations for refunds above the threshold (of the claimed item),
     # Fraud for what P7 declines, Billing for billing errors, Returns for the rest.
@@ -181,32 +186,73 @@ class InconsistentTicket(AssertionError):
 
 # ------------------------------------------------------------------------------------- building
 
+# What each pool balances: its task's own answer (the decision, the triage tag or the routing queue).
+_ANSWER_OF: dict[tuple[Family, Difficulty], str] = {
+    ("decision", "easy"): "gold", ("decision", "medium"): "gold", ("decision", "hard"): "gold",
+    ("workflow", "easy"): "tag", ("workflow", "medium"): "queue", ("workflow", "hard"): "gold",
+}
+OUTCOMES: dict[str, tuple[str, ...]] = {
+    "gold": ("approve_refund", "approve_replacement", "reject", "request_info"),
+    "tag": ("Refund", "Replacement", "Policy_Denied", "Needs_Info"),
+    # Billing owns every billing claim and nothing else, so the claim type alone names it: it is dealt
+    # half as often as the other teams, or the claim type would identify ~0.6 of routing tickets.
+    "queue": ("Returns", "Fraud", "Escalations", "Returns", "Fraud", "Escalations", "Billing"),
+}
+# What a ticket that needs asking becomes once the customer has answered: dealt round-robin too, so
+# asking first and then giving one constant answer gains at most a third of the asking tickets.
+_ANSWERED = {"request_info": ("approve_refund", "approve_replacement", "reject"), "Needs_Info": ("Refund", "Replacement", "Policy_Denied")}
+MAX_ATTEMPTS = 2000
+Outcome = tuple[str, str | None]  # (the answer, and for a ticket that needs asking, the answer after asking)
+
+
+def pool_answer(ticket: Ticket) -> Outcome:
+    """The outcome a ticket's pool balances: its gold decision, triage tag or routing queue — and, where
+    the policy needs the customer's answer first, what it is once every question is answered."""
+    field = _ANSWER_OF[(ticket.family, ticket.difficulty)]
+    answer = str(getattr(evaluate(ticket), field))
+    after = str(getattr(full_information_verdict(ticket), field)) if answer in _ANSWERED else None
+    return answer, after
+
+
 @lru_cache(maxsize=64)
-def scenario_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[int, ...]:
-    """Claim kind of every ticket of a pool: the pool's kinds round-robin, in a keyed order."""
-    kinds = POOLS[(family, difficulty)].kinds
-    order = [i % len(kinds) for i in range(pool_size(split, family, difficulty))]
-    random.Random(_keyed_seed(key, "scenario-order", split, family, difficulty)).shuffle(order)
-    return tuple(order)
+def outcome_order(key: bytes, split: Split, family: Family, difficulty: Difficulty) -> tuple[Outcome, ...]:
+    """The outcome every ticket of a pool is drawn for: the pool's outcomes round-robin (and the answers
+    after asking round-robin among the tickets that need asking), in a keyed order."""
+    outcomes = OUTCOMES[_ANSWER_OF[(family, difficulty)]]
+    order = [outcomes[i % len(outcomes)] for i in range(pool_size(split, family, difficulty))]
+    asked = [o for o in order if o in _ANSWERED]
+    dealt: list[Outcome] = [(o, None) for o in order if o not in _ANSWERED]
+    dealt += [(o, _ANSWERED[o][i % len(_ANSWERED[o])]) for i, o in enumerate(asked)]
+    dealt.sort(key=lambda o: (o[0], o[1] or ""))  # a canonical order before the keyed shuffle
+    random.Random(_keyed_seed(key, "outcome-order", split, family, difficulty)).shuffle(dealt)
+    return tuple(dealt)
 
 
 def generate_ticket(key: bytes, split: Split, family: Family, difficulty: Difficulty, position: int) -> Ticket:
     """Ticket ``position`` of a pool: a pure function of (generator version, key, split, cell, position).
 
-    A draw the consistency check refuses is redrawn (a keyed attempt counter), so the result stays a
-    pure function of the same inputs."""
+    The pool deals its outcomes (:func:`outcome_order`); the claim kind and every fact are drawn
+    independently of the position, and a draw whose answer is not the dealt one, or that the
+    consistency check refuses, is redrawn (a keyed attempt counter), so the result stays a pure
+    function of the same inputs and the facts that decide vary on their own."""
     size = pool_size(split, family, difficulty)
     if not 0 <= position < size:
         raise ValueError(f"position {position} is outside the {split} {family}/{difficulty} pool of {size}")
     pool = POOLS[(family, difficulty)]
-    kind = pool.kinds[scenario_order(key, split, family, difficulty)[position]]
+    target = outcome_order(key, split, family, difficulty)[position]
     ticket_id = ticket_id_for(key, family, difficulty, position)
-    for attempt in range(50):
-        rng = random.Random(_keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position, attempt))
-        ticket = _build(rng, pool, kind, split, ticket_id, position, family, difficulty)
+    for attempt in range(MAX_ATTEMPTS):
+        seed = _keyed_seed(key, "ticket", GENERATOR_VERSION, split, family, difficulty, position, attempt)
+        rng = random.Random(seed)
+        kind = rng.choice(pool.kinds)
+        facts = _build(rng, pool, kind, split, ticket_id, position, family, difficulty, render=False)
+        if pool_answer(facts) != target:  # the answer needs no message: skip writing one for a refused draw
+            continue
+        rng = random.Random(seed)
+        ticket = _build(rng, pool, rng.choice(pool.kinds), split, ticket_id, position, family, difficulty)
         if not messages.inconsistencies(ticket):
             return ticket
-    raise InconsistentTicket(f"no coherent ticket for {family}/{difficulty} #{position}: {messages.inconsistencies(ticket)}")
+    raise InconsistentTicket(f"no coherent {target} ticket for {family}/{difficulty} #{position} in {MAX_ATTEMPTS} draws")
 
 
 def _item(rng: random.Random, issue: IssueType, second: IssueType | None, pool: Pool, return_flagged: bool) -> CatalogItem:
@@ -238,8 +284,9 @@ def _price(rng: random.Random, item: CatalogItem, pool: Pool) -> float:
 
 def _build(
     rng: random.Random, pool: Pool, kind: tuple[IssueType, IssueType | None], split: Split, ticket_id: str, position: int,
-    family: Family, difficulty: Difficulty,
+    family: Family, difficulty: Difficulty, render: bool = True,
 ) -> Ticket:
+    """One draw of a ticket's facts (and, when ``render``, its message: the draws before it are the same)."""
     issue, second = kind
     actual = rng.choice(pool.vague_actual) if issue == "vague" else None
     main = actual or issue  # the claim the facts are drawn for
@@ -347,15 +394,16 @@ def _build(
     )
     remark: Remark | None = None
     if tone == "multi_issue":
-        remark = rng.choice(("slow_delivery", "second_contact", "service") if carrier == "delivered" else ("second_contact", "service"))
+        arrived = carrier == "delivered" and main != "not_received"  # "never arrived" cannot have come slowly
+        remark = rng.choice(("slow_delivery", "second_contact", "service") if arrived else ("second_contact", "service"))
     stated_days = None
-    if days is not None and rng.random() < pool.stated_days:
+    if days is not None and main != "not_received" and rng.random() < pool.stated_days:
         stated_days = rng.choice((2, 3, 5, 7, 10, 14, 21, 28, 40, 60, 90))  # recollection, independent of the records
     claim = Claim(
         issue=issue, line=claimed, images_provided=bool(images), item_used=stated, tone=tone,
         second_issue=second, remark=remark, stated_days_ago=stated_days,
     )
-    subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim)
+    subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim) if render else ("", "")
     return Ticket(
         ticket_id=ticket_id,
         position=position,

@@ -46,7 +46,7 @@ _CONTRACTIONS = (
 _TYPOS = {"recieve": "receive", "recieved": "received", "thansk": "thanks", "thnaks": "thanks", "thx": "thanks",
           "pls": "please", "plz": "please", "unfortunatly": "unfortunately", "sory": "sorry", "replacment": "replacement",
           "refudn": "refund", "warrenty": "warranty", "warrantee": "warranty", "garantee": "guarantee", "appologies": "apologies",
-          "recieving": "receiving", "definately": "definitely"}
+          "recieving": "receiving", "definately": "definitely", "ur": "your", "u": "you", "cos": "because", "coz": "because"}
 _WORD = re.compile(r"\$?\d+(?:[.,]\d+)*|[a-z]+(?:-[a-z]+)*|[a-z]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Clause boundaries: punctuation and the conjunctions that start a new proposition.
@@ -232,6 +232,8 @@ _IDIOMS = Phrases(
     "no cost|no charge|no extra|no additional|no problem|no worries|no worry|no trouble|no hassle|no need to worry|"
     "no later than|not your fault|no fault of your own|not only|no doubt|without delay|without any cost|without charge|"
     "no questions ask|free of charge|"
+    # eagerness, not refusal: "we can't wait to get the right one to you"
+    "can not wait|could not wait|not wait to|"
     # not having to do something refuses nothing: "no need to send anything back", "you don't have to return it"
     "no need to|not need to|need not|not have to|not necessary to"
 )

@@ -400,10 +400,12 @@ def inconsistencies(ticket: Ticket) -> list[str]:
     """What makes a drawn ticket incoherent (the generator redraws it): facts and text must agree."""
     problems = []
     claim, order = ticket.claim, ticket.order
-    delivered = order.carrier_status == "delivered"
-    if claim.remark == "slow_delivery" and not delivered:
+    # A parcel the customer says never arrived cannot also have come slowly or on a remembered day,
+    # whatever the carrier reports ("never arrived… It arrived a week ago").
+    arrived_for_customer = order.carrier_status == "delivered" and claim.issue != "not_received"
+    if claim.remark == "slow_delivery" and not arrived_for_customer:
         problems.append("a slow-delivery remark on a parcel that never arrived")
-    if claim.stated_days_ago is not None and not delivered:
+    if claim.stated_days_ago is not None and not arrived_for_customer:
         problems.append("the customer recalls a delivery that never happened")
     if claim.issue == "not_received" and claim.second_issue is not None:
         problems.append("a second claim about an item that never arrived")

@@ -305,7 +305,7 @@ def _other_reasons(t: Ticket, issue: IssueType, path: _Path, revealed: frozenset
         _, plain = _deciding_path(t, revealed, risk_rule=False)
         if plain.reason is not None:
             reasons += [plain.reason, *_other_reasons(t, issue, plain, revealed)]
-    elif path.reason == "final_sale":  # P6 decided, but P1 may decline too
+    elif path.reason in ("final_sale", "window") and path.clauses[0] in ("P6", "P1"):  # P6 or P1's window decided; P1 may decline too
         days = t.order.days_since_delivery
         if days is not None and days > RETURN_WINDOW_DAYS:
             reasons.append("window")

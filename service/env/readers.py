@@ -24,13 +24,27 @@ from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, Or
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _OPENED = re.compile(r"Opened on (\d{4}-\d{2}-\d{2})")
-_IMAGES = re.compile(r"Images provided: (yes|no)")
+_IMAGES = re.compile(r"Images provided: (true|false)")
 _ITEM = "ITEM"
 
 
 def _score(template: str, text: str) -> float:
     template, text = template.lower(), text.lower()
     return fuzz.partial_ratio(template, text) if len(template) <= len(text) else fuzz.ratio(template, text)
+
+
+def _typo_tolerant(word: str) -> str:
+    """A pattern for ``word`` and the typos the generator makes in it (two letters swapped, one dropped):
+    "Adn to make it worse", "And ot make it worse" still lead a second claim."""
+    variants = {word}
+    variants |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
+    if len(word) >= 3:
+        variants |= {word[:i] + word[i + 1:] for i in range(1, len(word))}
+    return "(?:" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)) + ")"
+
+
+# "the", "my", "this" and their typos ("hte Building Blocks Castle Set seems to be defecitve")
+_DETERMINERS = "|".join(_typo_tolerant(w).removeprefix("(?:").removesuffix(")") for w in ("the", "my", "this"))
 
 
 def _best(templates: tuple[str, ...], texts: list[str]) -> float:
@@ -70,7 +84,7 @@ class TicketReader:
     def _mask(self, text: str, names: list[str]) -> str:
         for name in names:
             text = re.sub(rf"my order ORD-\d+ \({re.escape(name)}\)", _ITEM, text, flags=re.IGNORECASE)
-            text = re.sub(rf"\b(?:the|my|this)\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
+            text = re.sub(rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
                           _ITEM, text, flags=re.IGNORECASE)
         return text
 
@@ -83,7 +97,8 @@ class TicketReader:
     def _second_claim(self, sentences: list[str]) -> tuple[list[str], IssueType | None]:
         """The part that adds a second claim ("On top of that, it arrived broken"), read apart — wherever
         it starts (a hurried message runs its sentences together)."""
-        leads = "|".join(re.escape(lead.strip().rstrip(",")) for lead in self.book.second_claim_leads)
+        leads = "|".join(r"\s+".join(_typo_tolerant(w) for w in lead.strip().rstrip(",").split())
+                         for lead in self.book.second_claim_leads)
         # the pronoun may carry a typo ("ti was already damaged")
         pattern = re.compile(rf"\b(?:{leads}),?\s+([a-z]{{1,3}}\b.*?)(?:[.!?]|$|\s+(?=i\b))", re.IGNORECASE)
         rest, second = [], None
@@ -140,7 +155,7 @@ class TicketReader:
         days = o.get("days_since_delivery")
         if days is None and o["delivery_date"] is not None:
             days = (date.fromisoformat(opened_on) - date.fromisoformat(o["delivery_date"])).days  # P12: count it
-        images = (m := _IMAGES.search(obs.ticket)) is not None and m.group(1) == "yes"
+        images = (m := _IMAGES.search(obs.ticket)) is not None and m.group(1) == "true"
         task = get_task(obs.task_id)
         ticket = Ticket(
             ticket_id=obs.ticket_id,

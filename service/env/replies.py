@@ -25,7 +25,7 @@ false-positive and false-negative rates on them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from service.env.language import NEGATORS, TEMPORAL, Clause, Phrases, clauses, lemmas, normalize, sentences, without_idioms
@@ -42,13 +42,20 @@ _REFUND = Phrases(
 # A new or the right item on its way, in either order: "we've shipped the right earbuds", "the correct
 # one is on its way", "get a new one out to you".
 _DISPATCH = ("send", "ship", "dispatch", "post", "arrange for", "go out", "on * way", "head")
-_ITEM = ("new", "another", "correct", "right", "fresh")
+_ITEM = ("new", "another", "correct", "right", "fresh", "brand")
 _REPLACE = Phrases(
     "replacement|replace|new one|another one|new pair|new unit|new item|fresh one|exchange|swap|right one|correct one|"
     "right item|correct item|right size|correct size|another size|different size|resend|re send|reship|re ship|"
     "send * out again|get a new * out|get a new * to you|"
     + "|".join(f"{verb} * {item}|{item} * {verb}" for verb in _DISPATCH for item in _ITEM)
 )
+# Sending something to the customer, in any order of words: "get * out to you", "will be dispatched".
+_SENT_TO_YOU = Phrases("get * out|get * to you|have * with you|with you|on * way|reach you|go out|come to you|out to you|your way")
+_SEND_VERBS = frozenset({"send", "ship", "dispatch", "post", "deliver", "courier", "mail", "pack", "prepare", "arrange", "head",
+                         "arrive", "bring", "get"})
+_NOT_A_THING = frozenset({"away", "now", "here", "there", "that", "to", "and", "or", "of", "for", "with", "in", "on", "at",
+                          "we", "i", "you", "it", "they", "this", "so", "after", "before", "ahead", "back", "again",
+                          "information", "way", "place", "time", "thing", "about", "be", "as", "if", "than"})
 # What is new or right is not always the item: "a new tracking number", "the correct address".
 _NOT_THE_ITEM = Phrases("|".join(f"{item} {thing}|{item} * {thing}" for item in _ITEM for thing in (
     "label", "link", "tracking", "code", "number", "email", "address", "date", "detail", "information", "password",
@@ -61,8 +68,14 @@ _GRANT = Phrases(
     "have exchange|have swap|have resend|have reship|be replace|be exchange|be swap|be resend|be reship|head|heading|"
     "expect|follow|arrive|reach you|reach your|be with you|finalise|finalize|complete|release|go through|"
     "as good as|definitely|certainly|appear on|appear in|show on|show up on|land in|"
+    "deliver|have * with you|get * out|get * to you|out to you|your way|pack|prepare|"
     # overriding the policy: "we'll refund you anyway", "as a goodwill gesture", "just this once"
     "anyway|regardless|all the same|goodwill|exception|one off|just in case|this once|"
+    # certainty about the outcome is a promise: "your refund is basically guaranteed"
+    "guarantee|assure|for sure|sure thing|done deal|in the bag|no question|"
+    # the remedy reported done: "the refund for order X is done"
+    "refund be do|refund be now do|refund be all do|refund for * be do|refund be sort|refund for * be sort|"
+    "replacement be do|replacement be sort|replacement for * be do|"
     "return to * card|return to * account|return to * payment"
 )
 # A remedy verb in the future or the perfect: "we will reimburse you", "we've now fully replaced it".
@@ -124,6 +137,12 @@ _DECISION_WORDS = Phrases("approve|accept|agree|decide|decision|refuse|decline|r
 _UNDECIDED = Phrases("no decision|not * decide|not * make * decision|undecided|not yet * approve|not promise|"
                      "not guarantee|not say whether|not say * yet|either way|"
                      "not * approve * or|not * accept * or|nothing * approve|nothing * decide")
+# Speculating on what the team will decide prejudges it: "honestly I doubt they'll accept it", "I'd expect
+# them to approve it". (Expecting them to be in touch is no speculation on the outcome.)
+_SPECULATE = Phrases("doubt|expect|think|believe|bet|sure|imagine|suspect|unlikely|likely|probably|chance|hope|guess|reckon|"
+                     "confident|optimistic|pessimistic|afraid they|hold your breath|would be surprised|wouldn't be surprised")
+_DECIDES = Phrases("accept|approve|refund|replace|decline|reject|refuse|agree|go through|succeed|grant|say yes|say no|"
+                   "turn down|in your favour|in your favor|favourable|favorable|cover it|honour|honor")
 _HOLD = Phrases(
     "pass|forward|escalate|hand|refer|assign|transfer|team|department|colleague|specialist|review|look into|looking into|"
     "investigate|get back|be in touch|update you|contact you|follow up|reach out|take it from here|take over|handle|"
@@ -141,8 +160,29 @@ _RUDE = Phrases(
     "should have know|should have read|get over it|tough luck|too bad|whatever|someone else's problem|not believe you|"
     "not believe your|try not to break|try not to lose|try not to damage|do you even|did you even|have you even|"
     "do you not read|did you not read|stop send|stop email|stop contact|stop message|not contact us again|"
-    "not email us again|it say so|not add up|you be lie|make it up|make this up|not tell the truth|not be honest"
+    "not email us again|it say so|not add up|you be lie|make it up|make this up|not tell the truth|not be honest|"
+    # deflecting the responsibility: "that's between you and the courier", "not our job"
+    "not our job|not our responsibility|not our concern|not our issue|not our business|nothing to do with us|"
+    "not up to us|take it up with|between you and the|courier s problem|carrier s problem|bank s problem|your problem|"
+    "problem not ours|not ours to|"
+    # condescension: "obviously we won't", "frankly"
+    "obviously|frankly|to be frank|quite frankly|"
+    # lecturing about the rules: "read our returns policy before contacting us"
+    "before contact us|before contact we|before get in touch|before write to us|before email us|before message us|"
+    "before you order|before order|before you buy|before buy|before complain|you should read|you need to read|"
+    "you must read|you ought to read|should have bother|have bother to|if you have bother|familiarise yourself|"
+    "familiarize yourself|it be all in the|it be clearly state|clearly explain in|"
+    # brushing the customer off: "that's just how it is, take it or leave it"
+    "take it or leave it|like it or not|just how it be|just the way it be|end of story|end of discussion|that be final|"
+    "no way|no chance|forget it|nope|way past|way over|way outside|"
+    # rhetorical questions that mock the customer: "who returns something after using it?"
+    "who return|who do that|who buy|who in their right mind|what do you expect|what else do you expect|not sure what you expect|"
+    "why would you|why do you even|how hard can it be|how hard be it|how difficult can it be"
 )
+# Interjections that make a sentence sarcastic on their own: "Come on -", "Seriously?".
+_SCOFFS = frozenset({("come", "on"), ("oh", "come", "on"), ("come", "on", "now"), ("seriously",), ("really",), ("oh", "please"),
+                     ("not", "happen"), ("that", "be", "not", "happen"), ("it", "be", "not", "happen"), ("no",), ("nope",),
+                     ("tough",), ("sorry", "not", "sorry")})
 # Blame and lecturing: the customer is told what they did wrong or must do better. Read on the reply
 # without its idioms and never where negated, so "not your fault" and "no fault of your own" never count.
 _LECTURE_TIMES = ("next time", "in future", "in the future", "going forward", "from now on")
@@ -170,15 +210,25 @@ _BLAME = Phrases(
 # A request about the customer's future conduct is a lecture ("Please treat your things with more care in
 # future"), unless it invites them back ("next time, feel free to contact us") or is about ourselves.
 _LECTURE_TIME = Phrases("|".join(_LECTURE_TIMES) + "|more care|more carefully|more attention|closer attention")
+_CARE = Phrases("more care|more carefully|more attention|closer attention|be careful|be more careful|take care of it")
 _INVITATION = Phrases("feel free|hesitate|contact|get in touch|reach out|let us know|visit|shop|order again|enjoy|"
                       "use code|discount|welcome|happy to help|glad to help|we will|we be|i will|i be|we can|i can|you can|"
                       "you may|you be welcome")
 # The customer's record of returns, disputes and claims, with how often: "you've disputed charges with us
 # a few times before", "you've returned several items lately".
 _HISTORY_ACT = Phrases("you have return|you have dispute|you have claim|you have complain|you have request|you have ask for|"
-                       "you have make * claim|you have make * return|you have open * case|you dispute|you return")
+                       "you have make * claim|you have make * return|you have open * case|you dispute|you return|"
+                       "you have send back|you send back|you have send * back|you send * back|you have raise|you raise|"
+                       "you have file|you file|you have charge back|dispute you have|dispute you raise|dispute you make|"
+                       "claim you have|claim you make|return you have|return you make|refund you have|item you have return|"
+                       "order you have return|parcel you have send|order you have send|you have cancel|you have reverse")
 _FREQUENCY = Phrases("a few time|several time|many time|multiple time|number of time|a lot|recently|lately|often|"
-                     "frequent|so many|quite a few|more than once|repeatedly|every time|each time")
+                     "frequent|so many|quite a few|more than once|repeatedly|every time|each time|this year|this month|"
+                     "this week|past year|last year|last month|in the past|over the past|last few|past few|previously|"
+                     "in the last|how many|number of|before now|so far this")
+# A count of the customer's past returns, claims or disputes: "eight orders", "five items", "3 returns".
+_COUNTED = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|several|many|multiple|numerous|[2-9]|\d{2,})"
+                      r"\s+(?:\w+\s+)?(?:orders?|items?|parcels?|packages?|returns?|claims?|disputes?|refunds?|times|chargebacks?|purchases?)\b")
 # Hindsight about what the customer did: "you should have tried it on", "you could have checked". Read on
 # the words, as it needs the participle: "you should have received an email" / "have your refund by
 # Friday" state an expectation, and "you might have missed our email" reproaches nobody.
@@ -208,7 +258,13 @@ _LEAK = Phrases(
     "frequently return|often return|previous claim|previous return|earlier return|prior return|prior claim|"
     "return quite a few|quite a few return|return a number of|number of claim|high number|unusual number|"
     "dispute on your account|previous dispute|prior dispute|second return|third return|fourth return|fifth return|"
+    "reverse payment|payment reversal|charge reversal|reverse charge|reverse transaction|"
+    "account show * dispute|account show * chargeback|account show * reverse|account show * return|account show * claim|"
+    "account show * refund|record show * dispute|record show * return|record show * claim|"
     "return this month|return this year|return this week|return in the last|return in the past|"
+    # the customer's record in general words: "given your history with us"
+    "history with us|your history|your track record|track record with us|your record with us|your past with us|"
+    "your past behaviour|your past behavior|your previous behaviour|your previous behavior|"
     # doubting the customer's honesty out loud
     "whether * be genuine|whether * be legitimate|whether * be real|claim be genuine|if * be genuine"
 )
@@ -220,6 +276,19 @@ _NOT_A_DEFECT = "not a defect|not defective|not a manufacturing|not a fault|not 
 # A sentence describing ordinary wear ("the wear that builds up with regular use") uses "wear" and "use"
 # for that description, not to say the customer used the item.
 _DESCRIBES_WEAR = Phrases(_WEAR_DESCRIPTION)
+
+# Plain arrivals: the parcel found only when no elapsed time dates them ("since your order reached you
+# more than 30 days ago" is the delivery, not a missing parcel turning up).
+_ARRIVALS = "got it|get it|reach you|you have it|you have receive it|you receive it|since you have|as you have it"
+_ARRIVAL_ONLY = Phrases(_ARRIVALS)
+_ELAPSED_TIME = re.compile(r"\bago\b|\b(?:days?|weeks?|months?|years?)\s+since\b|\bsince\s+(?:you|it|the|your|they)\b.*"
+                           r"\b(?:got|received|arrived|delivered|reached|had)\b|\bhad\s+(?:it|them|the\s+\w+)\s+for\b|"
+                           r"\bfor\s+(?:over\s+|more\s+than\s+)?\d+\s+(?:days?|weeks?|months?)\b")
+_LOST = ("lose in transit|lose in the post|lose in the mail|lose by the carrier|lose by the courier|lose by the delivery|"
+         "lose during delivery|lose on the way|lose en route|lose with the carrier|lose with the courier|go miss in transit|"
+         "go miss in the post|go miss on the way|go miss en route|miss in transit|courier * lose|carrier * lose|"
+         "have be lose|be lose|lose your parcel|lose your package|lose the parcel|lose the package|go astray")
+_LOST_SPANS = Phrases(_LOST)
 
 # Denial reasons. Each is (phrases, self_negating): a self-negating phrase carries its own negation
 # ("not a defect", "only one charge") and is never read as negated.
@@ -259,17 +328,21 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
         Phrases("be find|find it|find the parcel|find the package|find your parcel|find your package|parcel * find|"
                 "package * find|you find|neighbour find|neighbor find|be locate|locate it|parcel * locate|package * locate|"
                 "turn up|turned up|arrive after all|arrive safely|arrive in the end|finally arrive|have now arrive|"
-                "glad * arrive|glad you have it|glad you get it|have it now|show up|showed up|got it|get it|reach you|"
-                "safely with you|with you now|neighbour have|neighbor have|you have it|you have receive it|you receive it|"
-                "since you have|as you have it"),
+                "glad * arrive|glad you have it|glad you get it|have it now|show up|showed up|"
+                "safely with you|with you now|neighbour have|neighbor have|"
+                + _ARRIVALS),
         None,
     ),
+    # A lost parcel is its own fact, never the in-transit reason and never a reason to decline.
+    "lost": (Phrases(_LOST), None),
     "not_charged_twice": (
         Phrases("only one charge|single charge|one charge|charged once|charge once|only once|one payment|single payment|"
                 "only one payment|one transaction|single transaction|only one transaction|no duplicate|not * charge twice|"
                 "not * bill twice|not * charge * twice|pending authorization|pending authorisation|pending hold|temporary hold|"
                 "authorization hold|authorisation hold|drop off|fall off|record show one|record show a single|show a single|"
-                "show one|only charge|one debit|single debit|just one"),
+                "show one|only charge|one debit|single debit|just one|charge * once|bill * once|take * once|"
+                "charge * a single time|bill * a single time|take * a single time|charge * one time|bill * one time|"
+                "charge * only once|bill * only once|take * only once|debit * once"),
         Phrases("no duplicate|not * charge twice|not * bill twice|not * charge * twice"),
     ),
     "unverifiable": (
@@ -290,6 +363,10 @@ _WINDOW_OK = Phrases("be within|be still within|still within|well within|comfort
 _LIMIT_STATEMENT = Phrases("only|must|need|have to|accept|allow|policy|require|up to|limit|after|outside|past|beyond|over|"
                            "exceed|more than|expire|close|end|pass|too late|no longer|late|ago|since")
 _AUX = frozenset({"be", "have", "do", "yet", "ever", "at", "all", "really", "actually", "even", "been", "being", "get", "so", "very"})
+# What a negation reaches through to its verb: auxiliaries, modals and the verbs of a chain
+# ("not going to", "not able to", "never dream of", "not want to").
+_CHAIN = _AUX | frozenset({"will", "would", "can", "could", "shall", "should", "may", "might", "must", "go", "to", "about",
+                           "able", "want", "wish", "plan", "intend", "mean", "try", "dream", "of", "ever", "just", "simply"})
 _MONEY = re.compile(r"\$\s?(\d[\d,]*(?:\.\d{1,2})?)|(\d[\d,]*(?:\.\d{1,2})?)\s?(?:usd|dollars)\b")
 _DAYS = re.compile(r"\b(\d{1,4})[\s-]*(day|days|week|weeks|month|months|year|years)\b")
 _WORD_NUMBERS = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ten": 10,
@@ -316,12 +393,16 @@ class Meaning:
     rude: tuple[str, ...] = field(default=())  # insults, dismissals, blame and lecturing
     leaks: tuple[str, ...] = field(default=())
     options: frozenset[str] = frozenset()  # offers left to the customer's choice: "if you'd prefer a refund"
+    prejudges: bool = False  # speculates on the team's decision: "I doubt they'll accept it"
+    facts: frozenset[str] = frozenset()  # facts about the order asserted in any reply: the window passed, used, final sale…
+    elapsed: tuple[tuple[int, str], ...] = ()  # (days, "exact" | "at_least" | "at_most" | "about") since delivery, as stated
 
 
 def _negated_before(tokens: tuple[str, ...], start: int) -> bool:
-    """A negator governs the phrase at ``start`` (auxiliaries in between allowed)."""
+    """A negator governs the phrase at ``start``: auxiliaries, modals and a verb chain may stand in
+    between ("we can't approve", "I'm not going to refuse this", "we would never dream of turning it down")."""
     i = start - 1
-    while i >= 0 and tokens[i] in _AUX:
+    while i >= 0 and tokens[i] in _CHAIN:
         i -= 1
     return i >= 0 and tokens[i] in ("not", "no", "never", "nothing", "without", "un")
 
@@ -332,8 +413,20 @@ def _asserted(phrases: Phrases, self_negating: Phrases | None, clause: Clause) -
     return any(not _negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
 
 
+# Adverbs inside a verb group say nothing about the reason: "it has clearly been used", "you've obviously
+# worn it" read as "has been used", "have worn it". ("only" and "-ly" nouns and adjectives stay.)
+_KEEP_LY = frozenset({"only", "family", "early", "reply", "apply", "supply", "rely", "daily", "weekly", "monthly",
+                      "yearly", "likely", "unlikely", "july", "italy", "fly", "ally", "holy", "ugly", "jelly", "belly"})
+
+
+def _without_adverbs(clause: Clause) -> Clause:
+    kept = tuple(t for t in clause.lemmas if not (t.endswith("ly") and len(t) > 4 and t not in _KEEP_LY))
+    return clause if kept == clause.lemmas else replace(clause, lemmas=kept)
+
+
 def _reasons(clause: Clause) -> set[str]:
     """The denial reasons ``clause`` asserts: each read by its own rule, or else asserted un-negated."""
+    clause = _without_adverbs(clause)
     found = set()
     for name, (phrases, self_negating) in _REASONS.items():
         reader = _REASON_READERS.get(name)
@@ -363,9 +456,26 @@ def _unverifiable_reason(phrases: Phrases, clause: Clause) -> bool:
 
 
 def _found_reason(phrases: Phrases, clause: Clause) -> bool:
+    """The parcel found, not an arrival still to come ("it should reach you") nor a dated delivery
+    ("the item reached you 41 days ago", "it's been 44 days since you got it")."""
     tokens = clause.lemmas
-    return any(not _negated_before(tokens, s) and not _PROSPECTIVE & set(tokens[max(0, s - 2):s])
+    dated = _ELAPSED_TIME.search(clause.sentence) is not None
+    plain = {s for s, _ in _ARRIVAL_ONLY.find(tokens)} if dated else set()
+    return any(not _negated_before(tokens, s) and not _PROSPECTIVE & set(tokens[max(0, s - 2):s]) and s not in plain
                for s, _ in phrases.find(tokens))
+
+
+def _in_transit_reason(phrases: Phrases, clause: Clause) -> bool:
+    """Still on its way — a parcel lost in transit is not ("was lost in transit, so we can't refund it")."""
+    self_negating = _REASONS["in_transit"][1]
+    tokens = _drop(clause.lemmas, _LOST_SPANS)
+    if tokens != clause.lemmas and not (self_negating is not None and self_negating.in_(tokens)):
+        return any(not _negated_before(tokens, s) for s, _ in phrases.find(tokens))
+    return _asserted(phrases, self_negating, clause)
+
+
+def _lost_reason(phrases: Phrases, clause: Clause) -> bool:
+    return any(not _negated_before(clause.lemmas, s) for s, _ in phrases.find(clause.lemmas))
 
 
 def _warranty_reason(phrases: Phrases, clause: Clause) -> bool:
@@ -375,7 +485,8 @@ def _warranty_reason(phrases: Phrases, clause: Clause) -> bool:
 
 
 _REASON_READERS = {"window": _window_reason, "used": _used_reason, "unverifiable": _unverifiable_reason,
-                   "parcel_found": _found_reason, "warranty": _warranty_reason}
+                   "parcel_found": _found_reason, "warranty": _warranty_reason, "in_transit": _in_transit_reason,
+                   "lost": _lost_reason}
 
 
 # ------------------------------------------------------------------------- outcomes, clause by clause
@@ -391,7 +502,19 @@ class _Outcome:
 
 def _remedies(tokens: tuple[str, ...]) -> set[str]:
     tokens = _drop(_drop(tokens, _MENTION), _NOT_THE_ITEM)
-    return {name for name, p in (("refund", _REFUND), ("replacement", _REPLACE)) if p.in_(tokens)}
+    found = {name for name, p in (("refund", _REFUND), ("replacement", _REPLACE)) if p.in_(tokens)}
+    if "replacement" not in found and _new_item_sent(tokens):
+        found.add("replacement")
+    return found
+
+
+def _new_item_sent(tokens: tuple[str, ...]) -> bool:
+    """A new or the right item on its way, whatever the words between: "we'll get another pair out to
+    you", "a brand-new Wireless Earbuds will be dispatched", "the correct lamp will be delivered to you".
+    The adjective must qualify a thing ("you're right, we'll refund you" sends no item)."""
+    items = [i for i, t in enumerate(tokens) if t in _ITEM and i + 1 < len(tokens) and tokens[i + 1].isalpha()
+             and tokens[i + 1] not in _NOT_A_THING]
+    return bool(items) and (_SENT_TO_YOU.in_(tokens) or any(t in _SEND_VERBS for t in tokens))
 
 
 def _drop(tokens: tuple[str, ...], phrases: Phrases) -> tuple[str, ...]:
@@ -423,6 +546,26 @@ def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | Non
     return "open"
 
 
+# Denying an obstacle cancels the negation after it: "there's no reason we can't refund this", "I see no
+# reason not to", "nothing is stopping us from refunding it".
+_OBSTACLE_DENIED = Phrases("no reason|nothing stop|nothing prevent|nothing to stop|nothing to prevent|not see why|"
+                           "not see any reason|no obstacle|no barrier|nothing stand in the way")
+
+
+def _without_double_negation(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """``tokens`` without a denied obstacle and the first negation or refusal it cancels."""
+    spans = _OBSTACLE_DENIED.find(tokens)
+    if not spans:
+        return tokens
+    start, end = spans[0]
+    rest = list(tokens[end:])
+    for i, t in enumerate(rest):
+        if t in NEGATORS:
+            del rest[i]
+            break
+    return tokens[:start] + tuple(rest)
+
+
 def _negators(tokens: tuple[str, ...]) -> list[int]:
     return [i for i, t in enumerate(tokens) if t in NEGATORS and not _REFUSE_VERB.in_(tokens[i:i + 1])]
 
@@ -444,7 +587,7 @@ def _refuses(tokens: tuple[str, ...]) -> bool:
 
 def _governs_refusal_verb(tokens: tuple[str, ...], n: int) -> bool:
     i = n + 1
-    while i < len(tokens) and tokens[i] in _AUX | {"would", "will", "ever"}:
+    while i < len(tokens) and tokens[i] in _CHAIN:
         i += 1
     return any(s == i for s, _ in _REFUSE_VERB.find(tokens))
 
@@ -463,6 +606,80 @@ def _undecided(tokens: tuple[str, ...]) -> bool:
         return False
     either = _APPROVE.in_(plain) and _REFUSE_ACT.in_(plain) and ("or" in plain or "nor" in plain)
     return either or ("yet" in plain and _DECISION_WORDS.in_(plain))
+
+
+# Facts about the order itself, false in any reply when untrue ("Although it's outside our 30-day window,
+# we'll refund you anyway" on a ticket delivered 24 days ago). The window counts only as stated passed:
+# an approval may well quote the limit ("returns are accepted within 30 days").
+_ORDER_FACTS = frozenset({"used", "final_sale", "warranty", "normal_wear"})
+_WINDOW_PASSED = Phrases("outside|past|beyond|exceed|expire|close|too late|no longer|over our|over the|after the|miss|"
+                         "run out|lapse|end")
+
+
+def _elapsed(text: str) -> tuple[tuple[int, str], ...]:
+    """The time since delivery the reply states ("it arrived 43 days ago", "it has been more than 30
+    days since you received it", "you've had it for six weeks"), with how it is qualified."""
+    out = []
+    for days, start, end in _lengths(text):
+        before, after = text[max(0, start - 60):start], text[end:end + 60]
+        if not (_ARRIVED_BEFORE.search(before) or (_ELAPSED_AFTER.match(after) and _ARRIVAL_NEAR.search(before))
+                or _SINCE_ARRIVAL.match(after)):
+            continue
+        qualifier = _QUALIFIER.search(before[-25:])
+        kind = "exact" if qualifier is None else _QUALIFIERS[qualifier.group(1)]
+        unit = text[start:end].split()[-1].rstrip("s").split("-")[-1]
+        out.append((days, kind if kind != "exact" or unit == "day" else "about"))
+    return tuple(out)
+
+
+_ARRIVAL = r"(?:delivered|arrived|received|reached you|got (?:it|them|to you)|came|turned up|had\b[\w\s'-]{0,40}?\bfor|had (?:it|them))"
+_ARRIVED_BEFORE = re.compile(_ARRIVAL + r"\s+(?:with you\s+|to you\s+)?(?:(?:over|more than|about|around|nearly|almost|some|only|"
+                             r"just|roughly|approximately|at least|less than|under|just over|just under)\s+)?$")
+_ARRIVAL_NEAR = re.compile(r"\b(?:delivered|arrived|received|reached|got|came|delivery)\b")
+_SINCE_ARRIVAL = re.compile(r"\s+since\s+(?:(?:it|you|the|your|they)\s+)?(?:\w+\s+){0,3}?" + _ARRIVAL + r"|\s+since\s+delivery")
+_QUALIFIER = re.compile(r"\b(over|more than|at least|just over|nearly|almost|about|around|roughly|approximately|some|"
+                        r"less than|under|just under|only)\s+$")
+_QUALIFIERS = {"over": "at_least", "more than": "at_least", "at least": "at_least", "just over": "at_least", "nearly": "about",
+               "almost": "about", "about": "about", "around": "about", "roughly": "about", "approximately": "about",
+               "some": "about", "less than": "at_most", "under": "at_most", "just under": "at_most", "only": "exact"}
+
+
+def _elapsed_true(days: int, kind: str, actual: int) -> bool:
+    if kind == "at_least":
+        return actual >= days
+    if kind == "at_most":
+        return actual <= days
+    if kind == "about":
+        return abs(actual - days) <= max(3, round(0.2 * days))
+    return abs(actual - days) <= 1
+
+
+_APPROVAL_WORDS = frozenset({"approve", "confirm", "grant", "accept", "process", "issue", "complete", "authorise", "authorize",
+                             "yes", "do", "arrange", "send", "dispatch"})
+
+
+def _bare_approval(tokens: tuple[str, ...]) -> bool:
+    """A clause that is only an approval ("approved", "confirmed and processed"), as in "Refund: approved"."""
+    return bool(tokens) and any(t in _APPROVAL_WORDS for t in tokens) and all(
+        t in _APPROVAL_WORDS or t in ("be", "now", "all", "fully", "and", "already") for t in tokens)
+
+
+_DONE_SO = Phrases("do so|do that|do this|do it|do just that")
+
+
+def _future_or_done_so(tokens: tuple[str, ...]) -> bool:
+    """"I've now done so", "we will do that" (or a clause ending in "done", cut before its "so")."""
+    found = _DONE_SO.find(tokens)
+    if found:
+        i = found[0][0]
+    elif tokens[-1:] == ("do",):
+        i = len(tokens) - 1
+    else:
+        return False
+    j = i - 1
+    while j >= 0 and tokens[j] in _ADVERBS:
+        j -= 1
+    return j >= 0 and tokens[j] in ("will", "have", "shall")
 
 
 def _future_or_done(tokens: tuple[str, ...]) -> bool:
@@ -497,6 +714,7 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
     outside = tokens
     if kind is not None and span is not None:
         inside, outside = tokens[span[0]:span[1]], tokens[:span[0]] + tokens[span[1]:]
+    outside = _without_double_negation(outside)
     offers = _remedies(inside)
     if kind is not None or inherited is not None:
         offers |= _remedies(outside)
@@ -512,6 +730,8 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
         asked = clause.question and _CHOICE.in_(outside)  # "would you like a replacement instead?"
         return _Outcome(offers=frozenset(offers | remedies), options=frozenset(remedies if asked else ())), opens
     grants = set(remedies) if remedies and (_GRANT.in_(outside) or _future_or_done(outside)) else set()
+    if _new_item_sent(_drop(_drop(outside, _MENTION), _NOT_THE_ITEM)):  # sending the new item is the grant
+        grants.add("replacement")
     if _claim_approved(outside) or _ANTICIPATE.in_(outside):
         grants.add("claim")
     return _Outcome(grants=frozenset(grants), offers=frozenset(offers | (remedies - grants))), opens
@@ -527,8 +747,8 @@ def _lengths(text: str) -> list[tuple[int, int, int]]:
 
 
 # An elapsed time is never a limit: "delivered 223 days ago", "it has been 45 days since delivery".
-_ELAPSED_AFTER = re.compile(r"\s*(?:ago|since)\b")
-_ELAPSED_BEFORE = re.compile(r"\b(?:delivered|arrived|received|waited|been|had it for|used it for)\s+"
+_ELAPSED_AFTER = re.compile(r"\s*(?:ago|since|now|so far|already)\b")
+_ELAPSED_BEFORE = re.compile(r"\b(?:delivered|arrived|received|waited|been|had\b[\w\s'-]{0,40}?\bfor|used\b[\w\s'-]{0,40}?\bfor)\s+"
                              r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$")
 # A limit needs its own context: "ship within two days" is no return window.
 _WARRANTY_CONTEXT = re.compile(r"warrant|guarant|coverage")
@@ -565,18 +785,31 @@ def _rude(text: str, tokens: tuple[str, ...]) -> tuple[str, ...]:
     plain = without_idioms(tokens)
     found |= {" ".join(plain[s:e]) for s, e in _BLAME.find(plain) if not _negated_before(plain, s) and not _excused(plain, s, e)}
     found |= {sentence for sentence in sentences(text) if _lectures(lemmas(sentence))}
+    found |= {c.text for c in clauses(text) if _lectures(c.lemmas)}  # "… so we can't replace it - treat it with more care"
+    found |= {c.text for c in clauses(text) if c.lemmas in _SCOFFS and c.sentence.startswith(c.text)}
     found |= {m.group(0) for m in _HINDSIGHT.finditer(text)
               if m.group(1) is None or (_PARTICIPLE.fullmatch(m.group(1)) and m.group(1) not in _EXPECTED)}
     return tuple(sorted(found))
 
 
 def _lectures(tokens: tuple[str, ...]) -> bool:
-    addressed = "please" in tokens or "you" in tokens or "your" in tokens
+    # told to the customer: addressed to them, or an imperative with no first person ("perhaps treat it with
+    # more care next time"); "next time we'll take more care" is about ourselves
+    ours = any(t in ("we", "i", "our", "us", "my") for t in tokens)
+    addressed = "please" in tokens or "you" in tokens or "your" in tokens or (not ours and _CARE.in_(tokens))
     return addressed and _LECTURE_TIME.in_(tokens) and not _INVITATION.in_(tokens)
 
 
 def _history(text: str) -> tuple[str, ...]:
-    return tuple(s for s in sentences(text) if _HISTORY_ACT.in_(lemmas(s)) and _FREQUENCY.in_(lemmas(s)))
+    """Sentences that tell the customer their own record — a return, claim or dispute of theirs with how
+    often or how many ("you've sent back eight orders this year", "the disputes you've raised with your
+    bank in the past") — but not an instruction ("once you've sent back the two items")."""
+    out = []
+    for sentence in sentences(text):
+        acts = [c for c in clauses(sentence) if _HISTORY_ACT.in_(c.lemmas) and not c.conditional]
+        if acts and (_FREQUENCY.in_(lemmas(sentence)) or _COUNTED.search(normalize(sentence))):
+            out.append(sentence)
+    return tuple(out)
 
 
 def _excused(tokens: tuple[str, ...], start: int, end: int) -> bool:
@@ -605,18 +838,31 @@ def meaning(reply: str) -> Meaning:
     options: set[str] = set()
     carried: str | None = None
     sentence = None
+    mentioned: set[str] = set()  # remedies the sentence has named so far, for "…, and I've done so"
+    prejudges = False
+    facts: set[str] = set()
     for clause in clauses(reply):
         if clause.sentence != sentence:  # a condition reaches no further than its sentence
-            carried, sentence = None, clause.sentence
+            carried, sentence, mentioned = None, clause.sentence, set()
         outcome, opens = _outcome(clause, carried)
         carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
+        if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
+            grants |= mentioned  # "there's nothing stopping us from refunding it, and I've now done so"
+        if not outcome.conditional and _bare_approval(clause.lemmas):
+            grants |= mentioned  # "Refund: approved." — a label, then its value
+        mentioned |= outcome.offers | outcome.grants
         grants |= outcome.grants
         offers |= outcome.offers
         options |= outcome.options
         refuses = refuses or outcome.refuses
         holds = holds or _HOLD.in_(clause.lemmas)
+        prejudges = prejudges or (_SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question)
         if not outcome.conditional:
-            reasons |= _reasons(clause)
+            found = _reasons(clause)
+            reasons |= found
+            facts |= found & _ORDER_FACTS
+            if _REASONS["window"][0].in_(clause.lemmas) and _WINDOW_PASSED.in_(clause.lemmas) and not _WINDOW_OK.in_(clause.lemmas):
+                facts.add("window")
     text = normalize(reply)
     windows, warranties = _durations(text)
     amounts = {float((m.group(1) or m.group(2)).replace(",", "")) for m in _MONEY.finditer(text)}
@@ -635,6 +881,9 @@ def meaning(reply: str) -> Meaning:
         rude=_rude(text, all_lemmas),
         leaks=tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas)) + _history(text),
         options=frozenset(options - grants),
+        prejudges=prejudges,
+        facts=frozenset(facts),
+        elapsed=_elapsed(text),
     )
 
 
@@ -691,6 +940,10 @@ def true_reasons(ticket: Ticket, revealed: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+# A holding reply is written before anyone has asked the customer: it may not know what photos would show.
+_UNSEEN_FACTS = frozenset({"normal_wear"})
+
+
 def _facts_problems(m: Meaning, ticket: Ticket, verdict: Verdict | None) -> list[str]:
     problems = []
     if any(d != RETURN_WINDOW_DAYS for d in m.window_days):
@@ -723,10 +976,18 @@ def judge(reply: str, ticket: Ticket, decision: str | None, verdict: Verdict | N
         conduct.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
     # Reasons are checked as denial reasons, where the reply declines: "a replacement is on its way" or
     # "whatever they find" in an approval or a holding reply asserts nothing about the claim.
-    false = m.reasons - true_reasons(ticket, revealed) - {"unverifiable"} if decision == "reject" or m.refuses else set()
+    true = true_reasons(ticket, revealed)
+    false = m.reasons - true - {"unverifiable"} if decision == "reject" or m.refuses else set()
+    # Facts about the order are checked in every reply: a false one inside an approval or a holding
+    # reply misinforms the customer just the same.
+    false |= m.facts - true - (_UNSEEN_FACTS if decision is None else set())
     if false:
         conduct.append("gives a reason that is not true here: " + ", ".join(sorted(false)))
     conduct += _facts_problems(m, ticket, verdict)
+    actual = ticket.order.days_since_delivery
+    wrong = [d for d, kind in m.elapsed if actual is not None and not _elapsed_true(d, kind, actual)]
+    if wrong:
+        conduct.append(f"states the item arrived {wrong[0]} days ago; it was {actual}")
     outcome: list[str] = []
     states = False
     if decision == "reject":
@@ -740,7 +1001,9 @@ def judge(reply: str, ticket: Ticket, decision: str | None, verdict: Verdict | N
         states = remedy in m.grants and other not in m.grants and not m.refuses
         if not states:
             outcome.append(f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else ""))
-    no_outcome = not m.grants and not m.refuses and m.holds
+    no_outcome = not m.grants and not m.refuses and m.holds and not m.prejudges
+    if decision is None and m.prejudges:
+        outcome.append("a holding reply must not guess the team's decision")
     if decision is None and not no_outcome:
         outcome.append("a holding reply must neither grant nor refuse, and say who handles the ticket")
     digits = re.sub(r"\D", "", ticket.order.order_id)

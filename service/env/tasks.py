@@ -25,31 +25,46 @@ _ASKING = (
     "when the policy needs the answer is required; a question it did not need costs 0.05. Lookups (`lookup`: "
     "policy, order, customer) are free."
 )
+# Workflow tasks other than resolution need no answer from the customer, but asking is scored the same way.
+_ASKING_COSTS = (
+    "You may ask the customer something (`decision: request_info` with your question in `reply`); their "
+    "answer arrives in `history`. A question the policy did not need costs 0.05, as in every task. Lookups "
+    "(`lookup`: policy, order, customer) are free."
+)
+
+
+def _step_limit(max_steps: int) -> str:
+    return f"If you have not finished after {max_steps} steps, the episode ends there and is graded as it stands."
+
+
 _DECISION_INSTRUCTIONS = (
     "You are a support agent for an online store. Read the ticket and decide the claim under the store "
-    "policy with the `decision` field: approve_refund, approve_replacement or reject — that decision ends "
-    "the episode. " + _ASKING
+    "policy with the `decision` field: approve_refund, approve_replacement or reject — that decision counts as "
+    "your answer and ends the episode (request_info does not: it asks the customer and the episode goes on). "
+    + _ASKING + " " + _step_limit(DECISION_MAX_STEPS)
 )
 _TRIAGE_INSTRUCTIONS = (
     "Triage this ticket: add the one tag that records the outcome the store policy requires "
     "(Refund, Replacement, Policy_Denied, Needs_Info or Fraud_Risk) with `add_tag`, then close it with "
-    "`close_ticket: true`, which ends the episode. A second outcome tag voids the tag. Lookups (`lookup`: "
-    "policy, order, customer) are free."
+    "`close_ticket: true`, which ends the episode. The outcome tag on the ticket when it is closed counts as "
+    "your answer; a second outcome tag voids the tag. " + _ASKING_COSTS + " " + _step_limit(WORKFLOW_MAX_STEPS)
 )
 _ROUTING_INSTRUCTIONS = (
     "Route this ticket: reassign it (`reassign_queue`) to the team that owns it under the store policy "
-    "(Returns, Billing, Escalations or Fraud) — a reassignment to another team counts against you — send "
-    "the customer a courteous holding reply (`reply`) that quotes the order id, says the ticket is with "
-    "the right team and promises no outcome, then close your part with `close_ticket: true`, which ends "
-    "the episode. Do not decide the claim yourself. Lookups are free."
+    "(Returns, Billing, Escalations or Fraud) — the team you reassign it to counts as your answer, and a "
+    "reassignment to another team counts against you — send the customer a courteous holding reply (`reply`) "
+    "that quotes the order id, says the ticket is with the right team and promises no outcome, then close "
+    "your part with `close_ticket: true`, which ends the episode. Do not decide the claim yourself. "
+    + _ASKING_COSTS + " " + _step_limit(WORKFLOW_MAX_STEPS)
 )
 _RESOLUTION_INSTRUCTIONS = (
     "Resolve this ticket end to end: consult the store policy (`lookup: policy`), decide the claim "
-    "(`decision`: approve_refund, approve_replacement or reject — the first of these is your decision, "
+    "(`decision`: approve_refund, approve_replacement or reject — the first of these counts as your decision, "
     "and changing it later counts against you), add the one outcome tag that records it (`add_tag`: "
     "Refund, Replacement, Policy_Denied or Fraud_Risk), tell the customer (`reply`, with the decision or "
     "after it) — courteous, quoting the order id, stating the decision and, when declining, the actual "
-    "reason in your own words — and close it (`close_ticket: true`), which ends the episode. " + _ASKING
+    "reason in your own words — and close it (`close_ticket: true`), which ends the episode. " + _ASKING + " "
+    + _step_limit(WORKFLOW_MAX_STEPS)
 )
 
 
