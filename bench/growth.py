@@ -86,7 +86,7 @@ class PlayedEpisode:
 def play_templates(count: int) -> tuple[list[dict[str, Any]], list[PlayedEpisode]]:
     """The first ``count`` entries of a dev run's manifest, each played once through the pure core."""
     from service import env as core
-    from service.api.episodes import wire_observation
+    from service.domain.episodes.schemas import wire_observation
     from service.db.observations import compact
     from service.env.agents import HeuristicAgent
 
@@ -112,7 +112,7 @@ def play_templates(count: int) -> tuple[list[dict[str, Any]], list[PlayedEpisode
 
 def run_summaries(manifest: list[dict[str, Any]], played: list[PlayedEpisode], runs: int) -> list[dict[str, Any]]:
     """One summary per run: the real one of the played episodes, shifted a little per run so ranks differ."""
-    from service.api.runs import summarize_run
+    from service.domain.runs.services import summarize_run
     from service.db.run_store import RunEpisode
 
     class Run:  # what summarize_run reads of a run
@@ -134,7 +134,7 @@ def run_summaries(manifest: list[dict[str, Any]], played: list[PlayedEpisode], r
 
 def _run_row(r: int, manifest: list[dict[str, Any]], summary: dict[str, Any], per_run: int, at: datetime) -> dict[str, Any]:
     from service import env as core
-    from service.api.deployment import hash_secret
+    from service.lib.secrets import hash_secret
 
     return dict(
         id=f"run_growth{r:06d}", token_sha256=hash_secret(f"token-{r}"), agent=f"agent-{r:03d}", model=f"model-{r % 7}", split="dev",

@@ -37,8 +37,9 @@ from typing import Any
 
 from bench.load import pg_schema
 from service import env as core
-from service.api.episodes import EpisodeService, ResetParams
-from service.api.runs import RunService
+from service.domain.episodes.services import EpisodeService
+from service.domain.episodes.schemas import ResetParams
+from service.domain.runs.services import RunService
 from service.db.migrate import upgrade_to_head
 from service.env.agents import play_episode
 from service.settings import Settings

@@ -26,8 +26,8 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from pydantic import BaseModel
 
-from service.api.credentials import refuse_tokens_in_url
-from service.api.decoding import (
+from service.domain.episodes.credentials import refuse_tokens_in_url
+from service.lib.decoding import (
     BodyNotJson,
     DecodedRequest,
     UnstorableText,
@@ -35,18 +35,26 @@ from service.api.decoding import (
     close_openapi_bodies,
     decode_json,
 )
-from service.api.deployment import load_dataset, preload_submitters
-from service.api.episodes import EpisodeService
-from service.api.http import BaselineCache, BenchmarkController, OpenEnvController
-from service.api.implicit_episode import ImplicitEpisode
-from service.api.limits import EpisodeQuota, client_addresses, rate_limit_middleware, sweep_rate_limit_counters
-from service.api.mcp import McpSessions, handle_jsonrpc
-from service.api.problems import exception_handlers, problem_responses
-from service.api.run_routes import RenderedPages, RunController
-from service.api.security_headers import SECURITY_HEADERS
-from service.api.swagger import LocalSwaggerUI, swagger_assets
-from service.api.runs import RunService
-from service.api.ws import WsSessions, ws_endpoint
+from service.deployment import load_dataset, preload_submitters
+from service.domain.episodes.services import EpisodeService
+from service.domain.benchmark.services import BaselineCache
+from service.domain.benchmark.controllers import BenchmarkController
+from service.domain.episodes.controllers import OpenEnvController
+from service.domain.episodes.cookies import ImplicitEpisode
+from service.lib.limits import (
+    EpisodeQuota,
+    client_addresses,
+    rate_limit_middleware,
+    sweep_rate_limit_counters,
+)
+from service.domain.episodes.mcp import McpSessions, handle_jsonrpc
+from service.lib.problems import exception_handlers, problem_responses
+from service.domain.runs.pages import RenderedPages
+from service.domain.runs.controllers import RunController
+from service.lib.security_headers import SECURITY_HEADERS
+from service.lib.swagger import LocalSwaggerUI, swagger_assets
+from service.domain.runs.services import RunService
+from service.domain.episodes.websocket import WsSessions, ws_endpoint
 from service import env as core
 from service.db.engine import Database
 from service.db.errors import DatabaseNotMigrated, fault_from
@@ -253,7 +261,7 @@ def create_app(settings: Settings) -> Litestar:
             }
         ),
         lifespan=[lifespan],
-        template_config=TemplateConfig(directory=Path(__file__).parent / "api" / "templates", engine=JinjaTemplateEngine),
+        template_config=TemplateConfig(directory=Path(__file__).parent / "lib" / "templates", engine=JinjaTemplateEngine),
         exception_handlers=exception_handlers,
         response_headers=SECURITY_HEADERS,
         middleware=rate_limit_middleware(settings, clients),
@@ -294,7 +302,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         # A frame over the body limit is refused (close 1009) by the protocol layer before it is read
         # whole; small headroom so the app's own check still answers a frame just over the limit.
         "ws_max_size": settings.max_body_bytes + 1024,
-        # The app works out the client address itself (TRUSTED_PROXY_HOPS, service.api.limits): uvicorn's own
+        # The app works out the client address itself (TRUSTED_PROXY_HOPS, service.lib.limits): uvicorn's own
         # rewrite of it from X-Forwarded-For would trust entries the client wrote.
         "proxy_headers": False,
     }

@@ -12,7 +12,7 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from service.api.runs import RunService
+from service.domain.runs.services import RunService
 from service.db import mcp_store, retention
 from service.db.engine import Database
 from service.db.errors import DatabaseFault

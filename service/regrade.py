@@ -12,23 +12,19 @@ the summaries of complete runs. Exit code 0 when nothing changed, 1 when somethi
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import asyncio
 import json
 import sys
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import select
-
 from service import env as core
-from service.api.deployment import load_dataset
-from service.api.runs import summarize_run
+from service.deployment import load_dataset
+from service.domain.runs.services import summarize_run
 from service.db import repository as repo
 from service.db import run_store
 from service.db.engine import Database
-from service.db.models import episodes, grades
 from service.settings import Settings
-
 
 
 async def regrade(db: Database, run_id: str | None = None, write: bool = False, dataset: core.Dataset | None = None) -> dict[str, Any]:
@@ -36,19 +32,8 @@ async def regrade(db: Database, run_id: str | None = None, write: bool = False, 
     (default: the key this deployment keeps in the database, or TEST_SPLIT_KEY)."""
     if dataset is None:
         dataset = await load_dataset(db, Settings.from_env())
-    query = select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.split, episodes.c.state, episodes.c.run_id).where(
-        episodes.c.status == "done"
-    )
-    if run_id is not None:
-        query = query.where(episodes.c.run_id == run_id)
-    async with db.reader() as conn:
-        rows = (await conn.execute(query.order_by(episodes.c.id))).all()
-        latest = {
-            r.episode_id: (r.score, r.resolved, r.grader_version)
-            for r in (await conn.execute(
-                select(grades.c.episode_id, grades.c.score, grades.c.resolved, grades.c.grader_version, grades.c.id).order_by(grades.c.id)
-            )).all()
-        }
+    rows = await repo.finished_episodes(db, run_id)
+    latest = await repo.latest_grades(db)
     changes: list[dict[str, Any]] = []
     touched_runs: set[str] = set()
     for row in rows:

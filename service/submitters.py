@@ -21,7 +21,7 @@ import secrets
 import sys
 from typing import Any
 
-from service.api.deployment import hash_secret
+from service.lib.secrets import hash_secret
 from service.db import run_store
 from service.db.migrate import upgrade_to_head
 from service.settings import Settings

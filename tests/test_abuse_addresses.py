@@ -74,7 +74,7 @@ async def test_get_limits_says_which_address_a_request_counts_against(settings: 
 
 
 def test_client_addresses_resolve_the_right_entry() -> None:
-    from service.api.limits import ClientAddresses
+    from service.lib.limits import ClientAddresses
 
     one = ClientAddresses(1, frozenset({"127.0.0.1"}))
     peer = ("127.0.0.1", 5000)

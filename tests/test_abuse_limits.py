@@ -57,7 +57,7 @@ async def test_per_address_limit_answers_429_with_retry_after(settings: Settings
 
 async def test_expired_counters_are_swept(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """A client that never returns does not stay in memory (Litestar's store only expires keys it reads)."""
-    from service.api import limits
+    from service.lib import limits
 
     monkeypatch.setattr(limits, "SWEEP_EVERY_S", 0.3)
     app = create_app(limited(settings, rate_limit_per_s=5))

@@ -15,7 +15,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import select
 
 from conftest import LiveServer
-from service.api.runs import RunService
+from service.domain.runs.services import RunService
 from service.app import create_app
 from service.db.models import mcp_sessions, utcnow
 from service.housekeeping import retention_pass

@@ -11,7 +11,7 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select, update
 
-from service.api.runs import UNRANKED_SHOWN
+from service.domain.runs.schemas import UNRANKED_SHOWN
 from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table

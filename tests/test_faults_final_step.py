@@ -16,7 +16,7 @@ import pytest
 from litestar.testing import AsyncTestClient, TestClient
 
 from service import env as core
-from service.api import runs as runs_module
+from service.domain.runs import services as runs_module
 from service.app import create_app
 from service.db import run_store
 from service.db.errors import DatabaseFull

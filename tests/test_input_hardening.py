@@ -16,9 +16,9 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient, TestClient
 
 from service import env as core
-from service.api.decoding import OPENENV_TOLERATED_STEP_FIELDS
-from service.api.episodes import ResetParams
-from service.api.schemas import StepRequest
+from service.lib.decoding import OPENENV_TOLERATED_STEP_FIELDS
+from service.domain.episodes.schemas import ResetParams
+from service.domain.episodes.schemas import StepRequest
 from service.app import create_app
 from service.settings import Settings
 

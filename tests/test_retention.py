@@ -10,7 +10,7 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from sqlalchemy import select, update
 
-from service.api.runs import RunService
+from service.domain.runs.services import RunService
 from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table

@@ -320,7 +320,7 @@ async def test_a_test_run_publishes_only_rounded_aggregates_released_by_the_ladd
 def test_a_test_rows_resolved_is_what_the_ladder_released() -> None:
     """At a tie the published rounding and the Ladder's margin steps differ (0.885: 0.89 vs 0.88); the
     test above met one with a random deployment key. The row shows the released score."""
-    from service.api.runs import RunService
+    from service.domain.runs.services import RunService
     from service.db.run_store import BoardRun
     from service.stats import ladder, published
 

@@ -8,7 +8,7 @@ import re
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
-from service.api.security_headers import CONTENT_SECURITY_POLICY
+from service.lib.security_headers import CONTENT_SECURITY_POLICY
 
 Client = AsyncTestClient[Litestar]
 

@@ -10,8 +10,9 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from service import env as core
-from service.api.episodes import EpisodeService, ResetParams
-from service.api.runs import RunService
+from service.domain.episodes.services import EpisodeService
+from service.domain.episodes.schemas import ResetParams
+from service.domain.runs.services import RunService
 from service.db import repository as repo
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, grades, transitions

@@ -10,7 +10,7 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
 from service import env as core
-from service.api.episodes import EpisodeService
+from service.domain.episodes.services import EpisodeService
 from service.app import create_app
 from service.db.engine import Database
 from service.settings import Settings

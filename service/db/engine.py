@@ -190,6 +190,10 @@ class Database:
             return False
         return True
 
+    async def reachable(self) -> None:
+        """One trivial read: raises :class:`~service.db.errors.DatabaseFault` if the read path is down."""
+        await self.read(_select_one)
+
     async def ping(self) -> None:
         """Raise :class:`~service.db.errors.DatabaseFault` unless the database answers a trivial
         read on the read path and on the write path (on SQLite: both connection threads, neither of

@@ -4,7 +4,7 @@ A driver or SQLAlchemy error that means "the database cannot do this now" become
 :class:`DatabaseUnavailable` (answered 503 with ``Retry-After``: retry later) or :class:`DatabaseFull`
 (answered 507: nothing new can be stored until space is freed). Anything else — an
 ``IntegrityError``, a bug — is not a fault and is left as it is. ``Database`` raises these from
-every read and write; ``service.api.problems`` turns them into problem details; :class:`FaultLog`
+every read and write; ``service.lib.problems`` turns them into problem details; :class:`FaultLog`
 keeps the log to one line per failure.
 """
 

@@ -1,4 +1,4 @@
-"""HTTP MCP sessions in the database, so that any worker serves any of them (``service.api.mcp``).
+"""HTTP MCP sessions in the database, so that any worker serves any of them (``service.domain.episodes.mcp``).
 
 A session's id is the client's capability: rows are keyed by its SHA-256, and the secrets a session
 carries for its episode (a run token, an episode token) are sealed with a key derived from the id and a

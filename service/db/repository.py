@@ -311,3 +311,38 @@ async def count_rows(db: Database) -> dict[str, int]:
         return {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in (episodes, transitions, grades)}
 
     return await db.read(count)
+
+
+@dataclass(frozen=True)
+class FinishedEpisode:
+    """A finished episode as the re-grader replays it."""
+
+    id: str
+    task_id: str
+    seed: int
+    split: str
+    state: dict[str, Any]
+    run_id: str | None
+
+
+async def finished_episodes(db: Database, run_id: str | None = None) -> list[FinishedEpisode]:
+    """Every finished episode (of one run, if given), by id."""
+    query = select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.split, episodes.c.state,
+                   episodes.c.run_id).where(episodes.c.status == "done")
+    if run_id is not None:
+        query = query.where(episodes.c.run_id == run_id)
+
+    def read(conn: Connection) -> list[FinishedEpisode]:
+        return [FinishedEpisode(*row) for row in conn.execute(query.order_by(episodes.c.id))]
+
+    return await db.read(read)
+
+
+async def latest_grades(db: Database) -> dict[str, tuple[float, bool, str]]:
+    """episode id → (score, resolved, grader version) of its latest stored grade."""
+    query = select(grades.c.episode_id, grades.c.score, grades.c.resolved, grades.c.grader_version).order_by(grades.c.id)
+
+    def read(conn: Connection) -> dict[str, tuple[float, bool, str]]:
+        return {row.episode_id: (row.score, row.resolved, row.grader_version) for row in conn.execute(query)}
+
+    return await db.read(read)

@@ -33,7 +33,7 @@ class RunRecord:
     task_ids: list[str]
     full_split: bool
     limit_per_task: int | None
-    manifest: list[dict[str, Any]] | None  # only runs created before 0005; see service.api.runs.manifest_of
+    manifest: list[dict[str, Any]] | None  # only runs created before 0005; see service.domain.runs.services.manifest_of
     episodes_total: int
     next_index: int
     episodes_done: int
@@ -203,7 +203,7 @@ async def get_run(db: Database, run_id: str) -> RunRecord | None:
 
 # SQLite would pick the primary key's index and then walk the row's manifest overflow pages to reach
 # status and updated_at; the covering index answers alone (PostgreSQL keeps the manifest out of line).
-# Since 0005 new runs store no manifest (service.api.runs.manifest_of), so their rows are short; the
+# Since 0005 new runs store no manifest (service.domain.runs.services.manifest_of), so their rows are short; the
 # index still spares runs stored before it that walk, and keeps a step's authorisation one index read.
 _ACCESS = select(*_columns(RunAccess)).where(runs.c.id == bindparam("run_id"))
 _ACCESS_SQLITE = text(

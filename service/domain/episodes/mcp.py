@@ -25,10 +25,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from service.api.decoding import UnstorableText, check_text, unstorable
-from service.api.episodes import EpisodeResult, EpisodeService, ResetParams, validation_errors
-from service.api.limits import Client
-from service.api.problems import InvalidInput, Problem
+from service.lib.decoding import UnstorableText, check_text, unstorable
+from service.domain.episodes.schemas import EpisodeResult, ResetParams
+from service.domain.episodes.services import EpisodeService
+from service.lib.decoding import validation_errors
+from service.lib.limits import Client
+from service.lib.problems import InvalidInput, Problem
 from service.db import mcp_store
 from service.db.engine import Database
 from service.db.models import utcnow

@@ -26,7 +26,7 @@ from litestar.types import Empty
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from service.api.problems import InvalidInput, Problem
+from service.lib.problems import InvalidInput, Problem
 
 # Top-level body fields that OpenEnv clients and the reference server's documented examples send,
 # accepted and ignored (openenv 0.10 ``core/env_server/types.py``: ResetRequest has seed and
@@ -224,6 +224,15 @@ def close_openapi_bodies(document: dict[str, Any]) -> dict[str, Any]:
         if component is not None:
             _closed_schema(component, cls)
     return document
+
+
+def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+        loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
+        field = ".".join(p for p in (prefix, loc) if p)
+        out.append({"field": field or prefix or "body", "message": err["msg"], "type": err["type"]})
+    return out
 
 
 __all__ = [

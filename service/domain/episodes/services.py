@@ -13,13 +13,23 @@ import secrets
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Annotated, Any, Literal
-
-from pydantic import Field, ValidationError
+from typing import Any, Protocol
 
 from service import env as core
-from service.api.decoding import OPENENV_TOLERATED_RESET_FIELDS, ClosedBody, JsonBool, JsonInt
-from service.api.problems import (
+from service.db import repository as repo
+from service.db.engine import Database
+from service.db.errors import DatabaseFault
+from service.domain.episodes.schemas import (
+    MIN_CLIENT_TOKEN,
+    RUN_ID_PREFIX,
+    MAX_SEED,
+    EpisodeResult,
+    ResetParams,
+    parse_action,
+    wire_observation,
+)
+from service.domain.episodes.task_names import choose_task, default_task_pool
+from service.lib.problems import (
     EpisodeAlreadyExists,
     EpisodeFinishedProblem,
     EpisodeNotFinished,
@@ -34,220 +44,26 @@ from service.api.problems import (
     TestResultsPrivate,
     TestSplitNeedsRun,
 )
-from service.api.deployment import hash_secret
-from service.db import repository as repo
-from service.db.engine import Database
-from service.db.errors import DatabaseFault
-
-if TYPE_CHECKING:
-    from service.api.runs import RunService
+from service.lib.secrets import hash_secret
 
 log = logging.getLogger("service.episodes")
 
-MAX_SEED = 2**31 - 1  # seeds are stored in a 32-bit integer column
-# Run episodes are "<run_id>-<index>" with run ids "run_<hex>": clients may not choose ids there.
-RUN_ID_PREFIX = "run_"
-MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
 
+class RunGate(Protocol):
+    """What episodes need from runs (``service.domain.runs.services.RunService`` is one): the runs
+    domain builds on episodes, never the other way round, so it is passed in by the composition root."""
 
-class ResetParams(ClosedBody):
-    """Body of ``POST /reset`` (all optional; ``{}`` and an empty body are valid). Unknown fields are
-    refused by name; so are a ``true`` or ``"5"`` seed (strict integers)."""
+    async def status_of(self, run_id: str) -> str: ...
 
-    tolerated_fields = OPENENV_TOLERATED_RESET_FIELDS
+    async def authorized(self, run_id: str, token: str | None) -> Any: ...
 
-    seed: Annotated[int | None, JsonInt] = Field(
-        default=None, ge=0, le=MAX_SEED, description="Ticket seed; random (and recorded) if omitted."
-    )
-    episode_id: str | None = Field(
-        default=None, min_length=1, max_length=255, description="Client-chosen episode id; generated if omitted."
-    )
-    task_id: str | None = Field(default=None, max_length=64, description="A task id from GET /tasks.")
-    split: Literal["train", "dev", "test"] | None = Field(default=None, description="Ticket split.")
-    difficulty: str | None = Field(default=None, max_length=16, description="Pick a task of this difficulty.")
-    run_id: str | None = Field(
-        default=None, max_length=64, description="Start the next episode of this run (needs run_token); the run picks the ticket."
-    )
-    run_token: str | None = Field(default=None, max_length=128, description="The token POST /runs returned.")
-    episode_token: str | None = Field(
-        default=None, max_length=128,
-        description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
-        "made and returned in metadata.episode_token if omitted). With resume: that episode's token.",
-    )
-    resume: Annotated[bool, JsonBool] = Field(
-        default=False,
-        description="With episode_id of a stored episode: re-attach to it instead of starting a new one.",
-    )
+    async def live_status(self, run: Any, episode_updated_at: Any) -> str: ...
 
+    async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult: ...
 
-@dataclass(frozen=True)
-class EpisodeResult:
-    """One observation to send: after reset, resume or step."""
+    async def finish_if_complete(self, run_id: str) -> str: ...
 
-    episode_id: str
-    observation: dict[str, Any]
-    reward: float | None
-    done: bool
-    metadata: dict[str, Any]
-
-    def wire(self) -> dict[str, Any]:
-        return {"observation": self.observation, "reward": self.reward, "done": self.done, "metadata": self.metadata}
-
-
-def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, Any]]:
-    out = []
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
-        loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
-        field = ".".join(p for p in (prefix, loc) if p)
-        out.append({"field": field or prefix or "body", "message": err["msg"], "type": err["type"]})
-    return out
-
-
-# Seed A's name for `decision` (its server's only action field). Mapped here, once, for every
-# transport; GET /schema's action declares it (wire_action_schema).
-ACTION_TYPE = "action_type"
-# OpenEnv's `Action` base model (openenv-core 0.3.0, openenv 0.10) has `metadata: Dict = {}`, and its
-# clients send `action.model_dump()`: every typed action carries it. Accepted (an object), ignored.
-ACTION_METADATA = "metadata"
-
-
-def parse_action(payload: Any) -> core.Action:
-    if not isinstance(payload, dict):
-        raise InvalidInput(
-            "`action` must be a JSON object such as {\"decision\": \"request_info\"}; GET /schema shows every field",
-            errors=[{"field": "action", "message": "must be an object", "type": "dict_type"}],
-        )
-    if ACTION_METADATA in payload:
-        if not isinstance(payload[ACTION_METADATA], dict):
-            raise InvalidInput(
-                "invalid action (action.metadata): must be an object (OpenEnv's Action.metadata; it is ignored) — "
-                "GET /schema shows the action schema",
-                errors=[{"field": "action.metadata", "message": "must be an object", "type": "dict_type"}],
-            )
-        payload = {k: v for k, v in payload.items() if k != ACTION_METADATA}
-    aliased = ACTION_TYPE in payload
-    if aliased:
-        payload = dict(payload)
-        decision = payload.pop(ACTION_TYPE)
-        if payload.get("decision") is not None and payload["decision"] != decision:
-            raise InvalidInput(
-                "give the decision once: `decision` or its alias `action_type`, not both with different values",
-                errors=[{"field": "action.action_type", "message": "conflicts with action.decision", "type": "conflict"}],
-            )
-        payload["decision"] = decision
-    try:
-        return core.Action.model_validate(payload)
-    except ValidationError as exc:
-        errors = validation_errors(exc, "action")
-        if aliased:  # name the field the client sent
-            errors = [{**e, "field": e["field"].replace("action.decision", "action.action_type", 1)} for e in errors]
-        fields = ", ".join(e["field"] for e in errors)
-        raise InvalidInput(
-            f"invalid action ({fields}): " + "; ".join(e["message"] for e in errors) + " — GET /schema shows the action schema",
-            errors=errors,
-        ) from exc
-
-
-class WireObservation(core.Observation):
-    """The observation as clients get it: the core's plus the episode it belongs to.
-
-    The one definition of both the payload (:func:`wire_observation`) and GET /schema's
-    ``observation``. On the wire ``reward`` and ``done`` sit at the envelope's top level (OpenEnv);
-    validators such as openenv 0.10's ``runtime.observation_schema`` put them back before checking
-    against the schema, so the schema keeps them.
-    """
-
-    episode_id: str = Field(description="The episode this observation belongs to (from POST /reset).")
-
-
-WIRE_LIFTED = frozenset({"reward", "done"})  # sent beside the observation, not inside it
-
-
-def wire_observation(episode_id: str, observation: core.Observation) -> dict[str, Any]:
-    # model_construct: the core's observation is already valid; only the id is added.
-    wire = WireObservation.model_construct(**dict(observation), episode_id=episode_id)
-    return wire.model_dump(mode="json", exclude=WIRE_LIFTED)
-
-
-def wire_observation_schema() -> dict[str, Any]:
-    """JSON schema of an observation with ``reward`` and ``done`` put back (GET /schema)."""
-    return WireObservation.model_json_schema()
-
-
-def wire_action_schema() -> dict[str, Any]:
-    """JSON schema of the action :func:`parse_action` accepts: the core's, plus ``action_type`` and
-    OpenEnv's ``metadata``."""
-    schema = core.Action.model_json_schema()
-    decision = schema["properties"]["decision"]
-    schema["properties"][ACTION_TYPE] = {
-        **decision, "title": "Action Type", "description": "Seed A's name for `decision`; give one of the two."
-    }
-    schema["properties"][ACTION_METADATA] = {
-        "type": "object", "additionalProperties": True, "default": {}, "title": "Metadata",
-        "description": "OpenEnv's Action.metadata (its clients send it with every typed action): accepted and ignored.",
-    }
-    return schema
-
-
-# Seed A's task names (its openenv.yaml: easy, medium, hard; every case a refund decision) name
-# our decision tasks of that difficulty.
-TASK_ALIASES: dict[str, str] = {t.difficulty: t.id for t in core.TASKS.values() if t.family == "decision"}
-
-
-def canonical_task_id(task_id: str) -> str:
-    """A task id, with an alias replaced by the task it names (unknown ids are returned as given)."""
-    return TASK_ALIASES.get(task_id, task_id)
-
-
-def aliases_of(task_id: str) -> list[str]:
-    return [alias for alias, task in TASK_ALIASES.items() if task == task_id]
-
-
-def unknown_task(task_id: str) -> InvalidInput:
-    aliases = ", ".join(f"{a} ({t})" for a, t in TASK_ALIASES.items())
-    return InvalidInput(
-        f"unknown task_id {task_id!r}; choose one of: {', '.join(core.TASKS)}, or an alias: {aliases} (GET /tasks)",
-        errors=[{"field": "task_id", "message": "unknown task", "type": "unknown_task"}],
-    )
-
-
-def default_task_pool(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The task ids of the DEFAULT_TASKS setting (ids or aliases); every task when empty."""
-    ids = tuple(dict.fromkeys(canonical_task_id(n) for n in names))
-    unknown = [i for i in ids if i not in core.TASKS]
-    if unknown:
-        raise ValueError(f"DEFAULT_TASKS names unknown tasks {unknown}; use ids ({', '.join(core.TASKS)}) or aliases "
-                         f"({', '.join(TASK_ALIASES)})")
-    return ids or tuple(core.TASKS)
-
-
-def choose_task(task_id: str | None, difficulty: str | None, seed: int, pool: tuple[str, ...] | None = None) -> str:
-    """The task for a reset: the one asked for, else one of the asked difficulty, else one of
-    ``pool`` (every task by default) by seed."""
-    tasks = list(core.TASKS.values())
-    if task_id is not None:
-        task_id = canonical_task_id(task_id)
-        if task_id not in core.TASKS:
-            raise unknown_task(task_id)
-        spec = core.TASKS[task_id]
-        if difficulty is not None and spec.difficulty != difficulty:
-            raise InvalidInput(
-                f"task {task_id!r} has difficulty {spec.difficulty!r}, not {difficulty!r}; pass one of them only",
-                errors=[{"field": "difficulty", "message": "does not match task_id", "type": "mismatch"}],
-            )
-        return task_id
-    if difficulty is not None:
-        matching = [t for t in tasks if t.difficulty == difficulty]
-        if not matching:
-            known = sorted({t.difficulty for t in tasks})
-            raise InvalidInput(
-                f"no task has difficulty {difficulty!r}; use one of: {', '.join(known)}",
-                errors=[{"field": "difficulty", "message": "unknown difficulty", "type": "unknown_difficulty"}],
-            )
-        preferred = [t for t in matching if t.family == "decision"] or matching
-        return preferred[seed % len(preferred)].id
-    ids = pool or tuple(core.TASKS)
-    return ids[seed % len(ids)]
+    async def detail(self, run_id: str) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -294,7 +110,7 @@ class EpisodeService:
         self,
         db: Database,
         default_split: str = "train",
-        runs: RunService | None = None,
+        runs: RunGate | None = None,
         dataset: core.Dataset = core.PUBLIC,
         default_tasks: tuple[str, ...] = (),
     ) -> None:

@@ -9,24 +9,19 @@ fingerprint, never the key.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 
 from service import env as core
 from service.db import run_store
 from service.db.engine import Database
+from service.lib.secrets import hash_secret
 from service.settings import Settings
 
 log = logging.getLogger("service.deployment")
 
 TEST_KEY_SECRET = "test_split_key"
 WEAK_SECRET_CHARS = 16
-
-
-def hash_secret(secret: str) -> str:
-    """How tokens and keys are stored: only their SHA-256 (they are random, so no salt is needed)."""
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 async def load_dataset(db: Database, settings: Settings) -> core.Dataset:

@@ -9,7 +9,7 @@ that named no episode (any client without a cookie lands there: one client per s
 none, and the request gets the usual 422 asking for an ``episode_id``.
 
 A client-chosen episode id is guessable, so acting on it needs its episode token
-(:mod:`service.api.credentials`). For a client that keeps cookies but never sends tokens (seed A's
+(:mod:`service.domain.episodes.credentials`). For a client that keeps cookies but never sends tokens (seed A's
 client never sends an episode id either), the reset that created such an episode also sets the
 ``ecomm_episode_token`` cookie (HttpOnly) with its token; it stands in for ``X-Episode-Token`` only
 on requests for the episode the ``ecomm_episode`` cookie names. Whoever merely knows the id has
@@ -24,8 +24,8 @@ from urllib.parse import quote, unquote
 from litestar import Request
 from litestar.datastructures import Cookie
 
-from service.api.episodes import ResetParams
-from service.api.problems import InvalidInput
+from service.domain.episodes.schemas import ResetParams
+from service.lib.problems import InvalidInput
 
 EPISODE_COOKIE = "ecomm_episode"
 EPISODE_TOKEN_COOKIE = "ecomm_episode_token"

@@ -3,7 +3,7 @@
 Run tokens and submitter keys go in ``Authorization: Bearer …`` (or ``run_token`` in a body); the
 episode token of a client-chosen episode id goes in ``X-Episode-Token`` (or ``Authorization:
 Bearer``, or ``episode_token`` in a body; over HTTP, a client that keeps cookies also sends the
-``ecomm_episode_token`` cookie its reset set, see :mod:`service.api.implicit_episode`). A URL ends up in access logs, proxy logs and browser
+``ecomm_episode_token`` cookie its reset set, see :mod:`service.domain.episodes.cookies`). A URL ends up in access logs, proxy logs and browser
 history, so a token in the query string is refused before anything else happens.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from litestar import Request
 
-from service.api.implicit_episode import cookie_token
-from service.api.problems import TokenInUrl, bearer
+from service.domain.episodes.cookies import cookie_token
+from service.lib.problems import TokenInUrl, bearer
 
 EPISODE_TOKEN_HEADER = "x-episode-token"
 SECRET_QUERY_KEYS = ("run_token", "episode_token", "token", "submitter_key", "api_key", "access_token")

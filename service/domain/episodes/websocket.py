@@ -20,13 +20,20 @@ from litestar import WebSocket, websocket
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy import text
 
-from service.api.decoding import BodyNotJson, UnstorableText, decode_json
-from service.api.episodes import EpisodeService, ResetParams, validation_errors
-from service.api.limits import Client, ClientAddresses, FrameRate
-from service.api.mcp import McpSession, McpSessions, handle_jsonrpc, mcp_style_activity, mcp_style_step
-from service.api.problems import Problem
+from service.lib.decoding import BodyNotJson, UnstorableText, decode_json
+from service.domain.episodes.services import EpisodeService
+from service.domain.episodes.schemas import ResetParams
+from service.lib.decoding import validation_errors
+from service.lib.limits import Client, ClientAddresses, FrameRate
+from service.domain.episodes.mcp import (
+    McpSession,
+    McpSessions,
+    handle_jsonrpc,
+    mcp_style_activity,
+    mcp_style_step,
+)
+from service.lib.problems import Problem
 from service.db.errors import DatabaseFault
 from service.settings import Settings
 
@@ -126,7 +133,7 @@ class WsSessions:
     async def open_session(self) -> McpSession:
         """Make sure the session can work: its episodes live in the database, so reach it once."""
         try:
-            await self.episodes.db.read(lambda conn: conn.execute(text("SELECT 1")))
+            await self.episodes.db.reachable()
         except Exception as exc:  # noqa: BLE001 - any failure here means no session can be served
             raise FactoryFailed("cannot open a session: the episode store is unavailable; retry later") from exc
         return McpSession()

@@ -6,89 +6,31 @@ to clients that ask for ``text/html`` (browsers), or with ``?format=html``.
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream, Template
 
 from service import env as core
-from service.api.credentials import episode_token
-from service.api.episodes import EpisodeService
-from service.api.problems import bearer, problem_responses
-from service.api.runs import MANIFEST_PAGE_MAX, RUN_PAGE_ASKED_MAX, RUN_PAGE_DEFAULT, RUN_PAGE_MAX, CreateRun, RunService, Usage
-from service.api.schemas import ObservationResponse
+from service.domain.episodes.credentials import episode_token
+from service.domain.episodes.services import EpisodeService
+from service.lib.problems import bearer, problem_responses
+from service.domain.runs.pages import conditional_page, wants_html
+from service.domain.runs.schemas import (
+    MANIFEST_PAGE_MAX,
+    RUN_PAGE_ASKED_MAX,
+    RUN_PAGE_DEFAULT,
+    RUN_PAGE_MAX,
+    CreateRun,
+    Usage,
+)
+from service.domain.runs.services import RunService
+from service.domain.episodes.schemas import ObservationResponse
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
-
-
-def wants_html(request: Request[Any, Any, Any]) -> bool:
-    """HTML for browsers (they list text/html in Accept) or ``?format=html``; JSON otherwise.
-
-    The HTML pages are a view of the same data, not part of the JSON API's schema.
-    """
-    fmt = request.query_params.get("format")
-    if fmt is not None:
-        return fmt == "html"
-    return "text/html" in request.headers.get("accept", "")
-
-
-class RenderedPages:
-    """Run pages as sent — JSON or HTML bytes — by ETag (one app's, bounded, least recently used out).
-    The ETag is a hash of the page's version (:meth:`RunService.page_version`), known before the page
-    is built: a page read again unchanged is neither read from the database, nor encoded, nor rendered."""
-
-    def __init__(self, capacity: int = 128) -> None:
-        self.capacity = capacity
-        self._by_etag: OrderedDict[str, bytes] = OrderedDict()
-
-    def get(self, etag: str) -> bytes | None:
-        page = self._by_etag.get(etag)
-        if page is not None:
-            self._by_etag.move_to_end(etag)
-        return page
-
-    def put(self, etag: str, page: bytes) -> None:
-        self._by_etag[etag] = page
-        while len(self._by_etag) > self.capacity:
-            self._by_etag.popitem(last=False)
-
-
-def _etag_matches(request: Request[Any, Any, Any], etag: str) -> bool:
-    header = request.headers.get("if-none-match")
-    if not header:
-        return False
-    candidates = {c.strip().removeprefix("W/") for c in header.split(",")}
-    return "*" in candidates or etag in candidates
-
-
-async def conditional_page(
-    request: Request[Any, Any, Any], version: str, build: Callable[[], Awaitable[dict[str, Any]]], template: str,
-    context: Callable[[dict[str, Any]], dict[str, Any]],
-) -> Response[Any]:
-    """JSON or HTML with a strong ETag made from ``version`` (one per representation). ``If-None-Match``
-    with it answers 304 without building anything; a page already sent with this ETag is sent again
-    from memory; only otherwise is ``build()`` awaited and its body encoded or rendered. Clients
-    revalidate (``no-cache``)."""
-    html = wants_html(request)
-    etag = '"' + hashlib.blake2b(version.encode(), digest_size=12).hexdigest() + ('-html"' if html else '"')
-    headers = {"ETag": etag, "Cache-Control": "no-cache", "Vary": "Accept"}
-    if _etag_matches(request, etag):
-        return Response(content=b"", status_code=304, headers=headers)
-    media_type = MediaType.HTML if html else MediaType.JSON
-    pages: RenderedPages = request.app.state.rendered_pages
-    page = pages.get(etag)
-    if page is None:
-        body = await build()
-        page = (request.app.template_engine.get_template(template).render(**context(body)).encode() if html
-                else msgspec.json.encode(body))
-        pages.put(etag, page)
-    return Response(content=page, media_type=media_type, headers=headers)
 
 
 class RunController(Controller):

@@ -29,7 +29,7 @@ from litestar.connection import ASGIConnection
 from litestar.middleware.base import DefineMiddleware
 from litestar.middleware.rate_limit import RateLimitConfig, RateLimitMiddleware
 
-from service.api.problems import QuotaExceeded, bearer
+from service.lib.problems import QuotaExceeded, bearer
 from service.db import client_usage
 from service.db.engine import Database
 from service.db.models import utcnow

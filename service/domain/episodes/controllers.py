@@ -1,43 +1,35 @@
-"""OpenEnv HTTP endpoints plus the seed endpoints (/tasks, /grader, /baseline). Thin: each handler
-parses, calls :class:`~service.api.episodes.EpisodeService` (or the core), and returns a model."""
+"""OpenEnv's HTTP endpoints: reset, step, state, health, metadata, schema. Thin: each handler parses,
+calls :class:`~service.domain.episodes.services.EpisodeService` (or the core), and returns a model."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
-import anyio
 from litestar import Controller, Request, Response, get, post
-from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
-from service.api.credentials import episode_token, explicit_episode_token
-from service.api.episodes import (
+from service.domain.episodes.credentials import episode_token, explicit_episode_token
+from service.domain.episodes.schemas import (
     EpisodeResult,
-    EpisodeService,
     ResetParams,
-    aliases_of,
-    validation_errors,
     wire_action_schema,
     wire_observation_schema,
 )
-from service.api.implicit_episode import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
-from service.api.limits import counted_address
-from service.api.problems import InvalidInput, bearer, problem_responses
-from service.api.schemas import (
-    BaselineResponse,
-    GraderResponse,
+from service.domain.episodes.services import EpisodeService
+from service.lib.decoding import validation_errors
+from service.domain.episodes.cookies import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
+from service.lib.limits import counted_address
+from service.lib.problems import InvalidInput, bearer, problem_responses
+from service.domain.episodes.schemas import (
     HealthResponse,
     MetadataResponse,
     ObservationResponse,
-    RunGradeResponse,
     SchemaResponse,
     StateResponse,
     StepRequest,
-    TasksResponse,
 )
 from service.settings import Settings
 
@@ -82,7 +74,7 @@ def implicit(request: Request[Any, Any, Any]) -> ImplicitEpisode:
 
 def started(request: Request[Any, Any, Any], params: ResetParams, result: EpisodeResult) -> Response[ObservationResponse]:
     """The reset's answer, with the cookies naming its episode and, for a client-chosen id, its episode
-    token (see service.api.implicit_episode): a client that only keeps cookies can act on it."""
+    token (see service.domain.episodes.cookies): a client that only keeps cookies can act on it."""
     token = result.metadata.get("episode_token")  # a new client-chosen id: the token its reset made or took
     if token is None and params.resume:  # re-attached with a token sent as one (never a bearer run token)
         token = explicit_episode_token(request, params.episode_token) or cookie_token(request, params.episode_id)
@@ -175,59 +167,6 @@ class OpenEnvController(Controller):
         )
 
 
-class BenchmarkController(Controller):
-    tags = ["benchmark"]
-
-    @get("/tasks", summary="Every task with its grader description and the action schema")
-    async def tasks(self) -> TasksResponse:
-        action_schema = wire_action_schema()
-        return TasksResponse(
-            tasks=[{**t.model_dump(mode="json"), "action_schema": action_schema, "aliases": aliases_of(t.id)}
-                   for t in core.TASKS.values()],
-            action_schema=action_schema,
-        )
-
-    @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(401, 403, 404, 409))
-    async def grader(
-        self,
-        request: Request[Any, Any, Any],
-        episodes: NamedDependency[EpisodeService],
-        episode_id: EpisodeIdQuery = None,
-        run_id: Annotated[str | None, QueryParameter(max_length=64, description="From POST /runs.")] = None,
-    ) -> GraderResponse | RunGradeResponse:
-        # One dependency: Litestar resolves two or more in a task group, on every request.
-        closed_query(request, GRADER_QUERY)
-        if run_id is not None and episode_id is None and episodes.runs is not None:
-            run = await episodes.runs.detail(run_id)
-            return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})
-        episode_id = implicit(request).resolve(request, episode_id)
-        return GraderResponse(**await episodes.grade(episode_id, episode_token(request, episode_id=episode_id)))
-
-    @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")
-    async def baseline(self, state: State, settings: NamedDependency[Settings]) -> BaselineResponse:
-        cache: BaselineCache = state.baseline
-        return BaselineResponse(**await cache.get(settings))
-
-
-class BaselineCache:
-    """``evaluate_agent`` is deterministic: compute it once per app, off the event loop."""
-
-    def __init__(self) -> None:
-        self._lock = asyncio.Lock()
-        self._value: dict[str, Any] | None = None
-
-    async def get(self, settings: NamedDependency[Settings]) -> dict[str, Any]:
-        async with self._lock:
-            if self._value is None:
-                from service.env.agents import evaluate_agent
-
-                result = await anyio.to_thread.run_sync(
-                    lambda: evaluate_agent(settings.baseline_agent, settings.baseline_split, settings.baseline_seeds_per_task)
-                )
-                self._value = {**result, "seeds_per_task": settings.baseline_seeds_per_task}
-        return self._value
-
-
 def _validated_reset(**query: Any) -> ResetParams:
     try:
         return ResetParams(**{k: v for k, v in query.items() if v is not None})
@@ -236,4 +175,4 @@ def _validated_reset(**query: Any) -> ResetParams:
         raise InvalidInput("fix these query parameters: " + ", ".join(e["field"] for e in errors), errors=errors) from exc
 
 
-__all__ = ["BaselineCache", "BenchmarkController", "OpenEnvController"]
+__all__ = ["OpenEnvController"]

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from service.db.errors import DatabaseFault, FaultLog
 
-log = logging.getLogger("service.api")
+log = logging.getLogger("service.problems")
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "https://ecomm-support-env.local/problems/"

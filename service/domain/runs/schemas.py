@@ -1,0 +1,94 @@
+"""Request and response bodies of runs and the leaderboard; OpenAPI is generated from them."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from service import env as core
+from service.db import run_store
+from service.domain.episodes.task_names import canonical_task_id
+from service.lib.decoding import JsonInt, JsonNumber
+
+# Bounds of the integers a run body may hold: every integer a client sends is a JSON integer within
+# what the columns and the JSON types can store (PostgreSQL's int4 ends at 2**31 - 1).
+MAX_LIMIT_PER_TASK = 10_000  # more than any task's pool (the manifest stops at the pool's end)
+MAX_USAGE_TOKENS = 10**15
+MAX_USAGE_COST_USD = 1e9
+
+AGENT_KEY_MAX = 128  # agent_names.name_key: NFKC may lengthen a name ("㍿" is four characters)
+
+class CreateRun(BaseModel):
+    """Body of ``POST /runs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(
+        min_length=1, max_length=128,
+        description="Agent name shown on the leaderboard. A name first run with a submitter key is that submitter's: "
+        "others (and anonymous runs) get 409.",
+    )
+    model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
+    split: str = Field(default="dev", pattern="^(train|dev|test)$", description="test needs a submitter key (Authorization: Bearer).")
+    trials: Annotated[int, JsonInt] = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
+    task_ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=len(core.TASKS), description="A subset of tasks (not ranked; not on test)."
+    )
+    limit_per_task: Annotated[int | None, JsonInt] = Field(
+        default=None, ge=1, le=MAX_LIMIT_PER_TASK,
+        description="Play only the first N tickets of each task (not ranked; not on test).",
+    )
+
+    @field_validator("agent", "model")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        # Invisible format (Cf: zero-width spaces, bidi overrides, soft hyphens) and control (Cc)
+        # characters would let a name look like another one on the board.
+        hidden = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cf", "Cc")})
+        if hidden:
+            raise ValueError(f"holds invisible format or control characters ({', '.join(hidden)}); use visible text only")
+        return value
+
+    @field_validator("agent")
+    @classmethod
+    def _key_fits(cls, agent: str) -> str:
+        if len(run_store.agent_name_key(agent)) > AGENT_KEY_MAX:
+            raise ValueError(f"is longer than {AGENT_KEY_MAX} characters once normalised (NFKC)")
+        return agent
+
+    @field_validator("task_ids")
+    @classmethod
+    def _aliases(cls, task_ids: list[str] | None) -> list[str] | None:
+        return None if task_ids is None else [canonical_task_id(t) for t in task_ids]  # easy|medium|hard too
+
+
+class Usage(BaseModel):
+    """Self-reported token usage (shown as such; never verified)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: Annotated[int, JsonInt] = Field(ge=0, le=MAX_USAGE_TOKENS)
+    completion_tokens: Annotated[int, JsonInt] = Field(ge=0, le=MAX_USAGE_TOKENS)
+    cost_usd: Annotated[float | None, JsonNumber] = Field(default=None, ge=0, le=MAX_USAGE_COST_USD)
+
+
+MANIFEST_PAGE_MAX = 1000
+UNRANKED_SHOWN = 20  # unranked (subset) runs on a leaderboard: the most recent ones; the board says how many in all
+# Episodes per run page: at most 200 (1,000 cost 86 ms JSON / 107 ms HTML to build). A larger per_page, up to
+# RUN_PAGE_ASKED_MAX (what clients written before asked for), is served as 200: the page object says so.
+RUN_PAGE_DEFAULT = RUN_PAGE_MAX = 200
+RUN_PAGE_ASKED_MAX = 1000
+
+
+class RunGradeResponse(BaseModel):
+    """``GET /grader?run_id=…``: the run's summary (on the test split: released aggregates only)."""
+
+    run_id: str
+    status: str
+    episodes_done: int
+    episodes_total: int
+    per_episode_results: bool
+    summary: dict[str, Any] | None
+    ladder: dict[str, Any] | None = None
