@@ -113,5 +113,5 @@ def test_final_observation_matches_the_grader_on_openenv_core_0_3_0(live_server:
 def test_readme_shows_the_snippet_tested_here() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
     assert SNIPPET_SYNC.strip() in readme

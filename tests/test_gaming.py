@@ -37,7 +37,7 @@ from service.env import PUBLIC, TASKS, Dataset, derive_test_key
 from service.env.agents import make_agent
 
 TEST_DATASET = Dataset(test_key=derive_test_key("a deployment key for the gaming suite"))
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[1] / "docs" / "methodology.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from service.env.tasks import render_rubrics_markdown
 from service.env.world import Ticket
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "docs" / "methodology.md").read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------- single-field shortcuts
