@@ -1,5 +1,5 @@
-"""What a deployment sets up for itself at start: the key of its secret test split, and the
-submitter keys an operator preloads.
+"""What a deployment sets up for itself at start: migrations, the key of its secret test split, and
+the submitter keys an operator preloads (:func:`set_up_database`, retried while the database is away).
 
 The test split is generated from ``TEST_SPLIT_KEY``; when that is unset, a random key is created
 at first start and kept in the database, so the split stays the same across restarts and workers
@@ -9,12 +9,18 @@ fingerprint, never the key.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
+import time
+
+from alembic.runtime.migration import MigrationContext
 
 from service import env as core
 from service.db import run_store
 from service.db.engine import Database
+from service.db.errors import DatabaseNotMigrated, fault_from
+from service.db.migrate import head_revision, upgrade_to_head
 from service.lib.secrets import hash_secret
 from service.settings import Settings
 
@@ -65,3 +71,55 @@ async def preload_submitters(db: Database, settings: Settings) -> None:
             log.warning("SUBMITTER_KEYS lists submitter %r with its revoked key: it stays revoked; give the name a new "
                         "key (in SUBMITTER_KEYS, or `python -m service.submitters reissue %s`)", name, name)
     log.info("submitter keys preloaded from SUBMITTER_KEYS: %d", len(parse_submitter_keys(settings.submitter_keys)))
+
+
+class StartupFailed(Exception):
+    """The database did not answer within DB_START_TIMEOUT_S while the service was setting it up."""
+
+
+async def set_up_database(database: Database, settings: Settings) -> core.Dataset:
+    """What start needs from the database — migrations (MIGRATE_ON_START), the test split's key when
+    TEST_SPLIT_KEY is unset, preloaded submitter keys — retried while the database is unavailable, one
+    log line per attempt, for at most ``db_start_timeout_s``; then :class:`StartupFailed` with one line
+    that says what to check (no driver traceback)."""
+    deadline = time.monotonic() + settings.db_start_timeout_s
+    delay, attempt = 0.25, 0
+    while True:
+        attempt += 1
+        try:
+            if settings.migrate_on_start:
+                await upgrade_to_head(database)
+            else:
+                await _warn_unless_migrated(database)
+            dataset = await load_dataset(database, settings)
+            await preload_submitters(database, settings)
+            return dataset
+        except Exception as exc:  # noqa: BLE001 - database faults are retried; anything else is re-raised
+            fault = fault_from(exc)
+            if fault is None:
+                raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                what = "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable"
+                message = (f"the database ({database.describe()}) was still {what} after {attempt} attempts in "
+                           f"DB_START_TIMEOUT_S={settings.db_start_timeout_s:g} s: {fault.reason} — check DATABASE_URL and "
+                           "that the database is up" + (" and migrated (alembic upgrade head)" if what == "not migrated" else ""))
+                log.error("start failed: %s", message)
+                raise StartupFailed(message) from None
+            log.warning("database %s at start (attempt %d: %s); retrying in %.1f s, for up to %.0f s more (DB_START_TIMEOUT_S)",
+                        "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable", attempt, fault.reason,
+                        min(delay, left), left)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)
+
+
+async def _warn_unless_migrated(database: Database) -> None:
+    """MIGRATE_ON_START=false: say so at start if the database is behind this version (requests answer 503)."""
+    try:
+        current = await database.read(lambda conn: MigrationContext.configure(conn).get_current_revision())
+    except Exception as exc:  # noqa: BLE001 - only a warning; unreachable is reported by GET /ready
+        log.warning("MIGRATE_ON_START=false: cannot read the database's revision (%s)", fault_from(exc) or type(exc).__name__)
+        return
+    if current != head_revision():
+        log.warning("MIGRATE_ON_START=false and the database is at revision %s, not %s: requests that need the missing "
+                    "tables answer 503 until the operator runs `alembic upgrade head`", current, head_revision())

@@ -90,7 +90,7 @@ async def test_grader_from_cache_equals_grader_from_the_database(settings: Setti
         from_cache = await here.grade(episode_id)
         from_db = await EpisodeService(db, runs=runs).grade(episode_id)  # a fresh process: no cache
         assert from_cache == from_db
-        assert from_db["score"] == core.grade_episode(cached.state).score
+        assert from_db.score == core.grade_episode(cached.state).score
         assert await repo.count_rows(db) == {"episodes": 1, "transitions": len(await repo.list_transitions(db, episode_id)), "grades": 1}
     finally:
         await db.dispose()
@@ -110,7 +110,7 @@ async def test_grader_after_another_process_finished_the_episode(settings: Setti
         stale = first.cache.get(episode_id)
         assert stale is not None and stale.record.status == "active"
         assert await first.grade(episode_id) == await second.grade(episode_id)
-        assert (await first.grade(episode_id))["step_count"] == finished.metadata["step_count"]
+        assert (await first.grade(episode_id)).step_count == finished.metadata["step_count"]
         rows = await db.read(lambda c: c.execute(select(grades.c.episode_id)).all())
         assert len(rows) == 1 and len(await db.read(lambda c: c.execute(select(transitions)).all())) == finished.metadata["step_count"]
     finally:

@@ -11,11 +11,11 @@ from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 
 from service import env as core
-from service.domain.benchmark.schemas import BaselineResponse, GraderResponse, TasksResponse
+from service.domain.benchmark.schemas import BaselineResponse, TasksResponse
 from service.domain.benchmark.services import BaselineCache
 from service.domain.episodes.controllers import GRADER_QUERY, EpisodeIdQuery, closed_query, implicit
 from service.domain.episodes.credentials import episode_token
-from service.domain.episodes.schemas import wire_action_schema
+from service.domain.episodes.schemas import GraderResponse, wire_action_schema
 from service.domain.episodes.services import EpisodeService
 from service.domain.episodes.task_names import aliases_of
 from service.domain.runs.schemas import RunGradeResponse
@@ -49,7 +49,7 @@ class BenchmarkController(Controller):
             run = await episodes.runs.detail(run_id)
             return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})
         episode_id = implicit(request).resolve(request, episode_id)
-        return GraderResponse(**await episodes.grade(episode_id, episode_token(request, episode_id=episode_id)))
+        return await episodes.grade(episode_id, episode_token(request, episode_id=episode_id))
 
     @get("/baseline", summary="Server-side heuristic agent on every task, fixed dev seeds")
     async def baseline(self, state: State, settings: NamedDependency[Settings]) -> BaselineResponse:

@@ -23,10 +23,13 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+import msgspec
+from litestar import Request, post
+from litestar.di import NamedDependency
 from pydantic import ValidationError
 
-from service.lib.decoding import UnstorableText, check_text, unstorable
-from service.domain.episodes.schemas import EpisodeResult, ResetParams
+from service.lib.decoding import BodyNotJson, UnstorableText, check_text, decode_json, unstorable
+from service.domain.episodes.schemas import EpisodeResult, JsonRpcResponse, ResetParams
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import validation_errors
 from service.lib.limits import Client
@@ -209,7 +212,7 @@ class McpSessions:
 async def handle_jsonrpc(
     raw: Any, episodes: EpisodeService, session: McpSession | None = None, sessions: McpSessions | None = None,
     client: Client | None = None,
-) -> dict[str, Any]:
+) -> JsonRpcResponse:
     """Answer one JSON-RPC request (already JSON-decoded). ``session`` is the WebSocket's own
     session (``mcp`` frames); ``sessions`` the HTTP MCP sessions (``POST /mcp``); ``client`` who asks
     (its address holds the sessions it creates and the episodes it resets)."""
@@ -334,7 +337,7 @@ async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, 
         return await episodes.state(episode_id, _token(args, session, episode_id))
     if name == "grade":
         episode_id = _episode_id(args, default_id)
-        return await episodes.grade(episode_id, _token(args, session, episode_id))
+        return msgspec.structs.asdict(await episodes.grade(episode_id, _token(args, session, episode_id)))
     raise KeyError(name)
 
 
@@ -390,3 +393,16 @@ async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session
         return {"observation": {"tool_name": name, "result": _tool_result(exc.body(), is_error=True), "error": None},
                 "reward": None, "done": False}
     return {"observation": {"tool_name": name, "result": _tool_result(payload), "error": None}, "reward": None, "done": False}
+
+
+@post("/mcp", status_code=200, summary="MCP JSON-RPC 2.0: initialize, tools/list, tools/call")
+async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService]) -> JsonRpcResponse:
+    body = await request.body()
+    try:
+        payload = decode_json(body) if body.strip() else None
+    except (BodyNotJson, RecursionError):
+        return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
+    except UnstorableText:
+        payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
+    return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions,
+                                client=request.app.state.clients.of(request))

@@ -1,14 +1,16 @@
 """Request and response bodies of the OpenEnv surface (HTTP, WebSocket, MCP); OpenAPI and the
 MCP tool schemas are generated from them.
 
-``ObservationResponse`` (every reset and step) is a msgspec struct: Litestar encodes it natively,
-without a pydantic validation and dump on the hot path. The rest are pydantic models.
+``ObservationResponse`` (every reset and step) and ``GraderResponse`` (every finished episode) are
+msgspec structs: Litestar encodes them natively, without a pydantic validation and dump on the hot
+path. The episode viewer's body is a TypedDict (a plain dict, described to OpenAPI). The rest are
+pydantic models.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -265,3 +267,67 @@ class SchemaResponse(BaseModel):
     action: dict[str, Any]
     observation: dict[str, Any]
     state: dict[str, Any]
+
+
+class GraderResponse(msgspec.Struct, omit_defaults=True):
+    """``GET /grader?episode_id=…`` (also the MCP ``grade`` tool and the episode page): the stored grade of a
+    finished episode. A msgspec struct: built once per episode and encoded natively."""
+
+    episode_id: str
+    task_id: str
+    score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+    resolved: bool
+    grader_version: str
+    components: list[dict[str, Any]]
+    clauses: list[str]
+    raw: float | None
+    finished: bool
+    step_count: int
+    graded_at: str
+
+
+class StepView(TypedDict):
+    index: int
+    action: dict[str, Any]
+    observation: dict[str, Any]
+    reward: float | None  # None while rewards are withheld (a run in progress)
+    done: bool
+
+
+class EpisodeView(TypedDict):
+    """``GET /episodes/{id}``: everything the episode viewer shows."""
+
+    episode_id: str
+    state: dict[str, Any]  # core.public_state: the visible ticket state
+    ticket_id: str
+    ticket_text: str
+    instructions: str
+    steps: list[StepView]
+    grade: GraderResponse | None
+    rewards_hidden: bool
+
+
+# TypedDicts with optional keys are written as a required base and a ``total=False`` subclass: with
+# postponed annotations (this module's ``from __future__``), ``NotRequired[...]`` is not seen by
+# TypedDict, so OpenAPI would call every key required.
+
+
+class _JsonRpcErrorRequired(TypedDict):
+    code: int
+    message: str
+
+
+class JsonRpcError(_JsonRpcErrorRequired, total=False):
+    data: Any
+
+
+class _JsonRpcResponseRequired(TypedDict):
+    jsonrpc: str  # "2.0"
+    id: Any
+
+
+class JsonRpcResponse(_JsonRpcResponseRequired, total=False):
+    """``POST /mcp`` (and a WS ``mcp`` frame's data): always a JSON-RPC 2.0 object, HTTP 200."""
+
+    result: dict[str, Any]
+    error: JsonRpcError

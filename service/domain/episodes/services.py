@@ -24,7 +24,10 @@ from service.domain.episodes.schemas import (
     RUN_ID_PREFIX,
     MAX_SEED,
     EpisodeResult,
+    EpisodeView,
+    GraderResponse,
     ResetParams,
+    StepView,
     parse_action,
     wire_observation,
 )
@@ -471,7 +474,7 @@ class EpisodeService:
             "run_id": record.run_id,
         }
 
-    async def view(self, episode_id: str, episode_token: str | None = None) -> dict[str, Any]:
+    async def view(self, episode_id: str, episode_token: str | None = None) -> EpisodeView:
         """Everything the episode viewer shows; never a test-split episode, no rewards during a run.
         Run episodes (ids on public run pages) are public; a client-chosen id needs its token."""
         record = await self._load(episode_id)
@@ -481,7 +484,7 @@ class EpisodeService:
             raise _private(record)
         state = self._full_state(record)
         first = core.reset(state["task_id"], state["seed"], state["split"], self.dataset)[1]
-        steps = [
+        steps: list[StepView] = [
             {"index": t.step_index, "action": t.action, "observation": t.observation,
              "reward": t.reward if fb.step_rewards else None, "done": t.done}
             for t in await repo.list_transitions(self.db, episode_id)
@@ -498,7 +501,7 @@ class EpisodeService:
             "rewards_hidden": not fb.step_rewards,
         }
 
-    async def grade(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
+    async def grade(self, episode_id: str | None, episode_token: str | None = None) -> GraderResponse:
         cached = self.cache.get(episode_id) if episode_id else None
         if cached is not None and cached.record.status == "done" and cached.grade is not None:
             record, stored = cached.record, cached.grade  # final: a finished episode never changes
@@ -520,19 +523,19 @@ class EpisodeService:
             draft = _draft(core.grade_episode(core.EpisodeState.model_validate(record.state), self.dataset))
             stored = await repo.save_grade(self.db, record.id, draft)
         breakdown = stored.breakdown
-        return {
-            "episode_id": record.id,
-            "task_id": record.task_id,
-            "score": stored.score,
-            "resolved": stored.resolved,
-            "grader_version": stored.grader_version,
-            "components": breakdown.get("components", []),
-            "clauses": breakdown.get("clauses", []),
-            "raw": breakdown.get("raw"),
-            "finished": breakdown.get("finished", True),
-            "step_count": record.step_count,
-            "graded_at": stored.created_at.isoformat(),
-        }
+        return GraderResponse(
+            episode_id=record.id,
+            task_id=record.task_id,
+            score=stored.score,
+            resolved=stored.resolved,
+            grader_version=stored.grader_version,
+            components=breakdown.get("components", []),
+            clauses=breakdown.get("clauses", []),
+            raw=breakdown.get("raw"),
+            finished=breakdown.get("finished", True),
+            step_count=record.step_count,
+            graded_at=stored.created_at.isoformat(),
+        )
 
 
 _PRIVATE_DETAIL = (

@@ -12,23 +12,30 @@ from typing import Annotated, Any
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import Stream, Template
 
 from service import env as core
 from service.domain.episodes.credentials import episode_token
 from service.domain.episodes.services import EpisodeService
 from service.lib.problems import bearer, problem_responses
-from service.domain.runs.pages import conditional_page, wants_html
+from service.domain.runs.pages import conditional_page, page_spec, wants_html
 from service.domain.runs.schemas import (
     MANIFEST_PAGE_MAX,
     RUN_PAGE_ASKED_MAX,
     RUN_PAGE_DEFAULT,
     RUN_PAGE_MAX,
     CreateRun,
+    Leaderboard,
+    ManifestPage,
+    RunCreated,
+    RunPage,
+    RunView,
+    TrajectoryLine,
     Usage,
 )
 from service.domain.runs.services import RunService
-from service.domain.episodes.schemas import ObservationResponse
+from service.domain.episodes.schemas import EpisodeView, ObservationResponse
 
 SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
 
@@ -38,7 +45,7 @@ class RunController(Controller):
 
     @post("/runs", status_code=201, summary="Create a run: the server fixes its manifest and returns a run token "
           "(test split: Authorization: Bearer <submitter key>)", responses=problem_responses(401, 403, 429))
-    async def create(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], data: JSONBody[CreateRun]) -> dict[str, Any]:
+    async def create(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], data: JSONBody[CreateRun]) -> RunCreated:
         return await runs.create(data, submitter_key=bearer(request))
 
     @post("/runs/{run_id:str}/next", status_code=200, summary="Start the run's next episode (Bearer run token)", responses=problem_responses(401, 403, 404, 409))
@@ -46,11 +53,12 @@ class RunController(Controller):
         return ObservationResponse.of(await runs.next_episode(run_id, bearer(request)))
 
     @post("/runs/{run_id:str}/usage", status_code=200, summary="Self-reported token usage (shown as such)", responses=problem_responses(401, 403, 404))
-    async def usage(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], data: JSONBody[Usage]) -> dict[str, Any]:
+    async def usage(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str], data: JSONBody[Usage]) -> RunView:
         return await runs.set_usage(run_id, bearer(request), data)
 
     @get("/runs/{run_id:str}", summary="A run: status, summary and one page of its episodes (ETag; If-None-Match answers 304)",
-         responses=problem_responses(404))
+         responses={200: page_spec(RunPage, "the run page (JSON; an HTML page for browsers or ?format=html)"),
+                    **problem_responses(404)})
     async def detail(
         self,
         request: Request[Any, Any, Any],
@@ -73,10 +81,14 @@ class RunController(Controller):
         run_id: FromPath[str],
         offset: Annotated[int, QueryParameter(ge=0, le=10_000_000)] = 0,
         limit: Annotated[int, QueryParameter(ge=1, le=MANIFEST_PAGE_MAX)] = MANIFEST_PAGE_MAX,
-    ) -> dict[str, Any]:
+    ) -> ManifestPage:
         return await runs.manifest_page(run_id, offset, limit)
 
-    @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line (never on test)", media_type="application/x-ndjson", responses=problem_responses(401, 403, 404, 409))
+    @get("/runs/{run_id:str}/trajectories.jsonl", summary="Finished episodes, one JSON object a line (never on test)",
+         media_type="application/x-ndjson",
+         responses={200: ResponseSpec(data_container=TrajectoryLine, media_type="application/x-ndjson",
+                                      description="one TrajectoryLine per finished episode, a JSON object a line"),
+                    **problem_responses(401, 403, 404, 409)})
     async def trajectories(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]) -> Stream:
         lines = runs.trajectories(run_id, bearer(request))
         first = await anext(lines, None)  # surface 4xx problems before the stream starts
@@ -89,7 +101,9 @@ class RunController(Controller):
 
         return Stream(body(), media_type="application/x-ndjson")
 
-    @get("/leaderboard", summary="Ranked finished runs of a split, with 95% CIs and pass^k", responses=problem_responses())
+    @get("/leaderboard", summary="Ranked finished runs of a split, with 95% CIs and pass^k",
+         responses={200: page_spec(Leaderboard, "the leaderboard (JSON; an HTML page for browsers or ?format=html)"),
+                    **problem_responses()})
     async def leaderboard(self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], split: SplitQuery = "dev") -> Any:
         board = await runs.leaderboard(split)
         if wants_html(request):
@@ -97,7 +111,9 @@ class RunController(Controller):
         return board
 
     @get("/episodes/{episode_id:str}", summary="One episode: ticket, every step, grade breakdown (never a test episode; "
-         "a client-chosen id needs X-Episode-Token)", responses=problem_responses(401, 403, 404))
+         "a client-chosen id needs X-Episode-Token)",
+         responses={200: page_spec(EpisodeView, "the episode (JSON; an HTML page for browsers or ?format=html)"),
+                    **problem_responses(401, 403, 404)})
     async def episode(self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: FromPath[str]) -> Any:
         view = await episodes.view(episode_id, episode_token(request, episode_id=episode_id))
         if wants_html(request):

@@ -10,6 +10,12 @@ from typing import Any
 
 import msgspec
 from litestar import MediaType, Request, Response
+from litestar.openapi.datastructures import ResponseSpec
+
+
+def page_spec(body: type, description: str) -> ResponseSpec:
+    """OpenAPI's description of a 200 answered as JSON ``body`` (the HTML page is a view of the same data)."""
+    return ResponseSpec(data_container=body, description=description)
 
 
 def wants_html(request: Request[Any, Any, Any]) -> bool:

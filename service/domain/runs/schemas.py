@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -92,3 +92,185 @@ class RunGradeResponse(BaseModel):
     per_episode_results: bool
     summary: dict[str, Any] | None
     ladder: dict[str, Any] | None = None
+
+
+# Response bodies. TypedDicts: the service builds plain dicts (cached and shared where it can, e.g. the
+# leaderboard) and Litestar encodes them without a model in between; OpenAPI describes them from these.
+# Optional keys are a ``total=False`` subclass of the required ones: with postponed annotations (this
+# module's ``from __future__``) TypedDict does not see ``NotRequired[...]``.
+
+
+class GroupStats(TypedDict):
+    resolved: float
+    mean: float
+    n: int
+
+
+class RunSummary(TypedDict, total=False):
+    """A complete run's statistics (on the test split: released aggregates, rounded)."""
+
+    resolved: float
+    resolved_ci95: list[float]
+    mean: float
+    ci95: list[float]
+    pass_hat_k: dict[str, float]
+    items: int
+    episodes: int
+    errors: int
+    per_task: dict[str, GroupStats]
+    per_family: dict[str, GroupStats]
+    per_difficulty: dict[str, GroupStats]
+
+
+class UsageView(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    self_reported: bool
+
+
+class RunView(TypedDict):
+    """A run as every run endpoint shows it."""
+
+    run_id: str
+    status: str  # active | complete | expired
+    agent: str
+    model: str
+    split: str
+    trials: int
+    task_ids: list[str]
+    ranked: bool
+    episodes_total: int
+    episodes_started: int
+    episodes_done: int
+    dataset_version: str
+    grader_version: str
+    submitter: str | None
+    test_key_fingerprint: str | None
+    usage: UsageView | None
+    created_at: str
+    finished_at: str | None
+    run_url: str
+    leaderboard_url: str
+
+
+class RunCreated(RunView):
+    """``POST /runs``: the run, its token (shown once) and where its manifest is."""
+
+    run_token: str
+    limit_per_task: int | None
+    manifest_url: str
+
+
+class ManifestEntryView(TypedDict):
+    index: int
+    task_id: str
+    seed: int
+    trial: int
+
+
+class _RunEpisodeRowRequired(ManifestEntryView):
+    episode_id: str | None
+    status: str  # pending | active | done
+    step_count: int
+
+
+class RunEpisodeRow(_RunEpisodeRowRequired, total=False):
+    score: float | None  # only once a run's per-episode results are shown
+    resolved: bool | None
+
+
+class PageInfo(TypedDict):
+    number: int
+    per_page: int
+    pages: int
+    first_index: int
+    prev_url: str | None
+    next_url: str | None
+
+
+class LadderInfo(TypedDict):
+    released: float | None
+    submitter_best: float | None
+    margin: float
+    note: str
+
+
+class _RunPageRequired(RunView):
+    episodes: list[RunEpisodeRow]
+    summary: RunSummary | None
+    per_episode_results: bool
+    page: PageInfo
+
+
+class RunPage(_RunPageRequired, total=False):
+    """``GET /runs/{id}``: the run and one page of its episodes."""
+
+    ladder: LadderInfo  # test runs
+
+
+class ManifestPage(TypedDict):
+    run_id: str
+    episodes_total: int
+    offset: int
+    limit: int
+    entries: list[ManifestEntryView]
+    next_url: str | None
+
+
+class _LeaderboardRowRequired(TypedDict):
+    rank: int | None  # None: an unranked (subset) run
+    run_id: str
+    agent: str
+    model: str
+    submitter: str | None
+    trials: int
+    resolved: float | None
+    resolved_ci95: list[float] | None
+    mean: float | None
+    ci95: list[float] | None
+    pass_hat_k: dict[str, float] | None
+    per_family: dict[str, GroupStats] | None
+    per_difficulty: dict[str, GroupStats] | None
+    per_task: dict[str, GroupStats] | None
+    episodes: int | None
+    errors: int | None
+    dataset_version: str
+    grader_version: str
+    test_key_fingerprint: str | None
+    finished_at: str | None
+    usage: UsageView | None
+    run_url: str
+
+
+class LeaderboardRow(_LeaderboardRowRequired, total=False):
+    entrant_runs: int  # ranked rows: how many runs the entrant has
+
+
+class Leaderboard(TypedDict):
+    split: str
+    dataset_version: str
+    grader_version: str
+    test_key_fingerprint: str | None
+    method: str
+    rows: list[LeaderboardRow]
+    unranked: list[LeaderboardRow]
+    unranked_total: int
+    unranked_shown: int
+
+
+class TrajectoryLine(TypedDict):
+    """One line of ``GET /runs/{id}/trajectories.jsonl``: a finished episode of a complete public run."""
+
+    episode_id: str
+    run_id: str
+    task_id: str
+    seed: int
+    trial: int
+    split: str
+    observations: list[dict[str, Any]]  # the reset's, then one per step
+    actions: list[dict[str, Any]]
+    rewards: list[float | None]
+    score: float | None
+    resolved: bool | None
+    grader_version: str

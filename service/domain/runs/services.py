@@ -36,6 +36,12 @@ from service.domain.runs.schemas import (
     RUN_PAGE_DEFAULT,
     UNRANKED_SHOWN,
     CreateRun,
+    Leaderboard,
+    LeaderboardRow,
+    ManifestPage,
+    RunCreated,
+    RunPage,
+    RunView,
     Usage,
 )
 from service.lib.problems import (
@@ -184,7 +190,7 @@ class RunService:
 
     # ---------------------------------------------------------------------------- lifecycle
 
-    async def create(self, body: CreateRun, submitter_key: str | None = None) -> dict[str, Any]:
+    async def create(self, body: CreateRun, submitter_key: str | None = None) -> RunCreated:
         try:
             manifest = _derived_manifest(body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task)
         except ValueError as exc:
@@ -327,7 +333,7 @@ class RunService:
             log.info("run complete run_id=%s resolved=%s mean=%s", run.id, summary["resolved"], summary["mean"])
         return run.status
 
-    async def set_usage(self, run_id: str, token: str | None, usage: Usage) -> dict[str, Any]:
+    async def set_usage(self, run_id: str, token: str | None, usage: Usage) -> RunView:
         run = await self.authorized(run_id, token)
         await run_store.set_usage(self.db, run.id, {**usage.model_dump(), "self_reported": True})
         return self.view(await self.load(run_id))
@@ -335,7 +341,7 @@ class RunService:
     # -------------------------------------------------------------------------------- reads
 
     @staticmethod
-    def view(run: run_store.RunRecord) -> dict[str, Any]:
+    def view(run: run_store.RunRecord) -> RunView:
         test = run.split == core.HIDDEN_SPLIT
         return {
             "run_id": run.id,
@@ -376,7 +382,7 @@ class RunService:
             version = (*version, *await run_store.leaderboard_version(self.db, core.HIDDEN_SPLIT))
         return repr((run_id, page, per_page, core.DATASET_VERSION, core.GRADER_VERSION, *version))
 
-    async def detail(self, run_id: str, page: int = 1, per_page: int = RUN_PAGE_DEFAULT) -> dict[str, Any]:
+    async def detail(self, run_id: str, page: int = 1, per_page: int = RUN_PAGE_DEFAULT) -> RunPage:
         """The run and one page of its episodes (``per_page`` manifest entries, 1-based ``page``). Never
         writes: idle runs are expired by the sweep (or when one of their episodes is used)."""
         run = await self.load(run_id)
@@ -413,7 +419,7 @@ class RunService:
             body.update(await self._test_result(run))
         return body
 
-    async def manifest_page(self, run_id: str, offset: int, limit: int) -> dict[str, Any]:
+    async def manifest_page(self, run_id: str, offset: int, limit: int) -> ManifestPage:
         """A slice of the run's manifest: which ticket each episode index plays, in order."""
         run = await self.load(run_id)
         entries = list(manifest_of(run)[offset: offset + limit])
@@ -445,7 +451,7 @@ class RunService:
             },
         }
 
-    async def leaderboard(self, split: str) -> dict[str, Any]:
+    async def leaderboard(self, split: str) -> Leaderboard:
         """The split's leaderboard, cached until a run completes or what it shows of one changes (the
         version is read first, so rows read after it can only be newer: a stale board is never kept).
         The returned dict is shared: never modify it. Never writes (runs whose summary is missing are
@@ -463,7 +469,7 @@ class RunService:
             self._boards[split] = (version, board)
         return board
 
-    def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> dict[str, Any]:
+    def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> Leaderboard:
         current = [r for r in complete if r.summary and r.dataset_version == core.DATASET_VERSION
                    and r.grader_version == core.GRADER_VERSION]
         if split == core.HIDDEN_SPLIT:
@@ -494,7 +500,7 @@ class RunService:
             "unranked_shown": UNRANKED_SHOWN,
         }
 
-    def _row(self, run: run_store.BoardRun, rank: int | None) -> dict[str, Any]:
+    def _row(self, run: run_store.BoardRun, rank: int | None) -> LeaderboardRow:
         s = run.summary or {}
         if run.split == core.HIDDEN_SPLIT:
             s = published(s)
