@@ -200,3 +200,39 @@ def test_a_greeting_and_a_helpful_close_are_courteous(reply: str) -> None:
 def test_curt_or_rude_replies_are_still_not_courteous(reply: str) -> None:
     m = meaning(reply)
     assert not m.courteous or m.rude, reply
+
+
+# ------------------------------------------- probe batch 1 (31 new replies: FP 5/16, FN 2/15 before these)
+
+def test_hedged_refusals_and_reasons_decide_nothing() -> None:
+    m = meaning("The guarantee might have run out, so we may not be able to do anything here.")
+    assert not m.refuses and "warranty" not in m.reasons
+    assert meaning("The warranty ran out last month, so we can't replace it.").refuses
+
+
+@pytest.mark.parametrize(("case", "reply"), [
+    ("reject/used", "Hi {name}, as the {product} from order {order_id} have been out on several hikes, they're no longer "
+                    "classed as unused, so we can't accept them back. Sorry!"),
+    ("reject/in_transit", "Hi {name}, order {order_id} is on the move and expected within the usual delivery time, so it's "
+                          "too soon for a replacement. Thanks for bearing with us."),
+])
+def test_more_reasons_in_other_words(case: str, reply: str) -> None:
+    j = _judged(case, reply, "reject")
+    assert j.resolution_ok, (case, j.problems)
+
+
+def test_guessing_how_the_customer_stored_it_and_habitual_outcomes() -> None:
+    assert meaning("It's ordinary wear, likely from the bag being crammed into an overhead locker each week.").rude
+    assert meaning("It's ordinary wear, so we can't replace it.").rude == ()
+    for guess in ("I've passed it on - they almost always approve these.", "It's with Returns; as a rule they say yes."):
+        assert meaning(guess).prejudges, guess
+    for plain in ("Refunds of this size usually need sign-off, so it's with Escalations.",
+                  "If they approve it, refunds usually reach your card within five days."):
+        assert not meaning(plain).prejudges, plain
+
+
+def test_screening_and_reports_on_the_account_leak() -> None:
+    for leak in ("Your order was picked up by our automated screening, so a colleague will review it.",
+                 "Because of the damage reports on your account, this needs a second look."):
+        assert meaning(leak).leaks, leak
+    assert meaning("Damage reports like yours help us improve our packaging.").leaks == ()

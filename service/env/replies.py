@@ -129,7 +129,7 @@ _DECIDING = Phrases(
 # choice is at their disposal: declining it and offering it so contradicts the decision.
 _CHOICE = Phrases("like|prefer|rather|want|wish|choose")
 _REFUSE_VERB = Phrases("decline|reject|deny|refuse|turn down|unable to|ineligible|not eligible|no longer eligible|"
-                       "too early to|too soon to|hold off")
+                       "too early to|too soon to|too early for|too soon for|hold off")
 _REFUSE_OBJECT = Phrases(
     "approve|accept|offer|process|issue|provide|give|refund|replace|replacement|exchange|honour|honor|do|help|return|"
     "cover|covered|eligible|possible|proceed|take back|take * back|accept * back|authorize|authorise|grant|send|qualify"
@@ -256,6 +256,9 @@ _LEAK = Phrases(
     # flags and reviews of the account
     "flag account|account * flag|flag for|flag on your|flag your|flagged your|account review|review of your account|"
     "check on your account|check of your account|check against your account|check into your account|account check|"
+    # screening and marks on the account in other words: "your account has come up in our routine screening"
+    "screening|screened|come up in our|mark your profile|mark your account|note on your account|note on your profile|"
+    "your profile for|profile be mark|profile be flag|"
     "look into your account|look at your account|look closely at your account|"
     "account * under review|account be under|"
     # the customer's history: returns, refunds, claims, disputes, chargebacks, and how often
@@ -326,7 +329,9 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
                 # in use, not as new: "has been in regular use", "isn't in the as-new condition", "has seen some use"
                 "be in use|be in regular use|be in daily use|be in everyday use|see some use|see * use|put to use|"
                 "not in * as new|not * as new condition|no longer * as new|not in * like new|not * like new|"
-                "no longer * like new|not in * new state|not * good as new|"
+                "no longer * like new|not in * new state|not * good as new|no longer * unused|not * count as unused|"
+                "not * class as unused|not * consider unused|take * out on|take * out for|be out on|on a few run|"
+                "for a few run|out for a run|"
                 "no longer new|not new|not unused|not in * original condition|not in * resalable condition|not in * sellable|"
                 "after use|after wear|use item|used item|worn item|wear item|use a few time|wear a few time|wear once|use once"),
         None,
@@ -349,7 +354,8 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
                 # with the carrier and due: "is with the courier and due shortly", "still making its way to you"
                 "be with the courier|be with the carrier|be with our courier|be with the delivery|be now with the courier|"
                 "be with the postal|due tomorrow|due shortly|due soon|due any day|due in the next|due to be deliver|"
-                "due for delivery|on schedule|make * way|still move"),
+                "due for delivery|on schedule|make * way|still move|on the move|expect within|within * delivery time|"
+                "within * normal delivery"),
         Phrases("not yet arrive|yet to arrive|not arrive yet|has not be deliver yet|not be deliver yet"),
     ),
     # The parcel found, not any finding: "we found only one charge", "whatever they find" assert nothing.
@@ -467,7 +473,8 @@ _MISHANDLED = re.compile(
     r"mistreated|sat\s+on|stood\s+on|stepped\s+on|overloaded|forced|yanked|left\s+(?:out\s+)?(?:in|on|near|out\s+in)\s+"
     r"(?:the\s+)?(?:sun|rain|heat|radiator|car|garden|wet|damp)|left\s+out|stored\s+(?:badly|carelessly|without|in\s+(?:a\s+)?"
     r"(?:damp|wet|hot))|carried\s+(?:around\s+)?loose|exposed\s+to|tumble[- ]dried|washed\s+(?:at|on)\s+(?:a\s+)?(?:high|hot)|"
-    r"chewed|got\s+wet|been\s+wet|treated\s+roughly|handled\s+roughly|roughly\s+handled)\b")
+    r"chewed|got\s+wet|been\s+wet|treated\s+roughly|handled\s+roughly|roughly\s+handled|stuffed|crammed|squashed|shoved|"
+    r"jammed|dragged|rolled\s+up\s+tightly|folded\s+(?:up\s+)?tightly|overfilled|overstretched|over-stretched)\b")
 _SPECULATION = re.compile(r"\b(?:look(?:s|ed)?\s+(?:like|as\s+if|as\s+though)|seems?|seemed|appears?|suggests?|consistent\s+with|"
                           r"must\s+have|probably|likely|signs?\s+of|evidence\s+of|indicates?|by\s+the\s+look|i\s+would\s+say|"
                           r"a\s+fair\s+bit|a\s+lot|quite\s+a\s+bit|repeatedly|several\s+times|regularly|often|heavily|"
@@ -504,7 +511,8 @@ _ORDINAL_TIME = re.compile(r"\b(?:first|second|third|fourth|fifth|another|\d+(?:
                            r"filed|opened|reversed|charged)\b")
 _PAST_RECORD = re.compile(r"\b(?:previous|earlier|prior|past|recent|older)\s+(?:[\w-]+\s+)?" + _RECORD + r"\b|"
                           r"\b(?:your|the)\s+last\s+" + _RECORD + r"\b")
-_PLURAL_RECORD = re.compile(r"\b(?:returns|claims|refunds|disputes|chargebacks|complaints|reversals)\b(?!\s+(?:window|period|policy|"
+_PLURAL_RECORD = re.compile(r"\b(?:returns|claims|refunds|disputes|chargebacks|complaints|reversals|reports|"
+                            r"parcels\s+(?:reported|claimed)\s+(?:as\s+)?(?:missing|lost|damaged))\b(?!\s+(?:window|period|policy|"
                             r"label|team|portal|process|address|desk|department|form|page|limit|rules?|colleagues|specialists))")
 _ON_RECORD = re.compile(r"\b(?:on|against)\s+your\s+account\b|\bon\s+(?:your\s+)?(?:file|record)\b|\byour\s+record\b|"
                         r"\byour\s+(?:[\w-]+\s+)?" + _RECORD + r"\s+(?:with|to)\s+us\b|\b(?:had|received)\s+from\s+you\b|"
@@ -570,7 +578,10 @@ def _without_adverbs(clause: Clause) -> Clause:
 
 
 def _reasons(clause: Clause) -> set[str]:
-    """The denial reasons ``clause`` asserts: each read by its own rule, or else asserted un-negated."""
+    """The denial reasons ``clause`` asserts: each read by its own rule, or else asserted un-negated ("the
+    warranty may have expired" asserts nothing)."""
+    if _MAYBE & set(clause.lemmas):
+        return set()
     clause = _without_adverbs(clause)
     found = set()
     for name, (phrases, self_negating) in _REASONS.items():
@@ -718,6 +729,13 @@ def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | Non
 
 # Denying an obstacle cancels the negation after it: "there's no reason we can't refund this", "I see no
 # reason not to", "nothing is stopping us from refunding it".
+# Modality that leaves a refusal or a reason open: "the warranty may have expired, so we might not be able to help".
+_MAYBE = frozenset({"may", "might", "maybe", "perhaps", "possibly"})
+_USUALLY = Phrases("nearly always|almost always|usually|normally|typically|generally|tend to|rarely|hardly ever|seldom|"
+                   "more often than not|as a rule|in most case|nine time out of ten")
+_VERDICT = Phrases("approve|accept|say yes|say no|go through|decline|reject|refuse|turn down|agree|grant|in your favour|"
+                   "in your favor|get the refund|get a refund|get your refund|get their money|get a replacement")
+
 _OBSTACLE_DENIED = Phrases("no reason|nothing stop|nothing prevent|nothing to stop|nothing to prevent|not see why|"
                            "not see any reason|no obstacle|no barrier|nothing stand in the way")
 
@@ -945,8 +963,8 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
         return _Outcome(offers=frozenset(offers), conditional=True, options=frozenset(offers if choice else ())), opens
     if _undecided(outside) or _authority(outside):  # "nothing is decided yet", "more than I can approve myself"
         return _Outcome(offers=frozenset(offers | _remedies(outside))), opens
-    if _refuses(outside):
-        return _Outcome(offers=frozenset(offers), refuses=True), opens
+    if _refuses(outside):  # "we might not be able to help" hedges the refusal: it decides nothing
+        return _Outcome(offers=frozenset(offers), refuses=not _MAYBE & set(outside)), opens
     remedies = _remedies(outside)
     plain = without_idioms(outside)
     # a condition that still promises ("once they've looked at it") hedges nothing by its own words
@@ -1088,6 +1106,9 @@ def meaning(reply: str) -> Meaning:
         said.refuses = said.refuses or outcome.refuses
         holds = holds or _HOLD.in_(clause.lemmas)
         prejudges = prejudges or (_SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question)
+        # what the team usually decides decides it: "they nearly always say yes to these"
+        prejudges = prejudges or (_USUALLY.in_(clause.lemmas) and _VERDICT.in_(clause.lemmas) and not clause.question
+                                  and not outcome.conditional)
         if not outcome.conditional:
             found = _reasons(clause)
             said.reasons |= found
