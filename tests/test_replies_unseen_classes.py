@@ -236,3 +236,18 @@ def test_screening_and_reports_on_the_account_leak() -> None:
                  "Because of the damage reports on your account, this needs a second look."):
         assert meaning(leak).leaks, leak
     assert meaning("Damage reports like yours help us improve our packaging.").leaks == ()
+
+
+# ------------------------------------------- probe batch 2 (31 new replies: FP 2/16, FN 0/15 before these)
+
+def test_a_decision_already_taken_is_no_hedge() -> None:
+    assert meaning("We have decided to refund you in full for order ORD-12345678.").grants == {"refund"}
+    assert meaning("I decided to bend the rules and your replacement ships today.").grants == {"replacement"}
+    assert not meaning("The team will decide whether a refund is due.").grants
+
+
+def test_patterns_noticed_on_the_account_leak() -> None:
+    for leak in ("We've spotted some unusual activity on your account, so a colleague will review this.",
+                 "There's an odd pattern in your recent orders, so this needs another look."):
+        assert meaning(leak).leaks, leak
+    assert meaning("I can see just the one charge on your account for this order.").leaks == ()

@@ -259,6 +259,9 @@ _LEAK = Phrases(
     # screening and marks on the account in other words: "your account has come up in our routine screening"
     "screening|screened|come up in our|mark your profile|mark your account|note on your account|note on your profile|"
     "your profile for|profile be mark|profile be flag|"
+    # something noticed about the account: "an unusual pattern on your account"
+    "unusual * on your account|pattern on your account|activity on your account|unusual pattern|odd pattern|strange pattern|"
+    "irregular activity|irregularity|anomaly|anomalous|"
     "look into your account|look at your account|look closely at your account|"
     "account * under review|account be under|"
     # the customer's history: returns, refunds, claims, disputes, chargebacks, and how often
@@ -729,6 +732,7 @@ def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | Non
 
 # Denying an obstacle cancels the negation after it: "there's no reason we can't refund this", "I see no
 # reason not to", "nothing is stopping us from refunding it".
+_DECIDED = Phrases("have decide|have now decide|have already decide|i decide to|we decide to")
 # Modality that leaves a refusal or a reason open: "the warranty may have expired, so we might not be able to help".
 _MAYBE = frozenset({"may", "might", "maybe", "perhaps", "possibly"})
 _USUALLY = Phrases("nearly always|almost always|usually|normally|typically|generally|tend to|rarely|hardly ever|seldom|"
@@ -969,6 +973,7 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
     plain = without_idioms(outside)
     # a condition that still promises ("once they've looked at it") hedges nothing by its own words
     asserted = outside if span is None else tokens[:span[0]] + tokens[span[1]:]
+    asserted = _drop(asserted, _DECIDED)  # "I've decided to let it slide": a decision made is no hedge
     if clause.question or _HEDGE.in_(asserted) or any(t in NEGATORS for t in plain):
         asked = clause.question and _CHOICE.in_(outside)  # "would you like a replacement instead?"
         return _Outcome(offers=frozenset(offers | remedies), options=frozenset(remedies if asked else ())), opens
