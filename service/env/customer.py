@@ -387,6 +387,10 @@ _REWRITES = (
     # wanting to see what the customer sees is a picture: "I'd like to see what you're seeing"
     (re.compile(r"\b(?:(?:i|we)\s+(?:would|will)?\s*(?:like|love|want|need)\s+to|let\s+(?:me|us))\s+see\b"
                 r"(?:\s+what\s+you\s+(?:are|have\s+been|can)\s+(?:seeing|see|looking\s+at|describing|talking\s+about))?"), "view it"),
+    # a film that protects, a card the courier leaves, a fault that shows itself: no picture in any of them
+    (re.compile(r"\b(?:protective|plastic|cling|clear|screen|shrink)\s+film\b|\bfilm\b(?=\s+(?:is\s+|still\s+)+on\b)"), "wrapping"),
+    (re.compile(r"\b(?:courier|calling|missed[- ]delivery|postman's|postie's|carrier)\s+card\b"), "delivery card"),
+    (re.compile(r"\bshows?\s+itself\b|\bmanifests?(?:\s+itself)?\b"), "behave"),
     # a side, not a parcel left somewhere: "is it the left or the right earbud"
     (re.compile(r"\b(the|your|its)\s+left\b(?!\s+(?:it|them|at|by|with|outside|in|on))"), r"\1 lefthand"),
 )
