@@ -3,7 +3,8 @@
 :func:`meaning` turns a reply into a :class:`Meaning` — the remedies it grants unconditionally (or
 the claim itself, "your return is approved"), those it only offers, whether it refuses, whether it is
 a holding reply, the denial reasons it asserts, the time limits, warranty lengths and amounts it
-states, the order ids it quotes, courtesy, rudeness (insults, blame, lecturing) and leaked risk notes.
+states, the order ids it quotes, the teams it names, courtesy (warm words, or a greeting with a helpful
+close), rudeness (insults, blame, lecturing, insinuation) and leaked risk notes.
 :func:`judge` compares that meaning with the agent's own decision, the policy's verdict and the
 ticket's facts: the reply checks of the rubrics (:mod:`service.env.tasks`) read its answer.
 
@@ -16,7 +17,9 @@ team approves it, you'll be refunded" promises nothing, and a fronted "if …," 
 sentence), the customer's choice makes the remedy an option ("if you'd prefer a refund"), while the
 customer's own action or a step of the process still promises it ("if you post it back we'll refund
 you", "will be sent once our team has finished its review"). Modality ("may", "whether") hedges;
-process words ("our team will finalise it") do not. Reasons are judged as denial reasons only where
+process words ("our team will finalise it") do not; a remedy that is the object of our own act is granted
+in any verb ("I'll push a refund through"). A holding reply that names a team other than the ticket's
+queue misinforms the customer. Reasons are judged as denial reasons only where
 the reply declines: "a replacement is on its way" in an approval is not the in-transit reason.
 ``tests/corpus/replies*.jsonl`` holds human-labelled replies; the README reports this reader's
 false-positive and false-negative rates on them.
