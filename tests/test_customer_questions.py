@@ -21,7 +21,9 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 # read 0.77; concepts, phrasal verbs, scene-setting frames and "a photo of a document" (below) took them
 # and 50 class probes (two batches: 0.89 and 0.92 before their fixes) into the dev corpus, now 0.995
 # (420/422), and moved the holdout — whose misses were looked at, so it is no longer untouched — to
-# 0.927 (89/96).
+# 0.927 (89/96). Round 2: a blind set of 94 questions read 0.851; its classes fixed (tested below in new
+# words) it reads 1.0 and joined the dev corpus (blind1-*) with a probe batch of 29 (0.897 before its
+# fixes): dev 0.998 (544/545), holdout 0.948 (91/96).
 DEV_FLOOR = 0.97
 HOLDOUT_FLOOR = 0.91
 
@@ -139,6 +141,51 @@ def test_natural_phrasings(question: str | None, topics: set[str]) -> None:
     ("Is it possible to get a clear picture of the label and the damaged area?", {"photos"}),
 ])
 def test_questions_are_read_by_concept_not_by_keyword(question: str, topics: set[str]) -> None:
+    assert topics_asked(question) == topics, question
+
+
+@pytest.mark.parametrize(("question", "topics"), [
+    # photos: a close-up, an upload, wanting to see what the customer sees
+    ("Would you be able to take a close-up of the scratch?", {"photos"}),
+    ("Any chance of a close-up of the loose seam?", {"photos"}),
+    ("I'd love to see what you're looking at - can you pop a pic in an email?", {"photos"}),
+    # usage: out and about, compared with how it arrived, unwrapped
+    ("Have the trainers been out for a walk yet, or are they still boxed?", {"usage"}),
+    ("Is it still exactly as it was when it came?", {"usage"}),
+    ("Is the lamp in the same condition as when you received it?", {"usage"}),
+    ("Have you worn the coat outdoors, or just tried it on at home?", {"usage"}),
+    ("Has the cellophane come off it?", {"usage"}),
+    ("Have you unpacked it yet?", {"usage"}),
+    # delivery: any luck, asking around
+    ("Any luck tracking it down since?", {"delivery"}),
+    ("Have you had any joy with the neighbours?", {"delivery"}),
+    ("Could you ask around the flats in case a neighbour signed for it?", {"delivery"}),
+    # details: what it does, what they found
+    ("What did you notice when you took it out of the box?", {"details"}),
+    ("What is it doing wrong?", {"details"}),
+    ("What's it doing that it isn't meant to?", {"details"}),
+    # none: contact times, instructions, offers, our own services
+    ("When's the best time to ring you?", set()),
+    ("What number should we call you on?", set()),
+    ("Please use the enclosed label when you send the old one back.", set()),
+    ("Shall we send you a picture of the new one before it goes out?", set()),
+    ("Would you like us to text you the tracking details?", set()),
+    ("Have you tried our mobile app before?", set()),
+    ("Did you use the chat on our website last time?", set()),
+])
+def test_questions_the_blind_set_taught_by_class(question: str, topics: set[str]) -> None:
+    """#12 round 2: the classes a blind set of 94 questions found (0.851 exact before), in new words."""
+    assert topics_asked(question) == topics, question
+
+
+@pytest.mark.parametrize(("question", "topics"), [
+    ("Is the clear film still on the display?", {"usage"}),  # a protective film is no video
+    ("Could you film the fault for us?", {"photos"}),
+    ("Does the calling card mention where it was left?", {"delivery"}),  # the card the courier leaves
+    ("How does the crackling show itself?", {"details"}),  # showing itself is no picture
+])
+def test_question_probe_batch_one_classes(question: str, topics: set[str]) -> None:
+    """#12 round 2: a probe batch of 29 new questions read 0.897 before these three classes."""
     assert topics_asked(question) == topics, question
 
 

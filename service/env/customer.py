@@ -80,6 +80,7 @@ _EXAMPLES: dict[str, tuple[str, ...]] = {
         "have you received it", "have you tracked it down", "was it left at the door", "did the driver leave it somewhere",
         "is it still missing",
         "did someone in your household take the parcel in", "did the package arrive after all",
+        "did anyone at home receive the parcel",
     ),
     "details": (
         "could you tell me more", "what exactly is the problem", "please describe what happened", "what is wrong with it",
@@ -93,6 +94,7 @@ _EXAMPLES: dict[str, tuple[str, ...]] = {
         "which item is damaged", "which items are missing", "is there more you can tell me",
         "what is the matter with it", "what happens when you use it", "is the problem with one part or the whole thing",
         "which of the items is faulty", "give me more information", "what is the fault", "what is up with it",
+        "what did you notice", "how is it behaving",
     ),
 }
 _NONE_EXAMPLES = (
@@ -111,13 +113,16 @@ _NONE_EXAMPLES = (
     "is this your first order with us", "where should we deliver the replacement", "when would you like it delivered",
     "could you confirm your name for our records",
     "what would you like us to do next",
+    "have you shopped with us through the app", "is our website working for you", "did the online chat help",
+    "when can we phone you", "which number is best to reach you on", "is now a good time to talk",
 )
 # What makes a sentence a request rather than a statement: a question mark, a modal addressed to the
 # reader ("could you"), "please" before anything but an instruction ("please keep…", "please don't…"), an
 # imperative of asking or sending, or a stated need ("I'll need", "it would help").
 _REQUEST = re.compile(
     r"\?|\b(?:could|can|would|will|may|might)\s+(?:you|u)\b|\b(?:can|could|may)\s+(?:i|we)\s+(?:see|have|get|ask)\b|"
-    r"\b(?:please|pls|plz|kindly)\b(?!\s+(?:do\s+not|never|keep|remember|note|make\s+sure|ensure|allow|wait|bear|hold))|"
+    r"\b(?:please|pls|plz|kindly)\b(?!\s+(?:do\s+not|never|keep|remember|note|make\s+sure|ensure|allow|wait|bear|hold|"
+    r"use\s+(?:the|this|that|our|it|these|those)\b))|"
     r"(?:^|[,;:]\s*|\b(?:and|also|then)\s+)(?:let\s+(?:me|us)\s+know|tell\s+(?:me|us)|send|share|attach|upload|confirm|check|"
     r"double-check|describe|explain|clarify|elaborate|look|ask|provide|show|record|snap|take|email|give\s+(?:me|us)|walk\s+me|"
     r"include|photograph|film)\b|"
@@ -164,11 +169,13 @@ _STOP = frozenset("a an the to of for you your it its we us our me my i is be ar
 # topic. A concept is a feature like any word, weighed by how well it tells the classes apart.
 _CONCEPTS: dict[str, tuple[str, ...]] = {
     "PHOTO": ("photo", "photograph", "picture", "pic", "pics", "image", "snap", "snapshot", "shot", "video", "clip",
-              "footage", "visual", "screenshot", "selfie", "film", "camera", "photographic", "imagery", "close-up", "closeup"),
+              "footage", "visual", "screenshot", "selfie", "film", "camera", "photographic", "imagery", "close-up", "closeup",
+              "view"),
     "USE": ("use", "wear", "wash", "launder", "try", "run", "plug", "switch", "unbox", "assemble", "install", "ride", "drive",
             "cook", "sleep", "jog", "walk", "test", "operate", "condition", "unused", "unworn", "unopened", "unwashed", "seal",
             "sealed", "tag", "packaging", "wrapping", "untouched", "pristine", "mint", "resalable", "worn", "washed", "used",
-            "open", "rain", "outdoors", "outside"),
+            "open", "rain", "outdoors", "outside", "unwrap", "unpack", "unseal", "cellophane", "wrapper", "shrinkwrap",
+            "indoors"),
     "PLACE": ("door", "porch", "doorstep", "neighbour", "neighbor", "reception", "mailroom", "locker", "shed", "garage",
               "gate", "bin", "garden", "concierge", "letterbox", "mailbox", "postbox", "doormat", "hallway", "lobby", "step",
               "address", "house", "flat", "building", "entrance", "yard", "porter", "desk", "front"),
@@ -176,6 +183,9 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
     "DOC": ("receipt", "invoice", "statement", "transaction", "slip", "note", "document", "barcode", "bank", "proof of purchase", "payment",
             "refund", "voucher", "card", "account", "email", "format", "pay", "paypal", "credit", "gift", "jpeg", "pdf"),
     "PREFER": ("prefer", "rather", "instead", "choose", "colour", "color", "option", "preference", "alternative"),
+    # our own services and how we reach the customer: "have you used our live chat", "a good time to call you"
+    "SERVICE": ("app", "chat", "webchat", "website", "site", "portal", "helpline", "hotline", "online", "service", "live"),
+    "CONTACT": ("call", "ring", "phone", "text", "reach", "contact", "number", "callback", "sms", "whatsapp"),
 }
 _CONCEPT_OF = {w: c for c, ws in _CONCEPTS.items() for w in ws}
 THRESHOLD = 0.32
@@ -190,7 +200,10 @@ def _concept(token: str) -> str | None:
 # Phrasal verbs read as one word, so their particle-less verb keeps its own meaning: "show up" is a parcel
 # appearing, "show me the damage" a picture.
 _PHRASAL = {("show", "up"): "appear", ("turn", "up"): "appear", ("pop", "up"): "appear", ("track", "down"): "locate",
-            ("hand", "in"): "deliver", ("drop", "off"): "deliver",
+            ("hand", "in"): "deliver", ("drop", "off"): "deliver", ("close", "up"): "closeup",
+            # someone took the parcel in, the customer asking around: a neighbour
+            ("take", "it", "in"): "neighbour", ("take", "in"): "neighbour", ("ask", "around"): "neighbour",
+            ("be", "it", "do"): "behave", ("do", "it", "do"): "behave", ("take", "delivery", "of"): "sign",
             # idioms of a missing parcel: "still nowhere to be seen" sees nothing
             ("nowhere", "to", "be", "see"): "missing", ("nowhere", "to", "be", "find"): "missing",
             ("no", "sign", "of"): "missing"}
@@ -249,11 +262,23 @@ def _vocabulary() -> dict[str, str]:
     return out
 
 
+def _gerund(token: str) -> str:
+    """"finding" is "find" (the dictionary reads it as a noun): a gerund read as the example verb it is."""
+    vocab = _vocabulary()
+    if token.endswith("ing") and len(token) > 5 and token not in vocab:
+        stem = token[:-3]
+        for verb in (stem, stem + "e", stem[:-1]):
+            if verb in vocab:
+                return vocab[verb]
+    return token
+
+
 @lru_cache(maxsize=8192)
 def _spelled(token: str) -> str:
     """A misspelt word ("pictrue", "nieghbours", "lables") read as the example word it is closest to.
     A real word is never "corrected" ("serial" is not "seal")."""
     vocab = _vocabulary()
+    token = _gerund(token)
     if len(token) < 5 or token in vocab or not token.isalpha() or simplemma.is_known(token, lang="en"):
         return vocab.get(token, token)
     match = process.extractOne(token, tuple(vocab), scorer=fuzz.ratio, score_cutoff=80)
@@ -272,6 +297,10 @@ def _features(text: str) -> Counter[str]:
         if t in _STOP or (t := _spelled(t)) in _STOP:
             continue
         toks.append((t, scale))
+    # Using one of our services, a card or a credit is no use of the item: "have you tried our live chat?",
+    # "would you like to use store credit?" — the verb of use goes.
+    if any(_concept(t) in ("SERVICE", "DOC") for t, _ in toks):
+        toks = [(t, s) for t, s in toks if t not in _USE_VERBS]
     feats: Counter[str] = Counter()
     for t, s in toks:
         feats[t] += s
@@ -283,6 +312,9 @@ def _features(text: str) -> Counter[str]:
         if ca is not None or cb is not None:
             feats[f"{ca or a} {cb or b}"] += min(sa, sb)
     return feats
+
+
+_USE_VERBS = frozenset({"use", "try", "test", "operate", "open"})
 
 
 @lru_cache(maxsize=1)
@@ -340,6 +372,37 @@ def _frame(part: str, piece: str = "") -> str:
 
 
 _TRIM = " .?!:-—–"
+# Frames and idioms read as what they ask, before the sentence is split: "out and about" is wearing it
+# outdoors (its "and" joins no requests), "still as it arrived" is its condition, "what did you find"
+# asks for a description, "what is it doing" for the fault.
+_REWRITES = (
+    (re.compile(r"\bout\s+and\s+about\b"), "outdoors"),
+    (re.compile(r"\bclose[- ]?ups?\b"), "closeup"),
+    (re.compile(r"\b(?:(?:in\s+)?the\s+same\s+(?:state|condition|shape|way)|still|exactly|just|condition|state)\s+"
+                r"(?:as|how|like)\s+(?:it\s+was\s+|they\s+were\s+)?(?:when\s+)?(?:it|they|you)\s+(?:first\s+)?"
+                r"(?:\w+\s+){0,2}?(?:arrived|delivered|came|got\s+(?:it|them)|received\s+(?:it|them)|turned\s+up)\b"),
+     "in original condition"),
+    (re.compile(r"\bwhat\s+(?:did|do|have|had)\s+you\s+(?:find|found|see|seen|notice|noticed|spot|spotted|discover|discovered)\b"),
+     "what did you notice"),
+    # wanting to see what the customer sees is a picture: "I'd like to see what you're seeing"
+    (re.compile(r"\b(?:(?:i|we)\s+(?:would|will)?\s*(?:like|love|want|need)\s+to|let\s+(?:me|us))\s+see\b"
+                r"(?:\s+what\s+you\s+(?:are|have\s+been|can)\s+(?:seeing|see|looking\s+at|describing|talking\s+about))?"), "view it"),
+    # a film that protects, a card the courier leaves, a fault that shows itself: no picture in any of them
+    (re.compile(r"\b(?:protective|plastic|cling|clear|screen|shrink)\s+film\b|\bfilm\b(?=\s+(?:is\s+|still\s+)+on\b)"), "wrapping"),
+    (re.compile(r"\b(?:courier|calling|missed[- ]delivery|postman's|postie's|carrier)\s+card\b"), "delivery card"),
+    (re.compile(r"\bshows?\s+itself\b|\bmanifests?(?:\s+itself)?\b"), "behave"),
+    # a side, not a parcel left somewhere: "is it the left or the right earbud"
+    (re.compile(r"\b(the|your|its)\s+left\b(?!\s+(?:it|them|at|by|with|outside|in|on))"), r"\1 lefthand"),
+)
+# An offer asks the customer for nothing: "would you like us to email you a photo of the replacement?"
+_OFFER = re.compile(r"^(?:shall|should)\s+(?:we|i)\b|\b(?:would|do)\s+you\s+(?:like|want|prefer)\s+(?:us|me)\s+to\b|"
+                    r"^(?:we|i)\s+(?:can|could)\s+(?:send|email|text)\s+you\b")
+
+
+def _rewritten(norm: str) -> str:
+    for pattern, repl in _REWRITES:
+        norm = pattern.sub(repl, norm)
+    return norm
 
 
 @lru_cache(maxsize=4096)
@@ -350,11 +413,15 @@ def _requests(question: str) -> tuple[str, ...]:
         norm = normalize(sentence)
         if not _REQUEST.search(norm):
             continue
+        norm = _rewritten(norm)
         parts: list[str] = []
         for clause in _PARTS.split(norm):
             for piece in _CONDITION.split(clause or ""):
                 piece = _CONTEXT.sub("", piece.strip(_TRIM)).strip(_TRIM)
-                if not piece or all(t in _STOP for t in lemmas(piece)):
+                if not piece or all(t in _STOP for t in lemmas(piece)) or _OFFER.search(piece):
+                    continue
+                if piece.startswith("or ") and parts and not _OWN.search(piece[3:]):
+                    parts[-1] = f"{parts[-1]} {piece}"  # "…on outside, or only around the house": the same question
                     continue
                 modifier = _MODIFIER.match(piece)
                 if modifier and parts:

@@ -3,7 +3,8 @@
 :func:`meaning` turns a reply into a :class:`Meaning` — the remedies it grants unconditionally (or
 the claim itself, "your return is approved"), those it only offers, whether it refuses, whether it is
 a holding reply, the denial reasons it asserts, the time limits, warranty lengths and amounts it
-states, the order ids it quotes, courtesy, rudeness (insults, blame, lecturing) and leaked risk notes.
+states, the order ids it quotes, the teams it names, courtesy (warm words, or a greeting with a helpful
+close), rudeness (insults, blame, lecturing, insinuation) and leaked risk notes.
 :func:`judge` compares that meaning with the agent's own decision, the policy's verdict and the
 ticket's facts: the reply checks of the rubrics (:mod:`service.env.tasks`) read its answer.
 
@@ -16,7 +17,9 @@ team approves it, you'll be refunded" promises nothing, and a fronted "if …," 
 sentence), the customer's choice makes the remedy an option ("if you'd prefer a refund"), while the
 customer's own action or a step of the process still promises it ("if you post it back we'll refund
 you", "will be sent once our team has finished its review"). Modality ("may", "whether") hedges;
-process words ("our team will finalise it") do not. Reasons are judged as denial reasons only where
+process words ("our team will finalise it") do not; a remedy that is the object of our own act is granted
+in any verb ("I'll push a refund through"). A holding reply that names a team other than the ticket's
+queue misinforms the customer. Reasons are judged as denial reasons only where
 the reply declines: "a replacement is on its way" in an approval is not the in-transit reason.
 ``tests/corpus/replies*.jsonl`` holds human-labelled replies; the README reports this reader's
 false-positive and false-negative rates on them.
@@ -28,7 +31,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from service.env.language import NEGATORS, TEMPORAL, Clause, Phrases, clauses, lemmas, normalize, sentences, without_idioms
+from service.env.language import NEGATORS, TEMPORAL, Clause, Phrases, clauses, lemmas, normalize, sentences, without_idioms, words
 from service.env.policy import ESCALATION_THRESHOLD, RETURN_WINDOW_DAYS, Verdict
 from service.env.world import Ticket
 
@@ -87,7 +90,10 @@ _ADVERBS = frozenset({"now", "already", "just", "be", "fully", "also", "gladly",
 _HEDGE = Phrases(
     "might|may|could|possibly|possible|perhaps|probably|likely|potentially|whether|eligible|eligibility|decide|"
     "decision|assess|consider|evaluate|determine|try|attempt|hope|look into|look at|investigate|see if|pending|"
-    "subject to|in principle|would you like|do you want|prefer|rather|they find|we find|if any|if there be"
+    "subject to|in principle|would you like|do you want|prefer|rather|they find|we find|if any|if there be|"
+    # ability and confidence about our own act: "we should be able to refund you", "in theory we can"
+    "we should be able|i should be able|we ought to|i ought to|we ought to be able|we hope to|i hope to|in theory|"
+    "theoretically|all be well|all being well|confident * can|confident * will be able|confident * should"
 )
 # The agent's own authority, not a grant: "above the amount I can approve myself", "needs sign-off"
 # (and "I can't approve a refund of this size myself": what the agent *can* do on its own).
@@ -126,7 +132,7 @@ _DECIDING = Phrases(
 # choice is at their disposal: declining it and offering it so contradicts the decision.
 _CHOICE = Phrases("like|prefer|rather|want|wish|choose")
 _REFUSE_VERB = Phrases("decline|reject|deny|refuse|turn down|unable to|ineligible|not eligible|no longer eligible|"
-                       "too early to|too soon to|hold off")
+                       "too early to|too soon to|too early for|too soon for|hold off")
 _REFUSE_OBJECT = Phrases(
     "approve|accept|offer|process|issue|provide|give|refund|replace|replacement|exchange|honour|honor|do|help|return|"
     "cover|covered|eligible|possible|proceed|take back|take * back|accept * back|authorize|authorise|grant|send|qualify"
@@ -160,7 +166,8 @@ _RUDE = Phrases(
     "should have know|should have read|get over it|tough luck|too bad|whatever|someone else's problem|not believe you|"
     "not believe your|try not to break|try not to lose|try not to damage|do you even|did you even|have you even|"
     "do you not read|did you not read|stop send|stop email|stop contact|stop message|not contact us again|"
-    "not email us again|it say so|not add up|you be lie|make it up|make this up|not tell the truth|not be honest|"
+    "not email us again|it say so|not add up|not * add up|not * tally|not * match up|not * stack up|you be lie|make it up|"
+    "make this up|not tell the truth|not be honest|"
     # deflecting the responsibility: "that's between you and the courier", "not our job"
     "not our job|not our responsibility|not our concern|not our issue|not our business|nothing to do with us|"
     "not up to us|take it up with|between you and the|courier s problem|carrier s problem|bank s problem|your problem|"
@@ -235,6 +242,9 @@ _COUNTED = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven
 _HINDSIGHT = re.compile(r"\byou (?:should|ought to|must) have (\w+)"
                         r"|\byou could have (?:checked|read|looked|asked|measured|contacted)\b")
 _EXPECTED = frozenset({"received", "got", "gotten", "seen", "heard", "been", "had"})
+# Hindsight in the passive: "this really should have been raised sooner".
+_PASSIVE_HINDSIGHT = re.compile(r"\b(?:should|ought\s+to)\s+(?:really\s+|probably\s+)?have\s+been\s+\w+\b[^.!?]{0,40}?"
+                                r"\b(?:sooner|earlier|before\s+now|in\s+time|at\s+the\s+time|straight\s+away|right\s+away|first)\b")
 _PARTICIPLE = re.compile(r"\w+(?:ed|en|wn)|read|known|thought|done|made|told|sent|bought|kept|put|left|tried")
 # "if the charge still shows at your end", "please check on your end": a place, not blame.
 _CHECKING = frozenset({"check", "look", "see", "confirm", "clear", "refresh", "try", "verify", "show", "appear", "still",
@@ -248,6 +258,14 @@ _LEAK = Phrases(
     "security review|unusual activity|suspicious|under investigation|"
     # flags and reviews of the account
     "flag account|account * flag|flag for|flag on your|flag your|flagged your|account review|review of your account|"
+    "check on your account|check of your account|check against your account|check into your account|account check|"
+    # screening and marks on the account in other words: "your account has come up in our routine screening"
+    "screening|screened|come up in our|mark your profile|mark your account|note on your account|note on your profile|"
+    "your profile for|profile be mark|profile be flag|"
+    # something noticed about the account: "an unusual pattern on your account"
+    "unusual * on your account|pattern on your account|activity on your account|unusual pattern|odd pattern|strange pattern|"
+    "irregular activity|irregularity|anomaly|anomalous|"
+    "look into your account|look at your account|look closely at your account|"
     "account * under review|account be under|"
     # the customer's history: returns, refunds, claims, disputes, chargebacks, and how often
     "return history|refund history|claim history|dispute history|account * history|history of refund|"
@@ -257,7 +275,7 @@ _LEAK = Phrases(
     "return several|return many|return * lot of|lot of return|number of item you|item you have return|how often you|"
     "frequently return|often return|previous claim|previous return|earlier return|prior return|prior claim|"
     "return quite a few|quite a few return|return a number of|number of claim|high number|unusual number|"
-    "dispute on your account|previous dispute|prior dispute|second return|third return|fourth return|fifth return|"
+    "dispute on your account|previous dispute|prior dispute|"
     "reverse payment|payment reversal|charge reversal|reverse charge|reverse transaction|"
     "account show * dispute|account show * chargeback|account show * reverse|account show * return|account show * claim|"
     "account show * refund|record show * dispute|record show * return|record show * claim|"
@@ -274,8 +292,19 @@ _WEAR_DESCRIPTION = ("wear and tear|normal wear|ordinary wear|everyday wear|gene
                      "age and use|expected wear|use over time")
 _NOT_A_DEFECT = "not a defect|not defective|not a manufacturing|not a fault|not faulty|not a flaw"
 # A sentence describing ordinary wear ("the wear that builds up with regular use") uses "wear" and "use"
-# for that description, not to say the customer used the item.
+# for that description, not to say the customer used the item. Use alone ("it has been in regular use")
+# describes wear only beside what wear leaves: marks, scuffs, what the photos show, "rather than a fault".
 _DESCRIBES_WEAR = Phrases(_WEAR_DESCRIPTION)
+_USE_ONLY = Phrases("everyday use|regular use|normal use|daily use|through use|from use|usage over time|use over time")
+_WEAR_SIGNS = Phrases("wear|tear|mark|scuff|scratch|scrape|photo|picture|image|pic|defect|fault|damage|fade|fray|crack|chip|"
+                      "dent|stain|pill|bobble|sign|consistent|rather than|look|show|flaw")
+
+
+def _describes_wear(sentence: tuple[str, ...]) -> bool:
+    if not _DESCRIBES_WEAR.in_(sentence):
+        return False
+    plain = _drop(sentence, _USE_ONLY)
+    return plain != sentence and _WEAR_SIGNS.in_(plain) or _DESCRIBES_WEAR.in_(plain)
 
 # Plain arrivals: the parcel found only when no elapsed time dates them ("since your order reached you
 # more than 30 days ago" is the delivery, not a missing parcel turning up).
@@ -303,6 +332,12 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
     "used": (
         Phrases("be use|be wear|be wash|be worn|have use|have wear|have wash|you use it|you wear it|you wash it|"
                 "use it|wear it|wash it|wear outside|sign of use|sign of wear|been open and use|not in new condition|"
+                # in use, not as new: "has been in regular use", "isn't in the as-new condition", "has seen some use"
+                "be in use|be in regular use|be in daily use|be in everyday use|see some use|see * use|put to use|"
+                "not in * as new|not * as new condition|no longer * as new|not in * like new|not * like new|"
+                "no longer * like new|not in * new state|not * good as new|no longer * unused|not * count as unused|"
+                "not * class as unused|not * consider unused|take * out on|take * out for|be out on|on a few run|"
+                "for a few run|out for a run|"
                 "no longer new|not new|not unused|not in * original condition|not in * resalable condition|not in * sellable|"
                 "after use|after wear|use item|used item|worn item|wear item|use a few time|wear a few time|wear once|use once"),
         None,
@@ -319,8 +354,14 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
                 "still moving|with the carrier|carrier network|carrier's network|courier network|not yet arrive|yet to arrive|"
                 "not arrive yet|expect to arrive|expected to arrive|should arrive|due to arrive|out for delivery|still be deliver|"
                 "still being deliver|has not be deliver yet|not be deliver yet|still in the post|still with the courier|"
-                "estimate|estimated delivery|arrive soon|arrive shortly|delivery window|still within|should reach|will reach|"
-                "should be with you|will be with you|expect * deliver"),
+                "estimate|estimated delivery|arrive soon|arrive shortly|delivery window|still within * estimate|"
+                "still within * delivery|still within * expect|should reach|will reach|should be with you|will be with you|"
+                "expect * deliver|"
+                # with the carrier and due: "is with the courier and due shortly", "still making its way to you"
+                "be with the courier|be with the carrier|be with our courier|be with the delivery|be now with the courier|"
+                "be with the postal|due tomorrow|due shortly|due soon|due any day|due in the next|due to be deliver|"
+                "due for delivery|on schedule|make * way|still move|on the move|expect within|within * delivery time|"
+                "within * normal delivery"),
         Phrases("not yet arrive|yet to arrive|not arrive yet|has not be deliver yet|not be deliver yet"),
     ),
     # The parcel found, not any finding: "we found only one charge", "whatever they find" assert nothing.
@@ -330,6 +371,10 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
                 "turn up|turned up|arrive after all|arrive safely|arrive in the end|finally arrive|have now arrive|"
                 "glad * arrive|glad you have it|glad you get it|have it now|show up|showed up|"
                 "safely with you|with you now|neighbour have|neighbor have|"
+                # not lost after all, in your hands: "it wasn't lost after all", "made it to you in the end"
+                "not lose after all|not be lose after all|not go miss after all|not get lose after all|miss after all|"
+                "there after all|all along|in your hand|make it to you|make it to your|safe and sound|be with you|"
+                "you now have|you have now get|you have get it|"
                 + _ARRIVALS),
         None,
     ),
@@ -358,8 +403,11 @@ _PROSPECTIVE = frozenset({"should", "will", "would", "may", "might", "can", "to"
 _EXPIRY = Phrases("expire|end|run out|lapse|be over|pass|outside|beyond|out of|no longer|past|finish|close|elapse|"
                   "last * day|only last|only cover * day")
 _WARRANTY_RUNNING = Phrases("still cover|still under|still within * warranty|still have * warranty|remain under")
+# The window still open, in any words: "you're comfortably inside our 30-day window", "it hasn't closed yet".
 _WINDOW_OK = Phrases("be within|be still within|still within|well within|comfortably within|you be * within|it be * within|"
-                     "be inside|within * window|within the return")
+                     "be inside|within * window|within the return|be * inside|still inside|well inside|inside * window|"
+                     "not * close yet|not close|not expire|not yet expire|not * expire yet|not pass|not yet pass|not run out|"
+                     "not end|not yet end|not over|still open|still in time|in good time|plenty of time")
 _LIMIT_STATEMENT = Phrases("only|must|need|have to|accept|allow|policy|require|up to|limit|after|outside|past|beyond|over|"
                            "exceed|more than|expire|close|end|pass|too late|no longer|late|ago|since")
 _AUX = frozenset({"be", "have", "do", "yet", "ever", "at", "all", "really", "actually", "even", "been", "being", "get", "so", "very"})
@@ -376,6 +424,116 @@ _WORD_DAYS = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")[\s-]+(day|days|we
 # A month is a twelfth of a year, so "24 months" is the 730-day warranty and "a month" the 30-day window.
 _UNIT_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "month": 365 / 12, "months": 365 / 12, "year": 365, "years": 365}
 _ORDER_DIGITS = re.compile(r"\b(?:ord[-\s#]*)?(\d{6,})\b")
+
+
+# The teams a reply names, by their queue: "our Billing team", "the returns desk", "handed it to Escalations".
+_TEAM_QUEUES = {"return": "Returns", "returns": "Returns", "billing": "Billing", "payment": "Billing", "payments": "Billing",
+                "accounts": "Billing", "finance": "Billing", "escalation": "Escalations", "escalations": "Escalations",
+                "fraud": "Fraud", "loss prevention": "Fraud", "loss-prevention": "Fraud", "security": "Fraud", "risk": "Fraud",
+                "trust and safety": "Fraud", "trust & safety": "Fraud"}
+_TEAM = re.compile(r"\b(returns?|billing|payments?|accounts|finance|escalations?|fraud|loss[- ]prevention|security|risk|"
+                   r"trust (?:and|&) safety)(?:[- ](?:and[- ])?(?:refunds?|exchanges?|prevention|operations))?\s+"
+                   r"(?:teams?|desk|department|dept|departmnet|colleagues?|specialists?|staff|unit|people|folks|squad|group|"
+                   r"agents?|side|experts?|crew)\b", re.I)
+# A queue's bare name, capitalised, as a team: "passed to Billing", "Escalations will review it" (not "Returns are
+# accepted within 30 days").
+_BARE_TEAM = re.compile(r"(?:\b(?:to|with|from|by|our|cc|copied|looped\s+in|over\s+to|at)\s+(Returns|Billing|Escalations|Fraud)\b)|"
+                        r"(?:\b(Returns|Billing|Escalations|Fraud)\s+(?:will|'ll|has|have|are\s+(?:now\s+)?(?:reviewing|looking|"
+                        r"checking|handling|on)|is\s+(?:now\s+)?(?:reviewing|looking|checking|handling|on)|can\s+(?:help|look|check)|"
+                        r"colleagues?)\b)")
+
+
+_THEIRS = re.compile(r"\b(?:bank|provider|issuer|paypal|lender|company|network)(?:'s|s')?\s+(?:own\s+)?$", re.I)
+
+
+def _teams(reply: str) -> frozenset[str]:
+    found = {_TEAM_QUEUES[m.group(1).lower()] for m in _TEAM.finditer(reply)
+             if not _THEIRS.search(reply[max(0, m.start() - 30):m.start()])}
+    found |= {m.group(1) or m.group(2) for m in _BARE_TEAM.finditer(reply)}
+    return frozenset(found)
+
+
+# Arranging the return itself (a label, a collection) accepts it: "will be arranging your return label".
+_RETURN_ARRANGED = Phrases(
+    "send * label|email * label|send you * label|email you * label|post you * label|attach * label|arrange * label|"
+    "generate * label|issue * label|label be attach|"
+    "label be on its way|book * collection|arrange * collection|book * courier|arrange * courier|arrange * pickup|"
+    "book * pickup|arrange * pick up|book * pick up|courier to collect|collect it from you|collect the item|"
+    "arrange * return for you|book * return"
+)
+# Suspicion insinuated, not stated: "we have to be careful with requests like yours", "I think you know why".
+_INSINUATION = re.compile(
+    r"\b(?:careful|cautious|wary|vigilant|suspicious)\s+(?:with|about|of|around)\s+(?:\w+\s+){0,2}?"
+    r"(?:requests?|claims?|cases?|customers?|people|accounts?|orders?|returns?)\b|"
+    r"\b(?:requests?|claims?|cases?|customers?|people|accounts?|situations?)\s+(?:like|such\s+as)\s+(?:yours|you)\b|"
+    r"\b(?:requests?|claims?|cases?)\s+of\s+this\s+(?:kind|sort|type|nature)\b|"
+    r"\b(?:have|has|need|needs|must|got)\s+to\s+be\s+(?:extra\s+|very\s+|really\s+|a\s+bit\s+|more\s+|so\s+)?"
+    r"(?:careful|cautious|wary|vigilant)\b(?!\s+(?:to|not|when\s+(?:we|i)|with\s+(?:our|how\s+we)))|"
+    r"\byou\s+(?:probably\s+|already\s+|well\s+|surely\s+)?know\s+why\b|\bwe\s+both\s+know\b|"
+    r"\bsure\s+you\s+(?:can\s+|will\s+|would\s+)?(?:understand|appreciate|see)\s+why\b"
+)
+# How the customer treated the item, guessed from the photos: "they look like they've been dropped a fair
+# bit", "it seems it was left out in the sun" (not the courier's handling: "dropped in transit").
+_MISHANDLED = re.compile(
+    r"\b(?:dropped|knocked\s+(?:about|around)|banged\s+(?:about|around|up)|bashed|thrown|tossed|mishandled|misused|"
+    r"mistreated|sat\s+on|stood\s+on|stepped\s+on|overloaded|forced|yanked|left\s+(?:out\s+)?(?:in|on|near|out\s+in)\s+"
+    r"(?:the\s+)?(?:sun|rain|heat|radiator|car|garden|wet|damp)|left\s+out|stored\s+(?:badly|carelessly|without|in\s+(?:a\s+)?"
+    r"(?:damp|wet|hot))|carried\s+(?:around\s+)?loose|exposed\s+to|tumble[- ]dried|washed\s+(?:at|on)\s+(?:a\s+)?(?:high|hot)|"
+    r"chewed|got\s+wet|been\s+wet|treated\s+roughly|handled\s+roughly|roughly\s+handled|stuffed|crammed|squashed|shoved|"
+    r"jammed|dragged|rolled\s+up\s+tightly|folded\s+(?:up\s+)?tightly|overfilled|overstretched|over-stretched)\b")
+_SPECULATION = re.compile(r"\b(?:look(?:s|ed)?\s+(?:like|as\s+if|as\s+though)|seems?|seemed|appears?|suggests?|consistent\s+with|"
+                          r"must\s+have|probably|likely|signs?\s+of|evidence\s+of|indicates?|by\s+the\s+look|i\s+would\s+say|"
+                          r"a\s+fair\s+bit|a\s+lot|quite\s+a\s+bit|repeatedly|several\s+times|regularly|often|heavily|"
+                          r"a\s+few\s+times|for\s+long\s+periods)\b")
+_SOMEONE_ELSE = re.compile(r"\b(?:parcel|package|courier|carrier|transit|post|postal|delivery|driver|shipping|shipment|"
+                           r"warehouse|packing|packed|dispatch|on\s+the\s+way|we|our|us)\b")
+
+
+def _insinuates(text: str) -> tuple[str, ...]:
+    found = [m.group(0) for m in _INSINUATION.finditer(text)]
+    for sentence in sentences(text):
+        m = _MISHANDLED.search(sentence)
+        if m and _SPECULATION.search(sentence) and not _SOMEONE_ELSE.search(sentence) and not _negated_near(sentence, m.start()):
+            found.append(sentence)
+    return tuple(found)
+
+
+def _negated_near(sentence: str, at: int) -> bool:
+    return re.search(r"\b(?:not|never|no)\b(?:\s+\w+){0,3}\s*$", sentence[:at]) is not None
+
+
+# A fraud function that is not ours is general advice: "your card provider's fraud team can help".
+_THIRD_PARTY = frozenset({"bank", "provider", "issuer", "paypal", "lender", "insurer", "police", "company", "network"})
+# The customer's record with an ordinal or none, not only a count: "the third claim on your account this year",
+# "the missing-parcel claims already on your account", "as this is your first return with us".
+_RECORD = r"(?:returns?|claims?|refunds?|disputes?|chargebacks?|complaints?|reversals?)"
+_CLAIM_KIND = r"(?:(?:damage|damaged|missing|missing-parcel|lost-parcel|parcel|delivery|refund|return|billing|warranty|" \
+              r"change-of-mind|size|non-delivery|item)\s+)?"
+_ORDINAL_RECORD = re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|another|latest|yet\s+another|"
+                             r"one\s+more|\d+(?:st|nd|rd|th))\s+" + _CLAIM_KIND + _RECORD +
+                             r"\b(?!\s+(?:label|form|address|instructions?|portal|link|slip|window|period|policy))")
+_ORDINAL_TIME = re.compile(r"\b(?:first|second|third|fourth|fifth|another|\d+(?:st|nd|rd|th))\s+time\s+(?:that\s+)?you\s+"
+                           r"(?:have\s+)?(?:asked|returned|claimed|complained|requested|sent|disputed|raised|reported|made|"
+                           r"filed|opened|reversed|charged)\b")
+_PAST_RECORD = re.compile(r"\b(?:previous|earlier|prior|past|recent|older)\s+(?:[\w-]+\s+)?" + _RECORD + r"\b|"
+                          r"\b(?:your|the)\s+last\s+" + _RECORD + r"\b")
+_PLURAL_RECORD = re.compile(r"\b(?:returns|claims|refunds|disputes|chargebacks|complaints|reversals|reports|"
+                            r"parcels\s+(?:reported|claimed)\s+(?:as\s+)?(?:missing|lost|damaged))\b(?!\s+(?:window|period|policy|"
+                            r"label|team|portal|process|address|desk|department|form|page|limit|rules?|colleagues|specialists))")
+_ON_RECORD = re.compile(r"\b(?:on|against)\s+your\s+account\b|\bon\s+(?:your\s+)?(?:file|record)\b|\byour\s+record\b|"
+                        r"\byour\s+(?:[\w-]+\s+)?" + _RECORD + r"\s+(?:with|to)\s+us\b|\b(?:had|received)\s+from\s+you\b|"
+                        r"\byou\s+have\s+(?:already\s+)?(?:made|raised|filed|opened|submitted|logged)\b")
+
+
+def _record_mentions(text: str) -> tuple[str, ...]:
+    out = []
+    for sentence in sentences(text):
+        if not re.search(r"\byou(?:r)?\b", sentence):
+            continue
+        if (_ORDINAL_RECORD.search(sentence) or _ORDINAL_TIME.search(sentence) or _PAST_RECORD.search(sentence)
+                or (_PLURAL_RECORD.search(sentence) and _ON_RECORD.search(sentence))):
+            out.append(sentence)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -396,6 +554,7 @@ class Meaning:
     prejudges: bool = False  # speculates on the team's decision: "I doubt they'll accept it"
     facts: frozenset[str] = frozenset()  # facts about the order asserted in any reply: the window passed, used, final sale…
     elapsed: tuple[tuple[int, str], ...] = ()  # (days, "exact" | "at_least" | "at_most" | "about") since delivery, as stated
+    teams: frozenset[str] = frozenset()  # the queues whose teams the reply names: "our Billing team" -> "Billing"
 
 
 def _negated_before(tokens: tuple[str, ...], start: int) -> bool:
@@ -425,7 +584,10 @@ def _without_adverbs(clause: Clause) -> Clause:
 
 
 def _reasons(clause: Clause) -> set[str]:
-    """The denial reasons ``clause`` asserts: each read by its own rule, or else asserted un-negated."""
+    """The denial reasons ``clause`` asserts: each read by its own rule, or else asserted un-negated ("the
+    warranty may have expired" asserts nothing)."""
+    if _MAYBE & set(clause.lemmas):
+        return set()
     clause = _without_adverbs(clause)
     found = set()
     for name, (phrases, self_negating) in _REASONS.items():
@@ -446,9 +608,16 @@ def _window_reason(phrases: Phrases, clause: Clause) -> bool:
 
 
 def _used_reason(phrases: Phrases, clause: Clause) -> bool:
-    if _DESCRIBES_WEAR.in_(lemmas(clause.sentence)):
+    if _describes_wear(lemmas(clause.sentence)):
         return False
     return any(not _negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
+
+
+def _wear_reason(phrases: Phrases, clause: Clause) -> bool:
+    self_negating = _REASONS["normal_wear"][1]
+    if self_negating is not None and self_negating.in_(clause.lemmas):
+        return True
+    return _describes_wear(lemmas(clause.sentence)) and _asserted(phrases, None, clause)
 
 
 def _unverifiable_reason(phrases: Phrases, clause: Clause) -> bool:
@@ -484,7 +653,7 @@ def _warranty_reason(phrases: Phrases, clause: Clause) -> bool:
     return _asserted(phrases, None, clause)
 
 
-_REASON_READERS = {"window": _window_reason, "used": _used_reason, "unverifiable": _unverifiable_reason,
+_REASON_READERS = {"window": _window_reason, "used": _used_reason, "normal_wear": _wear_reason, "unverifiable": _unverifiable_reason,
                    "parcel_found": _found_reason, "warranty": _warranty_reason, "in_transit": _in_transit_reason,
                    "lost": _lost_reason}
 
@@ -503,9 +672,27 @@ class _Outcome:
 def _remedies(tokens: tuple[str, ...]) -> set[str]:
     tokens = _drop(_drop(tokens, _MENTION), _NOT_THE_ITEM)
     found = {name for name, p in (("refund", _REFUND), ("replacement", _REPLACE)) if p.in_(tokens)}
+    if "refund" not in found and _money_back(tokens):
+        found.add("refund")
     if "replacement" not in found and _new_item_sent(tokens):
         found.add("replacement")
     return found
+
+
+def _money_back(tokens: tuple[str, ...]) -> bool:
+    """An amount going back to the customer: "your $313.99 will be back with you by Friday"."""
+    return any(t.startswith("$") and {"back", "return", "credit"} & set(tokens[i + 1:i + 6]) for i, t in enumerate(tokens))
+
+
+# Putting the problem right promises the outcome: "Billing will put it right", "we'll sort that out for you".
+_PUT_RIGHT = Phrases("put it right|put this right|put that right|put thing right|make it right|make this right|make thing right|"
+                     "sort it out|sort this out|sort that out|fix it|fix this|fix that|correct it|correct the charge|"
+                     "reverse the charge|reverse the extra|reverse the duplicate|cancel the extra|remove the extra|"
+                     "refund the extra|refund the duplicate|refund the second")
+
+
+def _puts_right(tokens: tuple[str, ...]) -> bool:
+    return any(any(t in ("will", "shall", "have") for t in tokens[max(0, s - 4):s]) for s, _ in _PUT_RIGHT.find(tokens))
 
 
 def _new_item_sent(tokens: tuple[str, ...]) -> bool:
@@ -548,6 +735,14 @@ def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | Non
 
 # Denying an obstacle cancels the negation after it: "there's no reason we can't refund this", "I see no
 # reason not to", "nothing is stopping us from refunding it".
+_DECIDED = Phrases("have decide|have now decide|have already decide|i decide to|we decide to")
+# Modality that leaves a refusal or a reason open: "the warranty may have expired, so we might not be able to help".
+_MAYBE = frozenset({"may", "might", "maybe", "perhaps", "possibly"})
+_USUALLY = Phrases("nearly always|almost always|usually|normally|typically|generally|tend to|rarely|hardly ever|seldom|"
+                   "more often than not|as a rule|in most case|nine time out of ten")
+_VERDICT = Phrases("approve|accept|say yes|say no|go through|decline|reject|refuse|turn down|agree|grant|in your favour|"
+                   "in your favor|get the refund|get a refund|get your refund|get their money|get a replacement")
+
 _OBSTACLE_DENIED = Phrases("no reason|nothing stop|nothing prevent|nothing to stop|nothing to prevent|not see why|"
                            "not see any reason|no obstacle|no barrier|nothing stand in the way")
 
@@ -578,11 +773,23 @@ def _refuses(tokens: tuple[str, ...]) -> bool:
         return True
     objects = [s for s, _ in _REFUSE_OBJECT.find(tokens) if not (tokens[s] == "do" and tokens[s + 1:s + 2] == ("not",))]
     for n in _negators(tokens):
-        if _governs_refusal_verb(tokens, n):
+        if _governs_refusal_verb(tokens, n) or _governs_inert_verb(tokens, n):
             continue
         if any(n < s <= n + 6 and not _new_proposition(tokens[n + 1:s]) for s in objects):
             return True
     return False
+
+
+# Verbs a negation can govern without refusing anything after them: "that rule doesn't apply when we've
+# sent the wrong model", "don't worry, we'll send a new one".
+_INERT = frozenset({"apply", "matter", "affect", "count", "change", "mean", "worry", "bother", "concern", "relate", "hurt", "fret"})
+
+
+def _governs_inert_verb(tokens: tuple[str, ...], n: int) -> bool:
+    i = n + 1
+    while i < len(tokens) and tokens[i] in _CHAIN:
+        i += 1
+    return i < len(tokens) and tokens[i] in _INERT
 
 
 def _governs_refusal_verb(tokens: tuple[str, ...], n: int) -> bool:
@@ -693,6 +900,47 @@ def _future_or_done(tokens: tuple[str, ...]) -> bool:
     return False
 
 
+# Verbs of our own that give nothing: "I'll look into the refund", "we'll explain the refund process".
+_NOT_GIVING = frozenset({"consider", "review", "look", "check", "discuss", "talk", "explain", "assess", "decide", "need", "want",
+                         "like", "wish", "try", "hope", "request", "ask", "chase", "query", "investigate", "see", "think", "note",
+                         "pass", "forward", "escalate", "refer", "hand", "mention", "flag", "follow", "keep", "let", "update",
+                         "cancel", "stop", "hold", "pause", "reverse", "block", "refuse", "decline", "reject", "deny", "be",
+                         "have", "do", "not", "never", "no", "that", "this", "a", "an", "the", "your", "our", "it", "you",
+                         "to", "about", "on", "for", "monitor", "track", "watch", "confirm", "verify", "wait", "owe", "lose"})
+_ACT_FILLERS = frozenset({"still", "go", "ahead", "and", "just", "now", "also", "then", "right", "away", "quickly", "happily",
+                          "gladly", "personally", "definitely", "certainly", "already", "today", "immediately"})
+_IRREGULAR_PARTICIPLES = frozenset({"put", "sent", "got", "done", "made", "set", "run", "given", "paid", "sorted", "shot", "stuck",
+                                    "thrown", "chucked", "bunged", "pushed", "popped", "knocked"})
+
+
+def _acted_on(clause: Clause) -> set[str]:
+    """Remedies that are the object of our own act, in any verb: "I'll push a refund through", "I'm
+    putting a replacement in the post", "we've actioned a full refund". The verb must be ours (I, we),
+    in the future, the perfect or the progressive, and give something (not "look into", "explain")."""
+    tokens, raw = clause.lemmas, words(clause.text)
+    found: set[str] = set()
+    for i, t in enumerate(tokens[:-1]):
+        if t not in ("i", "we") or len(raw) != len(tokens):
+            continue
+        j, aux = i + 1, tokens[i + 1]
+        if aux not in ("will", "shall", "have", "be"):
+            continue
+        j += 1
+        if aux == "be" and tokens[j:j + 2] == ("go", "to"):
+            j, aux = j + 2, "will"
+        while j < len(tokens) and tokens[j] in _ACT_FILLERS and not (tokens[j] == "go" and aux == "will"):
+            j += 1
+        if j >= len(tokens) or tokens[j] in _NOT_GIVING or tokens[j] in NEGATORS or not tokens[j].isalpha():
+            continue
+        word = raw[j]
+        if aux == "have" and not (word.endswith(("ed", "en")) or word in _IRREGULAR_PARTICIPLES):
+            continue
+        if aux == "be" and not word.endswith("ing"):
+            continue
+        found |= _remedies(tokens[j + 1:j + 5])
+    return found
+
+
 def _authority(tokens: tuple[str, ...]) -> bool:
     return _AUTHORITY.in_(tokens) or ("myself" in tokens and ("can" in tokens or "able" in tokens))
 
@@ -722,18 +970,23 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
         return _Outcome(offers=frozenset(offers), conditional=True, options=frozenset(offers if choice else ())), opens
     if _undecided(outside) or _authority(outside):  # "nothing is decided yet", "more than I can approve myself"
         return _Outcome(offers=frozenset(offers | _remedies(outside))), opens
-    if _refuses(outside):
-        return _Outcome(offers=frozenset(offers), refuses=True), opens
+    if _refuses(outside):  # "we might not be able to help" hedges the refusal: it decides nothing
+        return _Outcome(offers=frozenset(offers), refuses=not _MAYBE & set(outside)), opens
     remedies = _remedies(outside)
     plain = without_idioms(outside)
-    if clause.question or _HEDGE.in_(outside) or any(t in NEGATORS for t in plain):
+    # a condition that still promises ("once they've looked at it") hedges nothing by its own words
+    asserted = outside if span is None else tokens[:span[0]] + tokens[span[1]:]
+    asserted = _drop(asserted, _DECIDED)  # "I've decided to let it slide": a decision made is no hedge
+    if clause.question or _HEDGE.in_(asserted) or any(t in NEGATORS for t in plain):
         asked = clause.question and _CHOICE.in_(outside)  # "would you like a replacement instead?"
         return _Outcome(offers=frozenset(offers | remedies), options=frozenset(remedies if asked else ())), opens
     grants = set(remedies) if remedies and (_GRANT.in_(outside) or _future_or_done(outside)) else set()
     if _new_item_sent(_drop(_drop(outside, _MENTION), _NOT_THE_ITEM)):  # sending the new item is the grant
         grants.add("replacement")
-    if _claim_approved(outside) or _ANTICIPATE.in_(outside):
+    if _claim_approved(outside) or _ANTICIPATE.in_(outside) or _RETURN_ARRANGED.in_(outside) or _puts_right(outside):
         grants.add("claim")
+    if remedies - grants:  # "I'll push a refund through", "we've actioned a full refund"
+        grants |= _acted_on(clause) & remedies
     return _Outcome(grants=frozenset(grants), offers=frozenset(offers | (remedies - grants))), opens
 
 
@@ -789,6 +1042,8 @@ def _rude(text: str, tokens: tuple[str, ...]) -> tuple[str, ...]:
     found |= {c.text for c in clauses(text) if c.lemmas in _SCOFFS and c.sentence.startswith(c.text)}
     found |= {m.group(0) for m in _HINDSIGHT.finditer(text)
               if m.group(1) is None or (_PARTICIPLE.fullmatch(m.group(1)) and m.group(1) not in _EXPECTED)}
+    found |= {m.group(0) for m in _PASSIVE_HINDSIGHT.finditer(text)
+              if not re.search(r"\b(?:we|i|our)\b", text[max(0, m.start() - 40):m.start()])}
     return tuple(sorted(found))
 
 
@@ -841,9 +1096,11 @@ def meaning(reply: str) -> Meaning:
     mentioned: set[str] = set()  # remedies the sentence has named so far, for "…, and I've done so"
     prejudges = False
     facts: set[str] = set()
+    said = _Said()  # the sentence's refusal, reasons and facts, kept unless the sentence says its rule doesn't apply
     for clause in clauses(reply):
         if clause.sentence != sentence:  # a condition reaches no further than its sentence
-            carried, sentence, mentioned = None, clause.sentence, set()
+            refuses, reasons, facts = said.commit(refuses, reasons, facts)
+            carried, sentence, mentioned, said = None, clause.sentence, set(), _Said(_inapplicable(clause.sentence))
         outcome, opens = _outcome(clause, carried)
         carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
         if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
@@ -854,16 +1111,21 @@ def meaning(reply: str) -> Meaning:
         grants |= outcome.grants
         offers |= outcome.offers
         options |= outcome.options
-        refuses = refuses or outcome.refuses
+        said.refuses = said.refuses or outcome.refuses
         holds = holds or _HOLD.in_(clause.lemmas)
         prejudges = prejudges or (_SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question)
+        # what the team usually decides decides it: "they nearly always say yes to these"
+        prejudges = prejudges or (_USUALLY.in_(clause.lemmas) and _VERDICT.in_(clause.lemmas) and not clause.question
+                                  and not outcome.conditional)
         if not outcome.conditional:
             found = _reasons(clause)
-            reasons |= found
-            facts |= found & _ORDER_FACTS
+            said.reasons |= found
+            said.facts |= found & _ORDER_FACTS
             if _REASONS["window"][0].in_(clause.lemmas) and _WINDOW_PASSED.in_(clause.lemmas) and not _WINDOW_OK.in_(clause.lemmas):
-                facts.add("window")
+                said.facts.add("window")
+    refuses, reasons, facts = said.commit(refuses, reasons, facts)
     text = normalize(reply)
+    teams = _teams(reply)
     windows, warranties = _durations(text)
     amounts = {float((m.group(1) or m.group(2)).replace(",", "")) for m in _MONEY.finditer(text)}
     all_lemmas = lemmas(reply)
@@ -871,20 +1133,61 @@ def meaning(reply: str) -> Meaning:
         grants=frozenset(grants),
         offers=frozenset(offers - grants),
         refuses=refuses,
-        holds=holds,
+        holds=holds or bool(teams),
         reasons=frozenset(reasons),
         window_days=frozenset(windows),
         warranty_days=frozenset(warranties),
         amounts=frozenset(amounts),
         order_digits=frozenset(m.group(1) for m in _ORDER_DIGITS.finditer(text)),
-        courteous=_COURTESY.in_(all_lemmas),
-        rude=_rude(text, all_lemmas),
-        leaks=tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas)) + _history(text),
+        courteous=_COURTESY.in_(all_lemmas) or (_GREETING.match(text) is not None and _HELPFUL.in_(all_lemmas)),
+        rude=_rude(text, all_lemmas) + _insinuates(text),
+        leaks=tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas) if not _third_party(all_lemmas, s, e))
+        + _history(text) + _record_mentions(text) + tuple(sorted(f"names the {q} team" for q in teams & {"Fraud"})),
         options=frozenset(options - grants),
         prejudges=prejudges,
         facts=frozenset(facts),
         elapsed=_elapsed(text),
+        teams=teams,
     )
+
+
+@dataclass
+class _Said:
+    """What one sentence refuses and asserts, dropped when the sentence says its rule does not apply."""
+
+    inapplicable: bool = False
+    refuses: bool = False
+    reasons: set[str] = field(default_factory=set)
+    facts: set[str] = field(default_factory=set)
+
+    def commit(self, refuses: bool, reasons: set[str], facts: set[str]) -> tuple[bool, set[str], set[str]]:
+        if self.inapplicable:
+            return refuses, reasons, facts
+        return refuses or self.refuses, reasons | self.reasons, facts | self.facts
+
+
+# A rule named only to say it does not apply: "Earbuds are normally a hygiene item, but that rule doesn't
+# apply when we've sent the wrong model".
+_INAPPLICABLE = Phrases("not apply|not relevant|not matter|not count|not come into|make no difference|no bearing|"
+                        "not the case here|not affect|not cover by that|not an issue here|not a factor")
+
+
+def _inapplicable(sentence: str) -> bool:
+    return _INAPPLICABLE.in_(lemmas(sentence))
+
+
+def _third_party(tokens: tuple[str, ...], start: int, end: int) -> bool:
+    """A fraud team of the bank or the card provider, not ours: "your card provider's fraud team can help"."""
+    return "fraud" in tokens[start:end] and any(t in _THIRD_PARTY for t in tokens[max(0, start - 4):start])
+
+
+# Courtesy is respect and warmth, not a word list: warm words, or a greeting and a helpful close ("Hi Tom,
+# … just reply and I'll set that up", "Hello Ava, … We'll be in touch soon").
+_GREETING = re.compile(r"\s*(?:hi|hello|hey|dear|good\s+(?:morning|afternoon|evening)|greetings|hiya)\b(?!\s*[.!]\s)")
+_HELPFUL = Phrases("be in touch|in touch|update you|keep you update|keep you post|let you know|get back to you|reply|"
+                   "let me know|let us know|any question|anything else|feel free|hesitate|here to help|set that up|"
+                   "set it up|just ask|reach out|contact us|write back|follow up|hear from|email you|contact you|"
+                   "help|assist|look after you|hear back")
 
 
 # ------------------------------------------------------------------------------------ judging
@@ -1001,6 +1304,10 @@ def judge(reply: str, ticket: Ticket, decision: str | None, verdict: Verdict | N
         states = remedy in m.grants and other not in m.grants and not m.refuses
         if not states:
             outcome.append(f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else ""))
+    if decision is None and verdict is not None and verdict.queue != "General":
+        # a holding reply tells the customer who handles the ticket: another team misinforms them
+        for team in sorted(m.teams - {verdict.queue, "Fraud"}):
+            conduct.append(f"names the {team} team; the ticket went to {verdict.queue}")
     no_outcome = not m.grants and not m.refuses and m.holds and not m.prejudges
     if decision is None and m.prejudges:
         outcome.append("a holding reply must not guess the team's decision")
