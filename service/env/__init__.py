@@ -43,6 +43,7 @@ from service.env.models import (
 from service.env.policy import render_policy_markdown
 from service.env.tasks import MAX_TRIALS, TASKS, ManifestEntry, TaskSpec, get_task, run_manifest
 from service.env.visibility import Feedback, feedback
+from service.env.world import SPLITS, Split
 
 __all__ = [
     "ACTION_FIELDS",
@@ -52,6 +53,7 @@ __all__ = [
     "MAX_TRIALS",
     "PUBLIC",
     "PUBLIC_SPLITS",
+    "SPLITS",
     "TASKS",
     "Action",
     "Dataset",
@@ -64,6 +66,7 @@ __all__ = [
     "ManifestEntry",
     "MissingTestKey",
     "Observation",
+    "Split",
     "StepResult",
     "TaskSpec",
     "UnknownTask",

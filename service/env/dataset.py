@@ -38,8 +38,8 @@ from service.env.policy import evaluate, render_policy_markdown
 from service.env.world import SPLITS, Difficulty, Family, Split, Ticket
 
 DATASET_VERSION = f"gen-{GENERATOR_VERSION}"
-PUBLIC_SPLITS: tuple[Split, ...] = ("train", "dev")
 HIDDEN_SPLIT: Split = "test"
+PUBLIC_SPLITS: tuple[Split, ...] = tuple(s for s in SPLITS if s != HIDDEN_SPLIT)
 # Deriving the test key from an operator's passphrase is deliberately slow: the key's fingerprint
 # is public, so a short passphrase could otherwise be guessed offline from it.
 _KDF_SALT = b"ecomm-support-env/test-split-key"

@@ -11,6 +11,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from service.env.world import Split
+
 Decision = Literal["approve_refund", "approve_replacement", "reject", "request_info"]
 Queue = Literal["General", "Returns", "Billing", "Escalations", "Fraud"]
 Tag = Literal[
@@ -152,7 +154,7 @@ class EpisodeState(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     task_id: str
-    split: Literal["train", "dev", "test"]
+    split: Split
     seed: int
     ticket_id: str
     step_count: int = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,9 +35,10 @@ Difficulty = Literal["easy", "medium", "hard"]
 Family = Literal["decision", "workflow"]
 Split = Literal["train", "dev", "test"]
 
-SPLITS: tuple[Split, ...] = ("train", "dev", "test")
-DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
-FAMILIES: tuple[Family, ...] = ("decision", "workflow")
+# Each value list is its Literal's arguments: one definition per list.
+SPLITS: tuple[Split, ...] = get_args(Split)
+DIFFICULTIES: tuple[Difficulty, ...] = get_args(Difficulty)
+FAMILIES: tuple[Family, ...] = get_args(Family)
 
 
 class _Frozen(BaseModel):

@@ -10,7 +10,7 @@ pydantic models.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -45,7 +45,7 @@ class ResetParams(ClosedBody):
         default=None, min_length=1, max_length=255, description="Client-chosen episode id; generated if omitted."
     )
     task_id: str | None = Field(default=None, max_length=64, description="A task id from GET /tasks.")
-    split: Literal["train", "dev", "test"] | None = Field(default=None, description="Ticket split.")
+    split: core.Split | None = Field(default=None, description="Ticket split.")
     difficulty: str | None = Field(default=None, max_length=16, description="Pick a task of this difficulty.")
     run_id: str | None = Field(
         default=None, max_length=64, description="Start the next episode of this run (needs run_token); the run picks the ticket."

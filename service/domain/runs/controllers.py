@@ -37,7 +37,7 @@ from service.domain.runs.schemas import (
 from service.domain.runs.services import RunService
 from service.domain.episodes.schemas import EpisodeView, ObservationResponse
 
-SplitQuery = Annotated[str, QueryParameter(pattern="^(train|dev|test)$", description="train | dev | test")]
+SplitQuery = Annotated[core.Split, QueryParameter(description="The split whose leaderboard to show.")]
 
 
 class RunController(Controller):

@@ -31,7 +31,7 @@ class CreateRun(BaseModel):
         "others (and anonymous runs) get 409.",
     )
     model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
-    split: str = Field(default="dev", pattern="^(train|dev|test)$", description="test needs a submitter key (Authorization: Bearer).")
+    split: core.Split = Field(default="dev", description="test needs a submitter key (Authorization: Bearer).")
     trials: Annotated[int, JsonInt] = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
     task_ids: list[str] | None = Field(
         default=None, min_length=1, max_length=len(core.TASKS), description="A subset of tasks (not ranked; not on test)."
