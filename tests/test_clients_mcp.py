@@ -102,3 +102,19 @@ def test_mcp_tool_client_0_3_0_lists_and_calls_tools(live_server: Any) -> None:
     assert out["step"]["done"] is False and out["step"]["observation"]["tool_result"] is not None
     assert out["state"]["episode_id"] == out["episode_id"] and out["state"]["step_count"] == 1
     assert "no_such_tool" in out["unknown_tool"] and "tool_not_found" in out["unknown_tool"]
+
+
+async def test_tool_schemas_are_the_bodies_models(client: Any) -> None:
+    """One contract per input: every tool's inputSchema is the JSON schema of the model that validates
+    its arguments (reset's is POST /reset's body), so a field added to a body reaches the tools too."""
+    from service.domain.episodes.mcp import TOOL_MODELS
+    from service.domain.episodes.schemas import ResetParams
+
+    listed = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json()["result"]["tools"]
+    assert {t["name"] for t in listed} == TOOLS == set(TOOL_MODELS)
+    for tool in listed:
+        assert tool["inputSchema"] == TOOL_MODELS[tool["name"]][1].model_json_schema()
+    reset = next(t for t in listed if t["name"] == "reset")["inputSchema"]
+    assert set(reset["properties"]) == set(ResetParams.model_fields) >= {"run_id", "run_token", "resume", "episode_token"}
+    step = next(t for t in listed if t["name"] == "step")["inputSchema"]
+    assert step["required"] == ["action"] and step["additionalProperties"] is False

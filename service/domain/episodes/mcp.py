@@ -28,8 +28,14 @@ from litestar import Request, post
 from litestar.di import NamedDependency
 from pydantic import ValidationError
 
-from service.lib.decoding import BodyNotJson, UnstorableText, check_text, decode_json, unstorable
-from service.domain.episodes.schemas import EpisodeResult, JsonRpcResponse, ResetParams
+from service.lib.decoding import BodyNotJson, ClosedBody, UnstorableText, check_text, decode_json, unstorable
+from service.domain.episodes.schemas import (
+    EpisodeArguments,
+    EpisodeResult,
+    JsonRpcResponse,
+    ResetParams,
+    StepArguments,
+)
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import validation_errors
 from service.lib.limits import Client
@@ -42,63 +48,19 @@ PROTOCOL_VERSION = "2025-06-18"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 TOO_MANY_SESSIONS = -32029  # a server error (the -32000..-32099 range): this client holds its share of sessions
 
-_EPISODE_ID = {"type": "string", "maxLength": 255, "description": "From the reset tool (or POST /reset)."}
-_RUN_TOKEN = {"type": "string", "maxLength": 128, "description": "For a run's episodes: the token POST /runs returned."}
-_EPISODE_TOKEN = {"type": "string", "maxLength": 128,
-                  "description": "For a client-chosen episode_id: the episode_token its reset returned (a session sends its own)."}
-
+# The tools and their argument models: each tool's inputSchema is its model's JSON schema, and its
+# arguments are validated by that model — the same closed bodies as HTTP (an unknown argument such as
+# `run_tokne` is refused by name).
+TOOL_MODELS: dict[str, tuple[str, type[ClosedBody]]] = {
+    "reset": ("Start a persisted episode (one support ticket). Returns the first observation and episode_id.", ResetParams),
+    "step": ("Apply one action to an episode. Returns observation, reward and done.", StepArguments),
+    "state": ("Episode id, step count and status (and the visible ticket state where it may be shown).", EpisodeArguments),
+    "grade": ("Resolved, score in [0, 1] and breakdown of a finished episode.", EpisodeArguments),
+}
 TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "reset",
-        "description": "Start a persisted episode (one support ticket). Returns the first observation and episode_id.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "seed": {"type": "integer", "minimum": 0},
-                "episode_id": _EPISODE_ID,
-                "task_id": {"type": "string"},
-                "split": {"type": "string", "enum": ["train", "dev", "test"]},
-                "difficulty": {"type": "string"},
-                "episode_token": _EPISODE_TOKEN,
-                "resume": {"type": "boolean", "description": "With episode_id (+ episode_token): re-attach to a stored episode."},
-                "run_id": {"type": "string", "maxLength": 64, "description": "Start the next episode of this run."},
-                "run_token": _RUN_TOKEN,
-            },
-            "additionalProperties": False,
-        },
-    },
-    {
-        "name": "step",
-        "description": "Apply one action to an episode. Returns observation, reward and done.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "episode_id": _EPISODE_ID,
-                "action": {"type": "object", "description": "Action fields; see GET /schema."},
-                "request_id": {"type": "string", "maxLength": 255},
-                "episode_token": _EPISODE_TOKEN,
-                "run_token": _RUN_TOKEN,
-            },
-            "required": ["action"],
-            "additionalProperties": False,
-        },
-    },
-    {
-        "name": "state",
-        "description": "Episode id, step count, status and the visible ticket state.",
-        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN},
-                        "additionalProperties": False},
-    },
-    {
-        "name": "grade",
-        "description": "Score in [0, 1] with breakdown for a finished episode.",
-        "inputSchema": {"type": "object", "properties": {"episode_id": _EPISODE_ID, "episode_token": _EPISODE_TOKEN},
-                        "additionalProperties": False},
-    },
+    {"name": name, "description": description, "inputSchema": model.model_json_schema()}
+    for name, (description, model) in TOOL_MODELS.items()
 ]
-# What each tool accepts, as over HTTP: any other argument is refused by name (a typo such as
-# `run_tokne` must not be silently ignored). Reset's are ResetParams' (a closed body).
-TOOL_ARGUMENTS: dict[str, frozenset[str]] = {t["name"]: frozenset(t["inputSchema"]["properties"]) for t in TOOLS}
 
 
 def _error(code: int, message: str, id_: Any = None, data: Any = None) -> dict[str, Any]:
@@ -294,68 +256,38 @@ async def handle_jsonrpc(
     return {"jsonrpc": "2.0", "id": id_, "result": _tool_result(payload)}
 
 
-def _check_arguments(name: str, args: dict[str, Any]) -> None:
-    unknown = sorted(k for k in args if k not in TOOL_ARGUMENTS[name])
-    if unknown:
-        accepted = ", ".join(sorted(TOOL_ARGUMENTS[name]))
-        raise InvalidInput(
-            f"unknown argument(s) for tool {name!r}: {', '.join(unknown)}; it accepts: {accepted}",
-            errors=[{"field": f"arguments.{k}", "message": f"unknown argument; accepted: {accepted}", "type": "unknown_field"}
-                    for k in unknown],
-        )
+def _arguments(name: str, args: dict[str, Any]) -> Any:
+    """The tool's arguments, validated by its model (a 4xx-style tool error otherwise)."""
+    try:
+        return TOOL_MODELS[name][1].model_validate(args)
+    except ValidationError as exc:
+        errors = validation_errors(exc, "arguments")
+        raise InvalidInput(f"invalid {name} arguments: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors),
+                           errors=errors) from exc
 
 
 async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, session: McpSession | None,
                      client_address: str | None = None) -> dict[str, Any]:
-    default_id = session.episode_id if session is not None else None
-    if name in ("step", "state", "grade"):
-        _check_arguments(name, args)
-    if name == "reset":
-        try:
-            params = ResetParams(**args)
-        except ValidationError as exc:
-            errors = validation_errors(exc)
-            raise InvalidInput("invalid reset arguments: " + ", ".join(e["field"] for e in errors), errors=errors) from exc
-        if session is not None:
-            params = session.with_secrets(params)
+    """Run one tool (KeyError: no such tool). A session supplies its episode and its secrets."""
+    if name not in TOOL_MODELS:
+        raise KeyError(name)
+    parsed = _arguments(name, args)
+    if isinstance(parsed, ResetParams):
+        params = session.with_secrets(parsed) if session is not None else parsed
         result = await episodes.reset(params, client_address=client_address)
         if session is not None:
             session.own(result, params)
         return result.wire()
-    if name == "step":
-        request_id = args.get("request_id")
-        if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= 255):
-            raise InvalidInput("request_id must be a string of 1-255 characters", errors=[{"field": "request_id"}])
-        token = args.get("run_token") or (session.run_token if session is not None else None)
-        if token is not None and not isinstance(token, str):
-            raise InvalidInput("run_token must be a string", errors=[{"field": "run_token"}])
-        episode_id = _episode_id(args, default_id)
-        result = await episodes.step(episode_id, args.get("action"), request_id, token, _token(args, session, episode_id))
-        return result.wire()
+    episode_id = parsed.episode_id if parsed.episode_id is not None else (session.episode_id if session else None)
+    token = parsed.episode_token
+    if token is None and session is not None and episode_id == session.episode_id:
+        token = session.episode_token
+    if isinstance(parsed, StepArguments):
+        run_token = parsed.run_token or (session.run_token if session is not None else None)
+        return (await episodes.step(episode_id, parsed.action, parsed.request_id, run_token, token)).wire()
     if name == "state":
-        episode_id = _episode_id(args, default_id)
-        return await episodes.state(episode_id, _token(args, session, episode_id))
-    if name == "grade":
-        episode_id = _episode_id(args, default_id)
-        return msgspec.structs.asdict(await episodes.grade(episode_id, _token(args, session, episode_id)))
-    raise KeyError(name)
-
-
-def _token(args: dict[str, Any], session: McpSession | None, episode_id: str | None) -> str | None:
-    """The episode token of a tool call: its argument, else the one the session got for this episode."""
-    value = args.get("episode_token")
-    if value is not None and not isinstance(value, str):
-        raise InvalidInput("episode_token must be a string", errors=[{"field": "episode_token"}])
-    if value is None and session is not None and episode_id == session.episode_id:
-        value = session.episode_token
-    return value
-
-
-def _episode_id(args: dict[str, Any], default: str | None) -> str | None:
-    value = args.get("episode_id", default)
-    if value is not None and (not isinstance(value, str) or len(value) > 255):
-        raise InvalidInput("episode_id must be a string of at most 255 characters", errors=[{"field": "episode_id"}])
-    return value
+        return await episodes.state(episode_id, token)
+    return msgspec.structs.asdict(await episodes.grade(episode_id, token))
 
 
 def mcp_style_activity(answered: dict[str, Any]) -> bool:

@@ -31,6 +31,16 @@ MAX_SEED = 2**31 - 1  # seeds are stored in a 32-bit integer column
 RUN_ID_PREFIX = "run_"
 MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
 
+# Fields several bodies share (HTTP, WebSocket and the MCP tools): one definition each.
+RunToken = Annotated[str | None, Field(
+    default=None, max_length=128, description="For episodes of a run: the token POST /runs returned (over HTTP also "
+    "`Authorization: Bearer <run_token>`).")]
+RequestId = Annotated[str | None, Field(
+    default=None, min_length=1, max_length=255, description="Idempotency key: a retry returns the stored result.")]
+EpisodeToken = Annotated[str | None, Field(
+    default=None, max_length=128, description="For a client-chosen episode_id: the episode_token its reset returned "
+    "(over HTTP also `X-Episode-Token`; an MCP session sends its own).")]
+
 
 class ResetParams(ClosedBody):
     """Body of ``POST /reset`` (all optional; ``{}`` and an empty body are valid). Unknown fields are
@@ -50,7 +60,7 @@ class ResetParams(ClosedBody):
     run_id: str | None = Field(
         default=None, max_length=64, description="Start the next episode of this run (needs run_token); the run picks the ticket."
     )
-    run_token: str | None = Field(default=None, max_length=128, description="The token POST /runs returned.")
+    run_token: RunToken
     episode_token: str | None = Field(
         default=None, max_length=128,
         description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
@@ -192,17 +202,10 @@ class StepRequest(ClosedBody):
         description="From POST /reset. Without it: the episode of the ecomm_episode cookie POST /reset sets "
         "(or, on a SINGLE_SESSION server, of the latest reset).",
     )
-    request_id: str | None = Field(
-        default=None, min_length=1, max_length=255, description="Idempotency key: a retry returns the stored result."
-    )
+    request_id: RequestId
     timeout_s: float | None = Field(default=None, gt=0, description="Accepted for OpenEnv compatibility; steps are fast.")
-    run_token: str | None = Field(
-        default=None, max_length=128, description="For episodes of a run (or send `Authorization: Bearer <run_token>`)."
-    )
-    episode_token: str | None = Field(
-        default=None, max_length=128,
-        description="For a client-chosen episode_id: the episode_token its reset returned (or send `X-Episode-Token`).",
-    )
+    run_token: RunToken
+    episode_token: EpisodeToken
 
     def the_action(self) -> Any:
         """The action payload, wherever the body put it (parsed by ``parse_action``)."""
@@ -222,6 +225,24 @@ class StepRequest(ClosedBody):
                 errors=[{"field": "action", "message": "field required", "type": "missing"}],
             )
         return self.action if self.action is not None else top
+
+
+class EpisodeArguments(ClosedBody):
+    """Arguments of the MCP ``state`` and ``grade`` tools: which episode (a session's own by default)."""
+
+    episode_id: str | None = Field(
+        default=None, min_length=1, max_length=255, description="From the reset tool (or POST /reset); an MCP "
+        "session's own episode if omitted.")
+    episode_token: EpisodeToken
+
+
+class StepArguments(EpisodeArguments):
+    """Arguments of the MCP ``step`` tool."""
+
+    action: dict[str, Any] = Field(description="The action's fields, e.g. {\"decision\": \"request_info\"}; GET /schema "
+                                   "shows every field.")
+    request_id: RequestId
+    run_token: RunToken
 
 
 class ObservationResponse(msgspec.Struct):
