@@ -62,3 +62,21 @@ def test_final_observation_carries_the_grader_score_over_ws(live_server) -> None
 def test_pre_submission_check_reset_with_empty_object(live_server) -> None:
     resp = httpx.post(live_server.url + "/reset", json={}, timeout=30)
     assert resp.status_code == 200 and resp.json()["done"] is False
+
+
+def test_the_typed_openenv_client_plays_an_episode(live_server) -> None:
+    """``client.openenv.SupportEnv`` (openenv's EnvClient with this environment's types) over /ws:
+    typed observations in, typed actions out, and the final one carries the grade /grader reports."""
+    from client.openenv import SupportEnv
+    from server.models import SupportAction, SupportObservation
+
+    with SupportEnv(base_url=live_server.url).sync() as env:
+        first = env.reset(task_id="decision-easy", seed=5, split="dev")
+        assert isinstance(first.observation, SupportObservation) and first.observation.task_id == "decision-easy"
+        result = env.step(SupportAction(lookup="order"))
+        assert result.done is False and env.state().step_count == 1
+        result = env.step(SupportAction(decision="approve_refund"))
+        assert result.done is True and result.observation.final is True
+        episode_id = first.observation.episode_id
+    grade = httpx.get(live_server.url + "/grader", params={"episode_id": episode_id}).json()
+    assert result.observation.score == grade["score"] and result.observation.resolved == grade["resolved"]
