@@ -44,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import HOST, ServerProcess, free_port
+from bench.harness import HOST, ServerProcess, free_port
 from service import env as core
 from service.env.agents import HeuristicAgent
 

@@ -4,7 +4,7 @@ reference agents and each pool's best constant answer — the README's table is 
     .venv/bin/python -m bench.gaming                      # JSON on stdout
     .venv/bin/python -m bench.gaming --markdown           # the README table
 
-The strategies live with the tests that bound them (``tests/gaming_agents.py``); this script only
+The strategies live with the tests that bound them (``tests/env/gaming_agents.py``); this script only
 plays them on the public dev split (the reward prober on train, where plain episodes have dense
 rewards) and reports each task's resolved rate and mean score. Deterministic: two runs print the same.
 """
@@ -14,15 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from tests.env.gaming_agents import constant_ceiling, labelled_rows, play_pool, strategies
 
-from gaming_agents import constant_ceiling, labelled_rows, play_pool, strategies  # noqa: E402 - needs the path above
-
-from service.env import PUBLIC, TASKS  # noqa: E402
-from service.env.agents import make_agent  # noqa: E402
+from service.env import PUBLIC, TASKS
+from service.env.agents import make_agent
 
 
 def _reference(name: str) -> Any:

@@ -43,18 +43,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.harness import HOST, ServerProcess, free_port
 from bench.load import (
-    HOST,
     HttpConnection,
     HttpError,
     Player,
     Schedule,
-    ServerProcess,
     Target,
     Window,
     agent_observation,
     episode_id_of,
-    free_port,
     git_commit,
     median,
     percentiles,

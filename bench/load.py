@@ -48,100 +48,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.harness import CLK_TCK, HOST, ServerProcess, free_port, pg_schema
 from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
-HOST = "127.0.0.1"
 MAX_EPISODE_STEPS = 64  # far above any task's max_steps: a longer episode is an error
 STOP_GRACE_S = 10.0  # in-flight requests get this long to finish after a window closes
 KEEPALIVE_REUSE_S = 4.0  # below uvicorn's default --timeout-keep-alive of 5 s
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # ------------------------------------------------------------------------------- servers
-
-
-class ServerProcess:
-    """A server subprocess in its own session; its process group id is its PID."""
-
-    def __init__(self, name: str, cmd: list[str], port: int, env: dict[str, str], log_dir: Path) -> None:
-        self.name, self.port = name, port
-        self.url = f"http://{HOST}:{port}"
-        self.log_path = log_dir / f"{name}.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self._stopped = False
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-    def wait_healthy(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as resp:  # noqa: S310 - loopback
-                    if json.loads(resp.read()).get("status") == "healthy":
-                        return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.name} not healthy after {timeout:.0f}s:\n{self.tail()}")
-
-    def tail(self, n: int = 4000) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_bytes()[-n:].decode("utf-8", "replace")
-
-    def session_members(self) -> dict[int, float]:
-        """PID → user+system CPU seconds of every live process in this server's session."""
-        out = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            # after "pid (comm)": state ppid pgrp session ... utime(12) stime(13)
-            if int(fields[3]) == self.proc.pid:
-                out[int(entry.name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
-        return out
-
-    def cpu_seconds(self) -> float:
-        """CPU of the server, uvicorn workers included."""
-        return sum(self.session_members().values())
-
-    def rss_mb(self) -> float:
-        """Resident memory of the server, uvicorn workers included (MB)."""
-        total_kb = 0
-        for pid in self.session_members():
-            try:
-                with open(f"/proc/{pid}/status", "rb") as f:
-                    total_kb += next((int(line.split()[1]) for line in f if line.startswith(b"VmRSS:")), 0)
-            except OSError:
-                continue
-        return round(total_kb / 1024, 1)
-
-    def stop(self) -> None:
-        """SIGTERM to the process group we created (its id is our child's PID), then SIGKILL."""
-        if self._stopped:
-            return
-        self._stopped = True
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=5)
-        for pid in self.session_members():  # a worker that outlived its supervisor
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        self._log.close()
 
 
 class ExternalServer:
@@ -158,14 +74,6 @@ class ExternalServer:
 
     def rss_mb(self) -> float | None:
         return None
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def machine_busy_seconds() -> float:
@@ -640,21 +548,6 @@ def server_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DATABASE_SCHEMA", "PORT", "HOST")}
     env.update(PYTHONUNBUFFERED="1", **extra)
     return env
-
-
-async def pg_schema(url: str, action: str, schema: str) -> None:
-    import asyncpg
-
-    parts = urlsplit(url)
-    dsn = parts._replace(scheme="postgresql").geturl()
-    conn = await asyncpg.connect(dsn)
-    try:
-        if action == "create":
-            await conn.execute(f'CREATE SCHEMA "{schema}"')
-        else:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    finally:
-        await conn.close()
 
 
 def fetch_tasks(url: str) -> list[str]:

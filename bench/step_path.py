@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.load import pg_schema
+from bench.harness import pg_schema
 from service import env as core
 from service.domain.episodes.services import EpisodeService
 from service.domain.episodes.schemas import ResetParams

@@ -17,7 +17,7 @@ a request belongs to: one minus the entropy of the classes whose examples use it
 lot and "problem" little. Words in an "of" complement weigh half: in "a video of it not working" the
 video is what is asked (a quantity's "of" opens no complement: "a couple of photos"). A topic is
 asked when its closest example is close enough and closer than the closest "none" example.
-``tests/corpus/questions*.jsonl`` are human-written questions with their topics: the README reports
+``tests/env/corpus/questions*.jsonl`` are human-written questions with their topics: the README reports
 this reader's accuracy on them.
 
 The customer answers every asked topic it has facts for; any fact it states counts as known for
