@@ -98,8 +98,9 @@ async def honest_window(base: str, seconds: float) -> dict[str, Any]:
     }
 
 
-async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor: int, run_id: str | None = None,
-                 heavy_limit: int = 2) -> dict[str, int]:
+async def _abuse(
+    base: str, mode: str, seconds: float, limit: int, flood_factor: int, run_id: str | None = None, heavy_limit: int = 2
+) -> dict[str, int]:
     counts = {"sent": 0, "served": 0, "limited": 0, "server_errors": 0}
     stop = time.monotonic() + seconds
 
@@ -121,8 +122,9 @@ async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor:
             if resp.status_code == 200:
                 one.episode_id = resp.json()["metadata"]["episode_id"]  # type: ignore[attr-defined]
         else:
-            resp = await client.post("/step", json={"episode_id": getattr(one, "episode_id", "none"),
-                                                    "action": {"reply": "x" * 200}})
+            resp = await client.post(
+                "/step", json={"episode_id": getattr(one, "episode_id", "none"), "action": {"reply": "x" * 200}}
+            )
         counts["sent"] += 1
         # served: the server did the work (200, or a 4xx such as stepping a finished episode); limited: 429
         key = "limited" if resp.status_code == 429 else "server_errors" if resp.status_code >= 500 else "served"
@@ -147,8 +149,16 @@ async def _abuse(base: str, mode: str, seconds: float, limit: int, flood_factor:
     return counts
 
 
-def _abuser_process(base: str, mode: str, seconds: float, limit: int, flood_factor: int, out: Any,
-                    run_id: str | None = None, heavy_limit: int = 2) -> None:
+def _abuser_process(
+    base: str,
+    mode: str,
+    seconds: float,
+    limit: int,
+    flood_factor: int,
+    out: Any,
+    run_id: str | None = None,
+    heavy_limit: int = 2,
+) -> None:
     out.put(asyncio.run(_abuse(base, mode, seconds, limit, flood_factor, run_id, heavy_limit)))
 
 
@@ -159,7 +169,9 @@ def _big_run(base: str, trials: int, started: int) -> str:
         created.raise_for_status()
         run = created.json()
         for _ in range(started):
-            client.post(f"/runs/{run['run_id']}/next", headers={"Authorization": f"Bearer {run['run_token']}"}).raise_for_status()
+            client.post(
+                f"/runs/{run['run_id']}/next", headers={"Authorization": f"Bearer {run['run_token']}"}
+            ).raise_for_status()
         return run["run_id"]
 
 
@@ -169,9 +181,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
         database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/abuse.db"
         port = free_port()
-        env = {**os.environ, "DATABASE_URL": database_url, "HOST": HOST, "PORT": str(port), "LOG_LEVEL": "WARNING",
-               "RATE_LIMIT_PER_S": str(args.limit), "RATE_LIMIT_EXEMPT": HONEST_ADDRESS,
-               "RATE_LIMIT_HEAVY_READS_PER_MIN": str(args.heavy_limit * 60)}
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "HOST": HOST,
+            "PORT": str(port),
+            "LOG_LEVEL": "WARNING",
+            "RATE_LIMIT_PER_S": str(args.limit),
+            "RATE_LIMIT_EXEMPT": HONEST_ADDRESS,
+            "RATE_LIMIT_HEAVY_READS_PER_MIN": str(args.heavy_limit * 60),
+        }
         server = ServerProcess("ours", [sys.executable, "-m", "service.app"], port, env, Path(tmp))
         ctx = multiprocessing.get_context("spawn")
         rounds: list[dict[str, Any]] = []
@@ -185,9 +204,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 row["alone"]["server_cpu_s_per_s"] = round((_cpu_s(server.proc.pid) - cpu0) / args.duration, 3)
                 for mode in modes:
                     out = ctx.Queue()
-                    abuser = ctx.Process(target=_abuser_process,
-                                         args=(server.url, mode, args.duration + 1.0, args.limit, args.flood_factor, out,
-                                               run_id, args.heavy_limit))
+                    abuser = ctx.Process(
+                        target=_abuser_process,
+                        args=(
+                            server.url,
+                            mode,
+                            args.duration + 1.0,
+                            args.limit,
+                            args.flood_factor,
+                            out,
+                            run_id,
+                            args.heavy_limit,
+                        ),
+                    )
                     abuser.start()
                     time.sleep(0.5)  # the abuser is at its rate before the honest window opens
                     cpu0 = _cpu_s(server.proc.pid)
@@ -197,7 +226,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     if abuser.is_alive():
                         abuser.terminate()  # our own child, by handle
                     counts = out.get(timeout=5) if not out.empty() else {}
-                    row[mode] = {**honest, "abuser": {**counts, "served_per_s": round(counts.get("served", 0) / (args.duration + 1.0), 1)}}
+                    row[mode] = {
+                        **honest,
+                        "abuser": {**counts, "served_per_s": round(counts.get("served", 0) / (args.duration + 1.0), 1)},
+                    }
                 rounds.append(row)
         finally:
             server.stop()
@@ -206,20 +238,34 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     for mode in modes:
         with_abuser = statistics.median(r[mode]["steps_per_s"] for r in rounds)
         ratio = round(with_abuser / alone, 3) if alone else None
-        pairwise = statistics.median(r[mode]["steps_per_s"] / r["alone"]["steps_per_s"] for r in rounds if r["alone"]["steps_per_s"])
-        summary[mode] = {"honest_steps_per_s": with_abuser, "ratio_to_alone": ratio,
-                         "ratio_median_of_rounds": round(pairwise, 3),
-                         "server_cpu_s_per_s": statistics.median(r[mode]["server_cpu_s_per_s"] for r in rounds),
-                         "abuser_served_per_s": statistics.median(r[mode]["abuser"].get("served_per_s", 0) for r in rounds),
-                         "abuser_sent_per_s": statistics.median(r[mode]["abuser"].get("sent", 0) / (args.duration + 1.0) for r in rounds),
-                         "drop_within_20pct": ratio is not None and ratio >= 0.8 and pairwise >= 0.8}
+        pairwise = statistics.median(
+            r[mode]["steps_per_s"] / r["alone"]["steps_per_s"] for r in rounds if r["alone"]["steps_per_s"]
+        )
+        summary[mode] = {
+            "honest_steps_per_s": with_abuser,
+            "ratio_to_alone": ratio,
+            "ratio_median_of_rounds": round(pairwise, 3),
+            "server_cpu_s_per_s": statistics.median(r[mode]["server_cpu_s_per_s"] for r in rounds),
+            "abuser_served_per_s": statistics.median(r[mode]["abuser"].get("served_per_s", 0) for r in rounds),
+            "abuser_sent_per_s": statistics.median(
+                r[mode]["abuser"].get("sent", 0) / (args.duration + 1.0) for r in rounds
+            ),
+            "drop_within_20pct": ratio is not None and ratio >= 0.8 and pairwise >= 0.8,
+        }
     return {
         "benchmark": "abuse",
-        "config": {"limit_per_s": args.limit, "duration_s": args.duration, "rounds": args.rounds, "modes": modes,
-                   "flood_factor": args.flood_factor, "heavy_reads_per_s": args.heavy_limit,
-                   "run_trials": args.run_trials if "pages" in modes else None,
-                   "database": "postgresql" if args.database_url and args.database_url.startswith("postgresql") else "sqlite",
-                   "cpus": os.cpu_count(), "load_avg_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "config": {
+            "limit_per_s": args.limit,
+            "duration_s": args.duration,
+            "rounds": args.rounds,
+            "modes": modes,
+            "flood_factor": args.flood_factor,
+            "heavy_reads_per_s": args.heavy_limit,
+            "run_trials": args.run_trials if "pages" in modes else None,
+            "database": "postgresql" if args.database_url and args.database_url.startswith("postgresql") else "sqlite",
+            "cpus": os.cpu_count(),
+            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
         "summary": summary,
         "rounds": rounds,
     }
@@ -231,10 +277,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per measured window")
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--mode", choices=["paced", "flood", "pages", "both", "all"], default="all",
-                        help="both: paced and flood; all: those and the run-page reader")
-    parser.add_argument("--heavy-limit", type=int, default=2, help="heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): the page reader's pace")
-    parser.add_argument("--run-trials", type=int, default=8, help="trials of the dev run the page reader reads (8: 3,200 entries)")
+    parser.add_argument(
+        "--mode",
+        choices=["paced", "flood", "pages", "both", "all"],
+        default="all",
+        help="both: paced and flood; all: those and the run-page reader",
+    )
+    parser.add_argument(
+        "--heavy-limit",
+        type=int,
+        default=2,
+        help="heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): the page reader's pace",
+    )
+    parser.add_argument(
+        "--run-trials", type=int, default=8, help="trials of the dev run the page reader reads (8: 3,200 entries)"
+    )
     parser.add_argument("--run-started", type=int, default=200, help="episodes of it handed out before the rounds")
     parser.add_argument("--flood-factor", type=int, default=10, help="flood mode sends this many times the limit")
     parser.add_argument("--database-url", default=None, help="default: a fresh SQLite file")

@@ -16,10 +16,9 @@ import json
 import sys
 from typing import Any
 
-from tests.env.gaming_agents import constant_ceiling, labelled_rows, play_pool, strategies
-
 from service.env import PUBLIC, TASKS
 from service.env.agents import make_agent
+from tests.env.gaming_agents import constant_ceiling, labelled_rows, play_pool, strategies
 
 
 def _reference(name: str) -> Any:
@@ -37,15 +36,33 @@ def table() -> dict[str, Any]:
     for strategy in strategies(train, PUBLIC, "dev"):
         split = "train" if "prober" in strategy.name else "dev"
         cells = {t: play_pool(strategy.make, t, split, PUBLIC) for t in TASKS}
-        rows.append({"strategy": strategy.name, "split": split, "kind": "guesses" if strategy.guesses else "answers nothing",
-                     "tasks": {t: {"resolved": round(r, 3), "mean": round(m, 3)} for t, (r, m) in cells.items()}})
+        rows.append(
+            {
+                "strategy": strategy.name,
+                "split": split,
+                "kind": "guesses" if strategy.guesses else "answers nothing",
+                "tasks": {t: {"resolved": round(r, 3), "mean": round(m, 3)} for t, (r, m) in cells.items()},
+            }
+        )
     ceilings = {t: constant_ceiling(t, "dev", PUBLIC) for t in TASKS}
-    rows.append({"strategy": "best constant answer (plain or after asking; caps: 0.35 / 0.55)", "split": "dev", "kind": "reference",
-                 "tasks": {t: {"resolved": round(r, 3), "mean": round(m, 3)} for t, (r, m) in ceilings.items()}})
+    rows.append(
+        {
+            "strategy": "best constant answer (plain or after asking; caps: 0.35 / 0.55)",
+            "split": "dev",
+            "kind": "reference",
+            "tasks": {t: {"resolved": round(r, 3), "mean": round(m, 3)} for t, (r, m) in ceilings.items()},
+        }
+    )
     for name in ("random", "heuristic", "oracle"):
         cells = {t: play_pool(_reference(name), t, "dev", PUBLIC) for t in TASKS}
-        rows.append({"strategy": f"{name} agent", "split": "dev", "kind": "reference",
-                     "tasks": {t: {"resolved": round(r, 3), "mean": round(m, 3)} for t, (r, m) in cells.items()}})
+        rows.append(
+            {
+                "strategy": f"{name} agent",
+                "split": "dev",
+                "kind": "reference",
+                "tasks": {t: {"resolved": round(r, 3), "mean": round(m, 3)} for t, (r, m) in cells.items()},
+            }
+        )
     return {"tasks": list(TASKS), "rows": rows}
 
 
@@ -54,7 +71,9 @@ def markdown(report: dict[str, Any]) -> str:
     lines = ["| strategy | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
     for row in report["rows"]:
         cells = [f"{row['tasks'][t]['resolved']:.2f} / {row['tasks'][t]['mean']:.2f}" for t in tasks]
-        lines.append(f"| {row['strategy']}{' (train)' if row['split'] == 'train' else ''} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {row['strategy']}{' (train)' if row['split'] == 'train' else ''} | " + " | ".join(cells) + " |"
+        )
     return "\n".join(lines)
 
 

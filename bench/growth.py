@@ -84,8 +84,8 @@ class PlayedEpisode:
 def play_templates(count: int) -> tuple[list[dict[str, Any]], list[PlayedEpisode]]:
     """The first ``count`` entries of a dev run's manifest, each played once through the pure core."""
     from service import env as core
-    from service.domain.episodes.schemas import wire_observation
     from service.db.observations import compact
+    from service.domain.episodes.schemas import wire_observation
     from service.env.agents import HeuristicAgent
 
     manifest = [e.model_dump() for e in core.run_manifest("dev", None, 1, None)][:count]
@@ -97,28 +97,48 @@ def play_templates(count: int) -> tuple[list[dict[str, Any]], list[PlayedEpisode
             action = agent.act(obs)
             result = core.step(state, action)
             whole = wire_observation("EPISODE", result.observation)
-            steps.append({"action": action.model_dump(mode="json"), "observation": compact(previous, whole),
-                          "reward": result.reward, "done": result.done})
+            steps.append(
+                {
+                    "action": action.model_dump(mode="json"),
+                    "observation": compact(previous, whole),
+                    "reward": result.reward,
+                    "done": result.done,
+                }
+            )
             state, obs, previous = result.state, result.observation, whole
         assert result is not None
         grade = result.grade
-        played.append(PlayedEpisode(entry["task_id"], entry["seed"], state.ticket_id, state.model_dump(mode="json"), steps,
-                                    {"score": grade.score, "resolved": grade.resolved, "breakdown": grade.model_dump(mode="json"),
-                                     "grader_version": grade.grader_version}))
+        played.append(
+            PlayedEpisode(
+                entry["task_id"],
+                entry["seed"],
+                state.ticket_id,
+                state.model_dump(mode="json"),
+                steps,
+                {
+                    "score": grade.score,
+                    "resolved": grade.resolved,
+                    "breakdown": grade.model_dump(mode="json"),
+                    "grader_version": grade.grader_version,
+                },
+            )
+        )
     return manifest, played
 
 
 def run_summaries(manifest: list[dict[str, Any]], played: list[PlayedEpisode], runs: int) -> list[dict[str, Any]]:
     """One summary per run: the real one of the played episodes, shifted a little per run so ranks differ."""
-    from service.domain.runs.services import summarize_run
     from service.db.run_store import RunEpisode
+    from service.domain.runs.services import summarize_run
 
     class Run:  # what summarize_run reads of a run
         trials = 1
 
     Run.manifest = manifest  # type: ignore[attr-defined]
-    episodes = [RunEpisode(f"x-{i:05d}", p.task_id, p.seed, "done", len(p.steps), False, p.grade["score"], p.grade["resolved"])
-                for i, p in enumerate(played)]
+    episodes = [
+        RunEpisode(f"x-{i:05d}", p.task_id, p.seed, "done", len(p.steps), False, p.grade["score"], p.grade["resolved"])
+        for i, p in enumerate(played)
+    ]
     base = summarize_run(Run, episodes)  # type: ignore[arg-type]
     out = []
     for i in range(runs):
@@ -130,29 +150,74 @@ def run_summaries(manifest: list[dict[str, Any]], played: list[PlayedEpisode], r
     return out
 
 
-def _run_row(r: int, manifest: list[dict[str, Any]], summary: dict[str, Any], per_run: int, at: datetime) -> dict[str, Any]:
+def _run_row(
+    r: int, manifest: list[dict[str, Any]], summary: dict[str, Any], per_run: int, at: datetime
+) -> dict[str, Any]:
     from service import env as core
     from service.lib.secrets import hash_secret
 
     return dict(
-        id=f"run_growth{r:06d}", token_sha256=hash_secret(f"token-{r}"), agent=f"agent-{r:03d}", model=f"model-{r % 7}", split="dev",
-        trials=1, task_ids=list(core.TASKS), full_split=per_run == DEFAULT_EPISODES_PER_RUN, manifest=manifest,
-        episodes_total=per_run, next_index=per_run, episodes_done=per_run, status="complete",
-        dataset_version=core.DATASET_VERSION, grader_version=core.GRADER_VERSION, usage=None, summary=summary,
-        created_at=at, updated_at=at, finished_at=at, submitter=None, key_fingerprint=None, released=None, revision=1,
+        id=f"run_growth{r:06d}",
+        token_sha256=hash_secret(f"token-{r}"),
+        agent=f"agent-{r:03d}",
+        model=f"model-{r % 7}",
+        split="dev",
+        trials=1,
+        task_ids=list(core.TASKS),
+        full_split=per_run == DEFAULT_EPISODES_PER_RUN,
+        manifest=manifest,
+        episodes_total=per_run,
+        next_index=per_run,
+        episodes_done=per_run,
+        status="complete",
+        dataset_version=core.DATASET_VERSION,
+        grader_version=core.GRADER_VERSION,
+        usage=None,
+        summary=summary,
+        created_at=at,
+        updated_at=at,
+        finished_at=at,
+        submitter=None,
+        key_fingerprint=None,
+        released=None,
+        revision=1,
     )
 
 
-def _episode_rows(run_id: str, index: int, p: PlayedEpisode, at: datetime) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+def _episode_rows(
+    run_id: str, index: int, p: PlayedEpisode, at: datetime
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """The episode, transitions and grade rows of one played template under ``run_id``."""
     episode_id = f"{run_id}-{index:05d}"
-    episode = dict(id=episode_id, task_id=p.task_id, split="dev", seed=p.seed, ticket_id=p.ticket_id, run_id=run_id,
-                   status="done", step_count=len(p.steps), state=p.state, version=len(p.steps) + 1, created_at=at, updated_at=at)
+    episode = dict(
+        id=episode_id,
+        task_id=p.task_id,
+        split="dev",
+        seed=p.seed,
+        ticket_id=p.ticket_id,
+        run_id=run_id,
+        status="done",
+        step_count=len(p.steps),
+        state=p.state,
+        version=len(p.steps) + 1,
+        created_at=at,
+        updated_at=at,
+    )
     steps = []
     for n, s in enumerate(p.steps):
         obs = {**s["observation"], "episode_id": episode_id} if n == 0 else s["observation"]
-        steps.append(dict(episode_id=episode_id, step_index=n + 1, request_id=None, action=s["action"], observation=obs,
-                          reward=s["reward"], done=s["done"], created_at=at))
+        steps.append(
+            dict(
+                episode_id=episode_id,
+                step_index=n + 1,
+                request_id=None,
+                action=s["action"],
+                observation=obs,
+                reward=s["reward"],
+                done=s["done"],
+                created_at=at,
+            )
+        )
     return episode, steps, dict(episode_id=episode_id, created_at=at, **p.grade)
 
 
@@ -163,7 +228,8 @@ async def build_large(database_url: str, runs: int, per_run: int) -> dict[str, A
     from sqlalchemy.engine import Connection
 
     from service.db.migrate import upgrade_to_head
-    from service.db.models import episodes, grades, runs as runs_table, transitions, utcnow
+    from service.db.models import episodes, grades, transitions, utcnow
+    from service.db.models import runs as runs_table
     from service.settings import Settings
 
     started = time.perf_counter()
@@ -171,8 +237,11 @@ async def build_large(database_url: str, runs: int, per_run: int) -> dict[str, A
     summaries = run_summaries(manifest, played, runs)
     db = Settings(database_url=database_url).database()
     counts = {"runs": 0, "episodes": 0, "transitions": 0, "grades": 0}
-    pending: dict[str, tuple[Any, list[dict[str, Any]]]] = {"episodes": (episodes, []), "transitions": (transitions, []),
-                                                             "grades": (grades, [])}
+    pending: dict[str, tuple[Any, list[dict[str, Any]]]] = {
+        "episodes": (episodes, []),
+        "transitions": (transitions, []),
+        "grades": (grades, []),
+    }
 
     def insert_rows(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
         conn.execute(insert(table), rows)
@@ -233,8 +302,12 @@ class RunPlayer(Player):
         w = self.window
         token = self.own_run["run_token"]
         try:
-            result = await self.http_json("POST", "/reset", json.dumps({"run_id": self.own_run["run_id"], "run_token": token}).encode(),
-                                          w.reset_ms)
+            result = await self.http_json(
+                "POST",
+                "/reset",
+                json.dumps({"run_id": self.own_run["run_id"], "run_token": token}).encode(),
+                w.reset_ms,
+            )
         except HttpError as exc:
             if "-> 409" in str(exc):  # every entry handed out: next time, a new run
                 self.own_run = None
@@ -245,8 +318,13 @@ class RunPlayer(Player):
         steps = 0
         while not result["done"]:
             action = agent.act(agent_observation(result["observation"], result["reward"], result["done"]))
-            body = json.dumps({"episode_id": episode_id, "action": action.model_dump(mode="json", exclude_defaults=True),
-                               "run_token": token}).encode()
+            body = json.dumps(
+                {
+                    "episode_id": episode_id,
+                    "action": action.model_dump(mode="json", exclude_defaults=True),
+                    "run_token": token,
+                }
+            ).encode()
             result = await self.http_json("POST", "/step", body, w.step_ms)
             steps += 1
         self.finished(steps)
@@ -273,8 +351,12 @@ async def poll_leaderboard(port: int, stop: asyncio.Event, latencies: list[float
         await conn.close()
 
 
-async def measure_together(groups: list[tuple[str, ServerProcess, str, int]], schedule: Schedule,
-                           players: dict[str, list[Player]], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+async def measure_together(
+    groups: list[tuple[str, ServerProcess, str, int]],
+    schedule: Schedule,
+    players: dict[str, list[Player]],
+    args: argparse.Namespace,
+) -> dict[str, dict[str, Any]]:
     """One window in which every group — (label, server, kind, agents) — plays at the same time, so
     whatever else the machine does in that window slows every compared target alike."""
     now = time.perf_counter()
@@ -282,12 +364,16 @@ async def measure_together(groups: list[tuple[str, ServerProcess, str, int]], sc
     stop_polling = asyncio.Event()
     polls: dict[str, list[float]] = {}
     for label, server, kind, agents in groups:
-        window = Window(start=now + args.warmup, deadline=now + args.warmup + args.duration, max_requests=args.max_requests)
+        window = Window(
+            start=now + args.warmup, deadline=now + args.warmup + args.duration, max_requests=args.max_requests
+        )
         windows[label] = window
         target = Target("ours", "http", server.port, server)
         cls = player_class(kind)
         # Players keep their run (and the server its decoded manifest) across rounds, as a real agent would.
-        pool = players.setdefault(f"{label}/{server.name}/{kind}", [cls(i, target, window, schedule, {}) for i in range(agents)])
+        pool = players.setdefault(
+            f"{label}/{server.name}/{kind}", [cls(i, target, window, schedule, {}) for i in range(agents)]
+        )
         for p in pool:
             p.window = window
         tasks += [asyncio.create_task(p.run()) for p in pool]
@@ -340,8 +426,9 @@ MEASUREMENTS = [
 ]
 
 
-async def start_servers(args: argparse.Namespace, urls: dict[str, str], servers: list[ServerProcess],
-                        workdir: Path) -> dict[str, ServerProcess]:
+async def start_servers(
+    args: argparse.Namespace, urls: dict[str, str], servers: list[ServerProcess], workdir: Path
+) -> dict[str, ServerProcess]:
     by_name: dict[str, ServerProcess] = {}
     for name, url in urls.items():
         port = free_port()
@@ -354,8 +441,9 @@ async def start_servers(args: argparse.Namespace, urls: dict[str, str], servers:
     return by_name
 
 
-async def play_rounds(args: argparse.Namespace, by_name: dict[str, ServerProcess]) -> tuple[
-        dict[str, list[dict[str, dict[str, Any]]]], dict[str, list[float]]]:
+async def play_rounds(
+    args: argparse.Namespace, by_name: dict[str, ServerProcess]
+) -> tuple[dict[str, list[dict[str, dict[str, Any]]]], dict[str, list[float]]]:
     """Every measurement once per round (rotated each round, so no measurement always follows the
     same one), and the leaderboard's latency on each server before each round."""
     schedule = Schedule([t["id"] for t in json.loads(urllib_get(by_name["empty"].url + "/tasks"))["tasks"]])
@@ -365,16 +453,22 @@ async def play_rounds(args: argparse.Namespace, by_name: dict[str, ServerProcess
     for r in range(args.rounds):
         for name, server in by_name.items():
             lb[name].append(median(await leaderboard_latency(server, args.leaderboard_requests)) or 0.0)
-        for name, groups, rate in MEASUREMENTS[r % len(MEASUREMENTS):] + MEASUREMENTS[:r % len(MEASUREMENTS)]:
-            spec = [(label, by_name[srv], kind, max(1, round(args.agents * share))) for label, srv, kind, share in groups]
+        for name, groups, rate in MEASUREMENTS[r % len(MEASUREMENTS) :] + MEASUREMENTS[: r % len(MEASUREMENTS)]:
+            spec = [
+                (label, by_name[srv], kind, max(1, round(args.agents * share))) for label, srv, kind, share in groups
+            ]
             res = await measure_together(spec, schedule, players, args)
             per_round[name].append(res)
-            log(f"round {r + 1}/{args.rounds} {name}: " + ", ".join(f"{lbl} {v[rate]} {rate} ({v['errors']} errors)"
-                                                                     for lbl, v in res.items()))
+            log(
+                f"round {r + 1}/{args.rounds} {name}: "
+                + ", ".join(f"{lbl} {v[rate]} {rate} ({v['errors']} errors)" for lbl, v in res.items())
+            )
     return per_round, lb
 
 
-def paired_ratios(per_round: dict[str, list[dict[str, dict[str, Any]]]]) -> tuple[dict[str, Any], dict[str, float | None]]:
+def paired_ratios(
+    per_round: dict[str, list[dict[str, dict[str, Any]]]],
+) -> tuple[dict[str, Any], dict[str, float | None]]:
     """Per measurement: median over rounds of (large / empty) in the same window, and the medians."""
     results: dict[str, Any] = {}
     ratios: dict[str, float | None] = {}
@@ -387,10 +481,13 @@ def paired_ratios(per_round: dict[str, list[dict[str, dict[str, Any]]]]) -> tupl
         ratio = median(paired)
         ratios[name] = round(ratio, 3) if ratio is not None else None
         results[name] = {
-            label: {rate: median([x[label][rate] for x in rounds]), "step_p99_ms": median([x[label]["step_p99_ms"] for x in rounds]),
-                    "errors": sum(x[label]["errors"] for x in rounds),
-                    "error_samples": [e for x in rounds for e in x[label]["error_samples"]][:3],
-                    "rounds": [x[label][rate] for x in rounds]}
+            label: {
+                rate: median([x[label][rate] for x in rounds]),
+                "step_p99_ms": median([x[label]["step_p99_ms"] for x in rounds]),
+                "errors": sum(x[label]["errors"] for x in rounds),
+                "error_samples": [e for x in rounds for e in x[label]["error_samples"]][:3],
+                "rounds": [x[label][rate] for x in rounds],
+            }
             for label, *_ in groups
         } | {"ratio_per_round": [round(v, 3) for v in paired]}
     return results, ratios
@@ -402,17 +499,32 @@ def crossed_ratio(per_round: dict[str, list[dict[str, dict[str, Any]]]]) -> tupl
     both): per round, sqrt((k8/k1 in window a) * (k8/k1 in window b)). (Not k=1 and k=8 agents on one
     server in one window: they would share its queue, and a costlier request would slow both alike.)"""
     a, b = per_round["k8_vs_k1_a"], per_round["k8_vs_k1_b"]
-    crossed = [((x["k8"]["episodes_per_s"] / x["k1"]["episodes_per_s"]) * (y["k8"]["episodes_per_s"] / y["k1"]["episodes_per_s"])) ** 0.5
-               for x, y in zip(a, b, strict=True) if x["k1"]["episodes_per_s"] and y["k1"]["episodes_per_s"]]
+    crossed = [
+        (
+            (x["k8"]["episodes_per_s"] / x["k1"]["episodes_per_s"])
+            * (y["k8"]["episodes_per_s"] / y["k1"]["episodes_per_s"])
+        )
+        ** 0.5
+        for x, y in zip(a, b, strict=True)
+        if x["k1"]["episodes_per_s"] and y["k1"]["episodes_per_s"]
+    ]
     ratio = median(crossed)
-    result = {k: {"episodes_per_s": median([x[k]["episodes_per_s"] for x in a + b]), "rounds": [x[k]["episodes_per_s"] for x in a + b]}
-              for k in ("k1", "k8")} | {"ratio_per_round": [round(v, 3) for v in crossed]}
+    result = {
+        k: {
+            "episodes_per_s": median([x[k]["episodes_per_s"] for x in a + b]),
+            "rounds": [x[k]["episodes_per_s"] for x in a + b],
+        }
+        for k in ("k1", "k8")
+    } | {"ratio_per_round": [round(v, 3) for v in crossed]}
     return result, round(ratio, 3) if ratio is not None else None
 
 
 async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: Path) -> dict[str, Any]:
     """Build the large database, serve it beside an empty one, measure both in the same windows."""
-    urls = {"empty": f"sqlite+aiosqlite:///{workdir / 'empty.db'}", "large": f"sqlite+aiosqlite:///{workdir / 'large.db'}"}
+    urls = {
+        "empty": f"sqlite+aiosqlite:///{workdir / 'empty.db'}",
+        "large": f"sqlite+aiosqlite:///{workdir / 'large.db'}",
+    }
     log(f"building the large database: {args.runs} runs x {args.episodes_per_run} episodes")
     built = await build_large(urls["large"], args.runs, args.episodes_per_run)
     size_mb = round(sum(p.stat().st_size for p in workdir.glob("large.db*")) / 1e6, 1)
@@ -426,13 +538,26 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
     leaderboard_ms = median(lb["large"])
     return {
         "config": {
-            "runs": args.runs, "episodes_per_run": args.episodes_per_run, "agents": args.agents, "duration_s": args.duration,
-            "warmup_s": args.warmup, "rounds": args.rounds, "leaderboard_requests": args.leaderboard_requests,
-            "leaderboard_poll_s": LEADERBOARD_POLL_S, "database": "sqlite (WAL, synchronous=FULL), one uvicorn worker",
-            "server_pids": {s.name: s.proc.pid for s in servers}, "commit": git_commit(), "python": platform.python_version(),
-            "cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()],
+            "runs": args.runs,
+            "episodes_per_run": args.episodes_per_run,
+            "agents": args.agents,
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "rounds": args.rounds,
+            "leaderboard_requests": args.leaderboard_requests,
+            "leaderboard_poll_s": LEADERBOARD_POLL_S,
+            "database": "sqlite (WAL, synchronous=FULL), one uvicorn worker",
+            "server_pids": {s.name: s.proc.pid for s in servers},
+            "commit": git_commit(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "loadavg": [round(x, 2) for x in os.getloadavg()],
         },
-        "large_database": {**built, "megabytes": size_mb, "leaderboard_rows": len(board["rows"]) + len(board.get("unranked") or [])},
+        "large_database": {
+            **built,
+            "megabytes": size_mb,
+            "leaderboard_rows": len(board["rows"]) + len(board.get("unranked") or []),
+        },
         "leaderboard_ms": round(leaderboard_ms, 3) if leaderboard_ms is not None else None,
         "leaderboard_ms_empty": round(median(lb["empty"]) or 0.0, 3),
         "leaderboard_first_ms": {k: round(v, 1) for k, v in first_ms.items()},
@@ -466,20 +591,34 @@ def log(msg: str) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.growth", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.growth",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="finished runs in the large database (default 300)")
-    p.add_argument("--episodes-per-run", type=int, default=DEFAULT_EPISODES_PER_RUN, help="episodes per run (default 400, max 400)")
-    p.add_argument("--agents", type=int, default=8, help="concurrent scripted agents per server and measurement (default 8)")
+    p.add_argument(
+        "--episodes-per-run", type=int, default=DEFAULT_EPISODES_PER_RUN, help="episodes per run (default 400, max 400)"
+    )
+    p.add_argument(
+        "--agents", type=int, default=8, help="concurrent scripted agents per server and measurement (default 8)"
+    )
     p.add_argument("--duration", type=float, default=4.0, help="counted seconds per measurement (default 4)")
     p.add_argument("--warmup", type=float, default=1.0, help="uncounted seconds before each measurement (default 1)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported (default 5)")
-    p.add_argument("--leaderboard-requests", type=int, default=40, help="GET /leaderboard per round and database (default 40)")
+    p.add_argument(
+        "--leaderboard-requests", type=int, default=40, help="GET /leaderboard per round and database (default 40)"
+    )
     p.add_argument("--max-requests", type=int, default=200_000, help="request cap per measurement")
     p.add_argument("--log-level", default="WARNING", help="LOG_LEVEL of both servers (default WARNING)")
     p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report here")
     args = p.parse_args(argv)
-    if not (1 <= args.episodes_per_run <= DEFAULT_EPISODES_PER_RUN) or args.runs < 1 or args.agents < 1 or args.rounds < 1:
+    if (
+        not (1 <= args.episodes_per_run <= DEFAULT_EPISODES_PER_RUN)
+        or args.runs < 1
+        or args.agents < 1
+        or args.rounds < 1
+    ):
         p.error("--runs, --agents and --rounds must be >= 1; --episodes-per-run between 1 and 400")
     return args
 

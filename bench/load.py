@@ -250,8 +250,15 @@ def episode_id_of(result: dict[str, Any]) -> str:
 class Player:
     """One agent: plays episodes back to back over one transport until the window closes."""
 
-    def __init__(self, index: int, target: Target, window: Window, schedule: Schedule, scripts: dict[Any, list[bytes]],
-                 think_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        index: int,
+        target: Target,
+        window: Window,
+        schedule: Schedule,
+        scripts: dict[Any, list[bytes]],
+        think_ms: float = 0.0,
+    ) -> None:
         self.index, self.target, self.window = index, target, window
         self.schedule, self.scripts = schedule, scripts
         self.think_s = think_ms / 1000.0
@@ -431,8 +438,14 @@ def percentiles(samples: list[float]) -> dict[str, float | None]:
 
 
 async def measure(
-    target: Target, agents: int, warmup: float, duration: float, max_requests: int,
-    schedule: Schedule, scripts: dict[Any, list[bytes]], think_ms: float = 0.0,
+    target: Target,
+    agents: int,
+    warmup: float,
+    duration: float,
+    max_requests: int,
+    schedule: Schedule,
+    scripts: dict[Any, list[bytes]],
+    think_ms: float = 0.0,
 ) -> dict[str, Any]:
     now = time.perf_counter()
     window = Window(start=now + warmup, deadline=now + warmup + duration, max_requests=max_requests)
@@ -529,7 +542,7 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         ours = results.get(f"ours/{transport}")
         if ours is None:
             continue
-        for other in (f"peer/ws", f"ceiling/{transport}"):
+        for other in ("peer/ws", f"ceiling/{transport}"):
             ref = results.get(other)
             if ref is None:
                 continue
@@ -558,8 +571,12 @@ def fetch_tasks(url: str) -> list[str]:
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "service"], cwd=ROOT, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=5
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "service"], cwd=ROOT, capture_output=True, text=True, timeout=5
+        )
         return out.stdout.strip() + ("+dirty(service)" if dirty.stdout.strip() else "")
     except OSError:
         return None
@@ -589,14 +606,20 @@ class Lineup:
         return targets
 
 
-async def start_lineup(args: argparse.Namespace, database_url: str, schema: str | None, servers: list[ServerProcess],
-                       workdir: Path) -> Lineup:
+async def start_lineup(
+    args: argparse.Namespace, database_url: str, schema: str | None, servers: list[ServerProcess], workdir: Path
+) -> Lineup:
     """Ours (or ``--ours-url``), the OpenEnv peer and the no-op ceiling, healthy."""
     py, log_level = sys.executable, args.log_level.upper()
     port = free_port()
     env = server_env(
-        DATABASE_URL=database_url, HOST=HOST, PORT=str(port), LOG_LEVEL=log_level, WORKERS=str(args.workers),
-        MAX_CONCURRENT_ENVS=str(max(256, 2 * args.agents)), **({"DATABASE_SCHEMA": schema} if schema else {}),
+        DATABASE_URL=database_url,
+        HOST=HOST,
+        PORT=str(port),
+        LOG_LEVEL=log_level,
+        WORKERS=str(args.workers),
+        MAX_CONCURRENT_ENVS=str(max(256, 2 * args.agents)),
+        **({"DATABASE_SCHEMA": schema} if schema else {}),
     )
     cmd = [py, "-m", "service.app"]
     started: list[ServerProcess] = []
@@ -609,13 +632,23 @@ async def start_lineup(args: argparse.Namespace, database_url: str, schema: str 
     peer = ceiling = None
     if not args.no_peer:
         p = free_port()
-        peer = ServerProcess("peer", [py, "-m", "bench.reference_server", "--host", HOST, "--port", str(p)], p,
-                             server_env(LOG_LEVEL=log_level, ENABLE_WEB_INTERFACE="false"), workdir)
+        peer = ServerProcess(
+            "peer",
+            [py, "-m", "bench.reference_server", "--host", HOST, "--port", str(p)],
+            p,
+            server_env(LOG_LEVEL=log_level, ENABLE_WEB_INTERFACE="false"),
+            workdir,
+        )
         started.append(peer)
     if not args.no_ceiling:
         p = free_port()
-        ceiling = ServerProcess("ceiling", [py, "-m", "bench.noop_app", "--host", HOST, "--port", str(p)], p,
-                                server_env(LOG_LEVEL=log_level), workdir)
+        ceiling = ServerProcess(
+            "ceiling",
+            [py, "-m", "bench.noop_app", "--host", HOST, "--port", str(p)],
+            p,
+            server_env(LOG_LEVEL=log_level),
+            workdir,
+        )
         started.append(ceiling)
     servers += started
     for s in started:
@@ -624,7 +657,9 @@ async def start_lineup(args: argparse.Namespace, database_url: str, schema: str 
     return Lineup(ours, peer, ceiling, started, cmd, Settings.from_env(env))
 
 
-async def measure_rounds(args: argparse.Namespace, lineup: Lineup, transports: list[str]) -> dict[str, list[dict[str, Any]]]:
+async def measure_rounds(
+    args: argparse.Namespace, lineup: Lineup, transports: list[str]
+) -> dict[str, list[dict[str, Any]]]:
     """Every target once per round, interleaved, so slow drift of the machine hits all alike."""
     tasks = await asyncio.to_thread(fetch_tasks, lineup.ours.url)
     schedule = Schedule(tasks)
@@ -633,8 +668,9 @@ async def measure_rounds(args: argparse.Namespace, lineup: Lineup, transports: l
     per_round: dict[str, list[dict[str, Any]]] = {t.name: [] for t in targets}
     for r in range(args.rounds):
         for target in targets:
-            res = await measure(target, args.agents, args.warmup, args.duration, args.max_requests, schedule, scripts,
-                                args.think_ms)
+            res = await measure(
+                target, args.agents, args.warmup, args.duration, args.max_requests, schedule, scripts, args.think_ms
+            )
             per_round[target.name].append(res)
             log(
                 f"round {r + 1}/{args.rounds} {target.name}: {res['steps_per_s']} steps/s, "
@@ -643,8 +679,13 @@ async def measure_rounds(args: argparse.Namespace, lineup: Lineup, transports: l
     return per_round
 
 
-def report_config(args: argparse.Namespace, lineup: Lineup, transports: list[str], database_url: str,
-                  load0: tuple[float, float, float]) -> dict[str, Any]:
+def report_config(
+    args: argparse.Namespace,
+    lineup: Lineup,
+    transports: list[str],
+    database_url: str,
+    load0: tuple[float, float, float],
+) -> dict[str, Any]:
     is_pg = database_url.startswith("postgresql")
     served = lineup.settings
     return {
@@ -656,9 +697,12 @@ def report_config(args: argparse.Namespace, lineup: Lineup, transports: list[str
         "max_requests_per_measurement": args.max_requests,
         "transports": transports,
         "database": "postgresql" if is_pg else "sqlite",
-        "database_url": (urlsplit(database_url)._replace(netloc=urlsplit(database_url).hostname or "").geturl()
-                         if is_pg else f"sqlite file in a temp dir (journal_mode={served.sqlite_journal_mode}, "
-                                       f"synchronous={served.sqlite_synchronous})"),
+        "database_url": (
+            urlsplit(database_url)._replace(netloc=urlsplit(database_url).hostname or "").geturl()
+            if is_pg
+            else f"sqlite file in a temp dir (journal_mode={served.sqlite_journal_mode}, "
+            f"synchronous={served.sqlite_synchronous})"
+        ),
         "access_log": served.access_log,
         "ws_per_message_deflate": served.ws_per_message_deflate,
         "workers": args.workers,
@@ -707,23 +751,39 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.load",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--agents", type=int, default=64, help="concurrent scripted agents (default 64)")
-    p.add_argument("--think-ms", type=float, default=0.0, help="mean agent think time between steps, ms (default 0: "
-                   "closed loop, measures saturation; e.g. 500 models agents waiting on an LLM)")
+    p.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="mean agent think time between steps, ms (default 0: "
+        "closed loop, measures saturation; e.g. 500 models agents waiting on an LLM)",
+    )
     p.add_argument("--duration", type=float, default=10.0, help="counted seconds per measurement (default 10)")
     p.add_argument("--warmup", type=float, default=2.0, help="uncounted seconds before each measurement (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the report gives medians (default 3)")
     p.add_argument("--max-requests", type=int, default=500_000, help="request cap per measurement, warm-up included")
-    p.add_argument("--database-url", default=None, help="ours against this database (default: fresh SQLite file); "
-                   "for PostgreSQL a fresh schema is created and dropped")
+    p.add_argument(
+        "--database-url",
+        default=None,
+        help="ours against this database (default: fresh SQLite file); "
+        "for PostgreSQL a fresh schema is created and dropped",
+    )
     p.add_argument("--workers", type=int, default=1, help="uvicorn workers for ours (default 1)")
     p.add_argument("--transports", default="http,ws", help="for ours and the ceiling (default http,ws)")
     p.add_argument("--no-peer", action="store_true", help="skip the OpenEnv reference server")
     p.add_argument("--no-ceiling", action="store_true", help="skip the no-op ceiling")
-    p.add_argument("--ours-url", default=None, help="drive an already running server on 127.0.0.1 instead of "
-                   "starting one (for profiling; its CPU is not measured)")
+    p.add_argument(
+        "--ours-url",
+        default=None,
+        help="drive an already running server on 127.0.0.1 instead of "
+        "starting one (for profiling; its CPU is not measured)",
+    )
     p.add_argument("--log-level", default="INFO", help="LOG_LEVEL of every server (default INFO, the service default)")
     p.add_argument("--json-out", type=Path, default=None, help="also write the JSON report here")
     p.add_argument("--keep-logs", action="store_true", help="keep the server logs (path printed on stderr)")

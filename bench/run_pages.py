@@ -30,14 +30,17 @@ from service.settings import Settings
 
 async def measure(trials: int, started: int, reads: int, database_url: str) -> dict[str, Any]:
     # The in-process client ("testclient") is this host, like loopback: no rate limit (tests/conftest.py does the same).
-    settings = replace(Settings(), database_url=database_url, baseline_seeds_per_task=1,
-                       rate_limit_exempt="127.0.0.1,::1,testclient")
+    settings = replace(
+        Settings(), database_url=database_url, baseline_seeds_per_task=1, rate_limit_exempt="127.0.0.1,::1,testclient"
+    )
     async with AsyncTestClient(app=create_app(settings)) as client:
         created = await client.post("/runs", json={"agent": "bench", "split": "dev", "trials": trials})
         assert created.status_code == 201, created.text
         run = created.json()
         for _ in range(started):
-            r = await client.post(f"/runs/{run['run_id']}/next", headers={"Authorization": f"Bearer {run['run_token']}"})
+            r = await client.post(
+                f"/runs/{run['run_id']}/next", headers={"Authorization": f"Bearer {run['run_token']}"}
+            )
             assert r.status_code == 200, r.text
         url = f"/runs/{run['run_id']}"
 
@@ -50,17 +53,24 @@ async def measure(trials: int, started: int, reads: int, database_url: str) -> d
         for name, kw in (("json", {}), ("html", {"params": {"format": "html"}})):
             # every page of the run read once: each is built (never read before, so never cached)
             n_pages = -(-run["episodes_total"] // 200)
-            builds = [await timed(params={"page": n, "per_page": 200, **kw.get("params", {})}) for n in range(1, n_pages + 1)]
+            builds = [
+                await timed(params={"page": n, "per_page": 200, **kw.get("params", {})}) for n in range(1, n_pages + 1)
+            ]
             samples = [await timed(**kw) for _ in range(reads)]
             first = samples[0][2]
-            report[name] = {"median_ms": round(statistics.median(s[0] for s in samples) * 1000, 2), "bytes": samples[0][1],
-                            "status": first.status_code,
-                            "first_read_of_each_page_median_ms": round(statistics.median(b[0] for b in builds) * 1000, 2)}
+            report[name] = {
+                "median_ms": round(statistics.median(s[0] for s in samples) * 1000, 2),
+                "bytes": samples[0][1],
+                "status": first.status_code,
+                "first_read_of_each_page_median_ms": round(statistics.median(b[0] for b in builds) * 1000, 2),
+            }
             etag = first.headers.get("etag")
             if etag:
                 cond = [await timed(headers={"If-None-Match": etag}, **kw) for _ in range(reads)]
-                report[name]["if_none_match"] = {"median_ms": round(statistics.median(s[0] for s in cond) * 1000, 2),
-                                                 "status": cond[0][2].status_code}
+                report[name]["if_none_match"] = {
+                    "median_ms": round(statistics.median(s[0] for s in cond) * 1000, 2),
+                    "status": cond[0][2].status_code,
+                }
         return report
 
 

@@ -37,10 +37,10 @@ from typing import Any
 
 from bench.harness import pg_schema
 from service import env as core
-from service.domain.episodes.services import EpisodeService
-from service.domain.episodes.schemas import ResetParams
-from service.domain.runs.services import RunService
 from service.db.migrate import upgrade_to_head
+from service.domain.episodes.schemas import ResetParams
+from service.domain.episodes.services import EpisodeService
+from service.domain.runs.services import RunService
 from service.env.agents import play_episode
 from service.settings import Settings
 
@@ -112,7 +112,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             cpu, steps = run_core(scripts)
             samples["core"].append(1000 * cpu / steps)
             url = args.database_url or f"sqlite+aiosqlite:///{workdir / f'round{r}.db'}"
-            settings = Settings.from_env({**os.environ, "DATABASE_URL": url, **({"DATABASE_SCHEMA": schema} if schema else {})})
+            settings = Settings.from_env(
+                {**os.environ, "DATABASE_URL": url, **({"DATABASE_SCHEMA": schema} if schema else {})}
+            )
             cpu, steps = await run_service(scripts, settings, args.agents)
             samples["service"].append(1000 * cpu / steps)
     finally:
@@ -137,7 +139,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--episodes", type=int, default=3000, help="episodes per round (default 3000)")
     p.add_argument("--agents", type=int, default=64, help="concurrent agents for the service (default 64)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians reported (default 3)")

@@ -60,8 +60,11 @@ class LLMEpisodeAgent:
             # Re-ask once, showing the model its own answer; a second failure is the turn's error.
             messages += [
                 {"role": "assistant", "content": reply[:2000]},
-                {"role": "user", "content": f"That answer could not be used ({first}). Reply with exactly one JSON "
-                                            "object, the action, and nothing else."},
+                {
+                    "role": "user",
+                    "content": f"That answer could not be used ({first}). Reply with exactly one JSON "
+                    "object, the action, and nothing else.",
+                },
             ]
             reply = await self.llm.complete(messages)
             try:

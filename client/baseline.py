@@ -72,8 +72,10 @@ def _row(scope: str, values: list[list[stats.Trial]], trials: int) -> dict[str, 
         "resolved_ci95": [round(x, 4) for x in stats.bootstrap_ci(resolved)],
         "mean": round(stats.mean_of_items(scores), 4),
         "ci95": [round(x, 4) for x in stats.bootstrap_ci(scores)],
-        "pass_hat_k": {str(k): round(stats.pass_hat_k([[t.resolved for t in v] for v in values], k), 4)
-                       for k in range(1, trials + 1)},
+        "pass_hat_k": {
+            str(k): round(stats.pass_hat_k([[t.resolved for t in v] for v in values], k), 4)
+            for k in range(1, trials + 1)
+        },
     }
 
 
@@ -82,7 +84,9 @@ def group_rows(episodes: Sequence[dict[str, Any]], trials: int) -> list[dict[str
     each task, from the run's per-episode results (an ungraded episode counts as unresolved, 0)."""
     items: dict[tuple[str, int], list[stats.Trial]] = {}
     for e in sorted(episodes, key=lambda e: e["index"]):
-        items.setdefault((e["task_id"], e["seed"]), []).append(stats.Trial(float(e["score"] or 0.0), bool(e.get("resolved"))))
+        items.setdefault((e["task_id"], e["seed"]), []).append(
+            stats.Trial(float(e["score"] or 0.0), bool(e.get("resolved")))
+        )
     scopes: list[tuple[str, list[list[stats.Trial]]]] = [("all", list(items.values()))]
     for family in sorted({t.family for t in TASKS.values()}):
         scopes.append((f"family {family}", [v for (task, _), v in items.items() if TASKS[task].family == family]))
@@ -93,12 +97,30 @@ def group_rows(episodes: Sequence[dict[str, Any]], trials: int) -> list[dict[str
 
 def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows from a published (test) summary: CIs for the whole run only."""
-    rows = [{"scope": "all", "tickets": summary["items"], "resolved": summary["resolved"], "resolved_ci95": summary["resolved_ci95"],
-             "mean": summary["mean"], "ci95": summary["ci95"], "pass_hat_k": summary["pass_hat_k"]}]
+    rows = [
+        {
+            "scope": "all",
+            "tickets": summary["items"],
+            "resolved": summary["resolved"],
+            "resolved_ci95": summary["resolved_ci95"],
+            "mean": summary["mean"],
+            "ci95": summary["ci95"],
+            "pass_hat_k": summary["pass_hat_k"],
+        }
+    ]
     for group, prefix in (("per_family", "family"), ("per_task", "task")):
         for label, agg in summary.get(group, {}).items():
-            rows.append({"scope": f"{prefix} {label}", "tickets": agg["n"], "resolved": agg["resolved"], "resolved_ci95": None,
-                         "mean": agg["mean"], "ci95": None, "pass_hat_k": None})
+            rows.append(
+                {
+                    "scope": f"{prefix} {label}",
+                    "tickets": agg["n"],
+                    "resolved": agg["resolved"],
+                    "resolved_ci95": None,
+                    "mean": agg["mean"],
+                    "ci95": None,
+                    "pass_hat_k": None,
+                }
+            )
     return rows
 
 
@@ -127,10 +149,20 @@ class BaselineJob:
 
 def _direct_result(job: BaselineJob, model: str, outcomes: list[Any]) -> dict[str, Any]:
     ordered = sorted(outcomes, key=lambda o: (o.task_id, o.seed, o.trial))
-    episodes = [{"index": i, "task_id": o.task_id, "seed": o.seed, "score": o.score, "resolved": o.success}
-                for i, o in enumerate(ordered)]
-    return {"agent": job.agent, "model": model, "split": job.split, "trials": job.trials, "ranked": False,
-            "episodes": len(episodes), "rows": group_rows(episodes, job.trials), "mode": "direct"}
+    episodes = [
+        {"index": i, "task_id": o.task_id, "seed": o.seed, "score": o.score, "resolved": o.success}
+        for i, o in enumerate(ordered)
+    ]
+    return {
+        "agent": job.agent,
+        "model": model,
+        "split": job.split,
+        "trials": job.trials,
+        "ranked": False,
+        "episodes": len(episodes),
+        "rows": group_rows(episodes, job.trials),
+        "mode": "direct",
+    }
 
 
 async def _run_result(job: BaselineJob, run_id: str | None, run_token: str | None) -> dict[str, Any]:
@@ -140,27 +172,51 @@ async def _run_result(job: BaselineJob, run_id: str | None, run_token: str | Non
     finally:
         await env.aclose()
     if not run or run.get("status") != "complete" or not run.get("summary"):
-        raise RuntimeError(f"{job.agent} on {job.split}: run {run_id} did not complete or released nothing: {run and run.get('status')}")
+        raise RuntimeError(
+            f"{job.agent} on {job.split}: run {run_id} did not complete or released nothing: {run and run.get('status')}"
+        )
     summary = run["summary"]
     if run.get("per_episode_results"):
         rows = group_rows(run["episodes"], job.trials)
         if abs(rows[0]["resolved"] - summary["resolved"]) > 1e-3:  # the client-side rows must agree with the server
-            raise RuntimeError(f"{job.agent} on {job.split}: client resolved {rows[0]['resolved']} != server {summary['resolved']}")
+            raise RuntimeError(
+                f"{job.agent} on {job.split}: client resolved {rows[0]['resolved']} != server {summary['resolved']}"
+            )
         rows[0].update({k: summary[k] for k in ("resolved", "resolved_ci95", "mean", "ci95", "pass_hat_k")})
     else:
         rows = summary_rows(summary)
-    return {"agent": job.agent, "model": run.get("model"), "split": job.split, "trials": job.trials,
-            "ranked": bool(run.get("ranked")), "episodes": len(run["episodes"]), "rows": rows, "mode": "run",
-            "test_key_fingerprint": run.get("test_key_fingerprint")}
+    return {
+        "agent": job.agent,
+        "model": run.get("model"),
+        "split": job.split,
+        "trials": job.trials,
+        "ranked": bool(run.get("ranked")),
+        "episodes": len(run["episodes"]),
+        "rows": rows,
+        "mode": "run",
+        "test_key_fingerprint": run.get("test_key_fingerprint"),
+    }
 
 
 async def evaluate_one(job: BaselineJob) -> dict[str, Any]:
     """Play ``job`` to completion and return its result rows."""
     cfg = replace(Config.from_env(), env_url=job.url, state_dir=job.state_dir, submitter_key=job.submitter_key)
     # Direct mode plays exactly the manifest the server would fix for the same run.
-    entries = [(e.task_id, e.seed, e.trial) for e in run_manifest(job.split, None, job.trials, job.limit)] if job.direct else None
-    plan = Plan(agent=job.agent, split=job.split, trials=job.trials, limit_per_task=job.limit, concurrency=job.concurrency,
-                time_budget_s=None, direct=job.direct, direct_entries=entries)
+    entries = (
+        [(e.task_id, e.seed, e.trial) for e in run_manifest(job.split, None, job.trials, job.limit)]
+        if job.direct
+        else None
+    )
+    plan = Plan(
+        agent=job.agent,
+        split=job.split,
+        trials=job.trials,
+        limit_per_task=job.limit,
+        concurrency=job.concurrency,
+        time_budget_s=None,
+        direct=job.direct,
+        direct_entries=entries,
+    )
     result = await evaluate(plan, cfg, sink=_quiet_sink)
     unfinished = [o for o in result.outcomes if not o.finished]
     if unfinished or result.start_errors:
@@ -172,7 +228,11 @@ async def evaluate_one(job: BaselineJob) -> dict[str, Any]:
 
 def markdown(results: list[dict[str, Any]], trials: int) -> str:
     ks = [str(k) for k in range(1, trials + 1)]
-    head = "| agent | split | scope | tickets | resolved | 95% CI | mean score | " + " | ".join(f"pass^{k}" for k in ks) + " |"
+    head = (
+        "| agent | split | scope | tickets | resolved | 95% CI | mean score | "
+        + " | ".join(f"pass^{k}" for k in ks)
+        + " |"
+    )
     lines = [head, "|" + "---|" * (7 + len(ks))]
 
     def interval(ci: list[float] | None) -> str:
@@ -181,29 +241,49 @@ def markdown(results: list[dict[str, Any]], trials: int) -> str:
     for r in results:
         for row in r["rows"]:
             passes = " | ".join(f"{row['pass_hat_k'][k]:.3f}" if row["pass_hat_k"] else "—" for k in ks)
-            lines.append(f"| {r['agent']} | {r['split']} | {row['scope']} | {row['tickets']} | {row['resolved']:.3f} | "
-                         f"{interval(row['resolved_ci95'])} | {row['mean']:.3f} | {passes} |")
+            lines.append(
+                f"| {r['agent']} | {r['split']} | {row['scope']} | {row['tickets']} | {row['resolved']:.3f} | "
+                f"{interval(row['resolved_ci95'])} | {row['mean']:.3f} | {passes} |"
+            )
     return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Reference scores of the random and heuristic agents (and the LLM agent with credentials).")
+    p = argparse.ArgumentParser(
+        description="Reference scores of the random and heuristic agents (and the LLM agent with credentials)."
+    )
     p.add_argument("--trials", type=int, default=2, help="k trials per ticket, 1..8 (default 2)")
-    p.add_argument("--splits", default="dev", help="comma-separated splits (default dev; test needs SUBMITTER_KEY "
-                   "against ENV_URL, and its results are aggregates under that deployment's test key)")
-    p.add_argument("--agents", default=None, help="comma-separated agents (default random,heuristic, plus llm when HF_TOKEN/API_KEY is set)")
-    p.add_argument("--limit-per-task", type=int, default=None, help="first N tickets per task only (default: the whole split)")
+    p.add_argument(
+        "--splits",
+        default="dev",
+        help="comma-separated splits (default dev; test needs SUBMITTER_KEY "
+        "against ENV_URL, and its results are aggregates under that deployment's test key)",
+    )
+    p.add_argument(
+        "--agents",
+        default=None,
+        help="comma-separated agents (default random,heuristic, plus llm when HF_TOKEN/API_KEY is set)",
+    )
+    p.add_argument(
+        "--limit-per-task", type=int, default=None, help="first N tickets per task only (default: the whole split)"
+    )
     p.add_argument("--concurrency", type=int, default=8, help="episodes at once (default 8)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
-    p.add_argument("--direct", action="store_true",
-                   help="plain episodes graded via /grader, statistics computed here (automatic when the service has no runs API)")
+    p.add_argument(
+        "--direct",
+        action="store_true",
+        help="plain episodes graded via /grader, statistics computed here (automatic when the service has no runs API)",
+    )
     return p
 
 
 def _results(args: argparse.Namespace, agents: list[str]) -> list[dict[str, Any]]:
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     results = []
-    with service_url(os.environ.get("ENV_URL")) as (url, submitter_key), tempfile.TemporaryDirectory(prefix="baseline-runs-") as state_dir:
+    with (
+        service_url(os.environ.get("ENV_URL")) as (url, submitter_key),
+        tempfile.TemporaryDirectory(prefix="baseline-runs-") as state_dir,
+    ):
         direct = args.direct or not has_runs_api(url)
         if direct and not args.direct:
             log.warning("the service at %s has no runs API; playing direct episodes and computing statistics here", url)
@@ -213,8 +293,17 @@ def _results(args: argparse.Namespace, agents: list[str]) -> list[dict[str, Any]
                 continue
             for agent in agents:
                 t0 = time.monotonic()
-                job = BaselineJob(url, agent, split, args.trials, args.limit_per_task, args.concurrency, Path(state_dir),
-                                  direct, submitter_key)
+                job = BaselineJob(
+                    url,
+                    agent,
+                    split,
+                    args.trials,
+                    args.limit_per_task,
+                    args.concurrency,
+                    Path(state_dir),
+                    direct,
+                    submitter_key,
+                )
                 results.append(asyncio.run(evaluate_one(job)))
                 log.info("%s on %s: %d episodes in %.1fs", agent, split, results[-1]["episodes"], time.monotonic() - t0)
     return results
@@ -226,7 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(logging.INFO)
     logging.getLogger("inference").setLevel(logging.WARNING)
     cfg = Config.from_env()
-    agents = [a.strip() for a in args.agents.split(",")] if args.agents else ["random", "heuristic"] + (["llm"] if cfg.api_key else [])
+    agents = (
+        [a.strip() for a in args.agents.split(",")]
+        if args.agents
+        else ["random", "heuristic"] + (["llm"] if cfg.api_key else [])
+    )
     bad = [a for a in agents if a not in AGENTS]
     if bad:
         print(f"error: unknown agent(s) {', '.join(bad)}; choose from {', '.join(AGENTS)}", file=sys.stderr)
@@ -236,12 +329,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results = _results(args, agents)
     if args.json:
-        print(json.dumps({"trials": args.trials, "limit_per_task": args.limit_per_task, "results": results}, indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {"trials": args.trials, "limit_per_task": args.limit_per_task, "results": results},
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return 0
     scope = f"first {args.limit_per_task} tickets per task" if args.limit_per_task else "every ticket of the split"
     keys = sorted({r["test_key_fingerprint"] for r in results if r.get("test_key_fingerprint")})
-    print(f"Baseline: {args.trials} trial(s) per ticket, {scope}; resolved = every required check of the task passed "
-          f"(mean over tickets of each ticket's resolved share, 95% bootstrap CI over tickets, pass^k on resolved); "
-          f"mean score = the partial credit." + (f" Test split under key fingerprint {', '.join(keys)}." if keys else "") + "\n")
+    print(
+        f"Baseline: {args.trials} trial(s) per ticket, {scope}; resolved = every required check of the task passed "
+        f"(mean over tickets of each ticket's resolved share, 95% bootstrap CI over tickets, pass^k on resolved); "
+        f"mean score = the partial credit."
+        + (f" Test split under key fingerprint {', '.join(keys)}." if keys else "")
+        + "\n"
+    )
     print(markdown(results, args.trials))
     return 0

@@ -41,18 +41,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="dev", help="ticket split: dev (default), train or test")
     p.add_argument("--tasks", default=None, help="comma-separated task ids (default: every task from GET /tasks)")
     p.add_argument("--trials", type=int, default=1, help=f"trials per ticket, 1..{MAX_TRIALS} (default 1)")
-    p.add_argument("--limit-per-task", type=int, default=None,
-                   help="play only the first N tickets of each task (a quick, unranked run; direct mode default 10). "
-                        "Default: every ticket of the split, which the leaderboard ranks")
-    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                   help=f"episodes played at once (default {DEFAULT_CONCURRENCY}; see docs/inference-notes.md for the arithmetic)")
-    p.add_argument("--max-episodes", type=int, default=None, help="stop starting episodes after this many in this invocation")
-    p.add_argument("--time-budget", type=float, default=DEFAULT_TIME_BUDGET_S,
-                   help=f"seconds; afterwards no episode starts and unfinished ones stop at their next turn, "
-                        f"leaving the run resumable (default {DEFAULT_TIME_BUDGET_S:.0f}; 0 = none)")
-    p.add_argument("--resume", metavar="RUN_ID", default=None, help="finish an interrupted run (token from the state file or RUN_TOKEN)")
-    p.add_argument("--direct", action="store_true", help="plain /reset + /step episodes, no server-side run (not ranked)")
-    p.add_argument("--log-level", default=os.environ.get("INFERENCE_LOG_LEVEL", "INFO"), help="stderr log level (default INFO)")
+    p.add_argument(
+        "--limit-per-task",
+        type=int,
+        default=None,
+        help="play only the first N tickets of each task (a quick, unranked run; direct mode default 10). "
+        "Default: every ticket of the split, which the leaderboard ranks",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"episodes played at once (default {DEFAULT_CONCURRENCY}; see docs/inference-notes.md for the arithmetic)",
+    )
+    p.add_argument(
+        "--max-episodes", type=int, default=None, help="stop starting episodes after this many in this invocation"
+    )
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=DEFAULT_TIME_BUDGET_S,
+        help=f"seconds; afterwards no episode starts and unfinished ones stop at their next turn, "
+        f"leaving the run resumable (default {DEFAULT_TIME_BUDGET_S:.0f}; 0 = none)",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        default=None,
+        help="finish an interrupted run (token from the state file or RUN_TOKEN)",
+    )
+    p.add_argument(
+        "--direct", action="store_true", help="plain /reset + /step episodes, no server-side run (not ranked)"
+    )
+    p.add_argument(
+        "--log-level", default=os.environ.get("INFERENCE_LOG_LEVEL", "INFO"), help="stderr log level (default INFO)"
+    )
     return p
 
 
@@ -96,11 +119,16 @@ def main(argv: list[str] | None = None) -> int:
         return run(plan, cfg)
     if cfg.env_url_given or plan.resume:
         what = f"ENV_URL={cfg.env_url}" if cfg.env_url_given else f"{cfg.env_url} (the default; ENV_URL is unset)"
-        return _usage(f"no OpenEnv service answers GET /health at {what}. Start it (make run), point ENV_URL at it"
-                      + ("" if plan.resume else ", or unset ENV_URL to start a local service on a temporary database")
-                      + (f"; run {plan.resume} can only be resumed on the service that holds it" if plan.resume else ""))
-    log.warning("no service answers at %s and ENV_URL is unset: starting a local service on a temporary SQLite "
-                "database (its runs and leaderboard are gone when this exits; set ENV_URL to use a real one)", cfg.env_url)
+        return _usage(
+            f"no OpenEnv service answers GET /health at {what}. Start it (make run), point ENV_URL at it"
+            + ("" if plan.resume else ", or unset ENV_URL to start a local service on a temporary database")
+            + (f"; run {plan.resume} can only be resumed on the service that holds it" if plan.resume else "")
+        )
+    log.warning(
+        "no service answers at %s and ENV_URL is unset: starting a local service on a temporary SQLite "
+        "database (its runs and leaderboard are gone when this exits; set ENV_URL to use a real one)",
+        cfg.env_url,
+    )
     try:
         with local_service() as url:
             log.info("local service on %s", url)

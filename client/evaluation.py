@@ -111,8 +111,11 @@ async def _catalogue(cfg: Config) -> tuple[dict[str, dict[str, Any]], dict[str, 
 def _direct(plan: Plan, cfg: Config, task_ids: list[str]) -> _Opened:
     agent = plan.agent or "llm"
     limit = plan.limit_per_task or DEFAULT_DIRECT_LIMIT
-    entries = list(plan.direct_entries) if plan.direct_entries is not None else [
-        (t, seed, trial) for trial in range(plan.trials) for seed in range(limit) for t in task_ids]
+    entries = (
+        list(plan.direct_entries)
+        if plan.direct_entries is not None
+        else [(t, seed, trial) for trial in range(plan.trials) for seed in range(limit) for t in task_ids]
+    )
     return _Opened(DirectSource(entries, plan.split), len(entries), agent, _model_of(agent, cfg))
 
 
@@ -128,10 +131,20 @@ async def _resume(plan: Plan, cfg: Config) -> _Opened:
     if state.get("model") and state["model"] != model:
         log.warning("run %s was created with model %s; continuing it with %s", run_id, state["model"], model)
     episodes = run.get("episodes") or []
-    active = [(e["episode_id"], int(e.get("trial") or 0)) for e in episodes if e.get("status") == "active" and e.get("episode_id")]
+    active = [
+        (e["episode_id"], int(e.get("trial") or 0))
+        for e in episodes
+        if e.get("status") == "active" and e.get("episode_id")
+    ]
     pending = sum(1 for e in episodes if e.get("status") == "pending")
     finished = sum(1 for e in episodes if e.get("status") == "done")
-    log.info("resuming run %s: %d finished (left untouched), %d in progress, %d not started", run_id, finished, len(active), pending)
+    log.info(
+        "resuming run %s: %d finished (left untouched), %d in progress, %d not started",
+        run_id,
+        finished,
+        len(active),
+        pending,
+    )
     return _Opened(RunSource(run_id, active), len(active) + pending, agent, model, run_id, run_token, run)
 
 
@@ -139,7 +152,12 @@ async def _create(plan: Plan, cfg: Config, task_ids: list[str]) -> _Opened:
     agent = plan.agent or "llm"
     model = _model_of(agent, cfg)
     # scripted agents have no model: the leaderboard shows their agent name only
-    body: dict[str, Any] = {"agent": agent, "model": model if agent == "llm" else "", "split": plan.split, "trials": plan.trials}
+    body: dict[str, Any] = {
+        "agent": agent,
+        "model": model if agent == "llm" else "",
+        "split": plan.split,
+        "trials": plan.trials,
+    }
     if plan.tasks:
         body["task_ids"] = task_ids
     if plan.limit_per_task:
@@ -155,14 +173,20 @@ async def _create(plan: Plan, cfg: Config, task_ids: list[str]) -> _Opened:
         await creator.aclose()
     path = save_run_state(cfg.state_dir, run, cfg.env_url, agent, model)
     total = int(run.get("episodes_total") or len(run.get("manifest") or []))
-    log.info("run %s created: %d episodes (%s); token saved in %s; resume with: python inference.py --resume %s",
-             run["run_id"], total, "ranked" if run.get("ranked") else "not ranked: a task subset or a per-task limit",
-             path, run["run_id"])
+    log.info(
+        "run %s created: %d episodes (%s); token saved in %s; resume with: python inference.py --resume %s",
+        run["run_id"],
+        total,
+        "ranked" if run.get("ranked") else "not ranked: a task subset or a per-task limit",
+        path,
+        run["run_id"],
+    )
     return _Opened(RunSource(run["run_id"]), total, agent, model, run["run_id"], run["run_token"], run)
 
 
-def _agents(agent: str, cfg: Config, usage: TokenUsage, systems: dict[str, str], split: str) -> Callable[
-        [], Awaitable[tuple[AgentFactory, Callable[[], Awaitable[None]]]]]:
+def _agents(
+    agent: str, cfg: Config, usage: TokenUsage, systems: dict[str, str], split: str
+) -> Callable[[], Awaitable[tuple[AgentFactory, Callable[[], Awaitable[None]]]]]:
     """Per worker: a factory of per-episode agents and what closes the worker's agent resources."""
 
     async def make() -> tuple[AgentFactory, Callable[[], Awaitable[None]]]:
@@ -192,7 +216,11 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
         opened = await _resume(plan, cfg)
     else:
         opened = await _create(plan, cfg, task_ids)
-    total = min(opened.total, plan.max_episodes) if plan.max_episodes is not None and opened.total is not None else opened.total
+    total = (
+        min(opened.total, plan.max_episodes)
+        if plan.max_episodes is not None and opened.total is not None
+        else opened.total
+    )
     usage = TokenUsage()
     systems = {t: system_prompt(tasks[t], action_schema) for t in tasks}
     workers = Workers(
@@ -220,12 +248,18 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
 
 def _settle(outcomes: list[Outcome], run: dict[str, Any], sink: Sink) -> None:
     """Print the run's held blocks with the verdicts it published (every one once a dev run completes)."""
-    verdicts = {e["episode_id"]: (float(e["score"]), bool(e["resolved"])) for e in run.get("episodes") or []
-                if e.get("episode_id") and isinstance(e.get("score"), (int, float)) and isinstance(e.get("resolved"), bool)}
+    verdicts = {
+        e["episode_id"]: (float(e["score"]), bool(e["resolved"]))
+        for e in run.get("episodes") or []
+        if e.get("episode_id") and isinstance(e.get("score"), (int, float)) and isinstance(e.get("resolved"), bool)
+    }
     withheld = settle(outcomes, verdicts, sink)
     if withheld:
-        why = ("the test split publishes aggregates only" if run.get("split") == "test"
-               else f"the run is {run.get('status')}: verdicts are published when it completes")
+        why = (
+            "the test split publishes aggregates only"
+            if run.get("split") == "test"
+            else f"the run is {run.get('status')}: verdicts are published when it completes"
+        )
         log.warning("%d episodes end success=false with their score unknown (score=0.001): %s", withheld, why)
 
 
@@ -238,8 +272,11 @@ async def _close_run(cfg: Config, opened: _Opened, usage: TokenUsage, split: str
     try:
         if usage.prompt_tokens or usage.completion_tokens:
             try:
-                await env.report_usage(run_id, usage.prompt_tokens + int(before.get("prompt_tokens") or 0),
-                                       usage.completion_tokens + int(before.get("completion_tokens") or 0))
+                await env.report_usage(
+                    run_id,
+                    usage.prompt_tokens + int(before.get("prompt_tokens") or 0),
+                    usage.completion_tokens + int(before.get("completion_tokens") or 0),
+                )
             except ServiceError as exc:
                 log.warning("could not report token usage: %s", exc)
         run = await env.get_run(run_id)
@@ -248,8 +285,13 @@ async def _close_run(cfg: Config, opened: _Opened, usage: TokenUsage, split: str
     log.info("%s", run_report(run))
     if run.get("status") != "complete":
         log.info("the run is not complete; finish it with: python inference.py --resume %s", run_id)
-    log.info("run page: %s%s  leaderboard: %s%s", cfg.env_url, run.get("run_url") or f"/runs/{run_id}",
-             cfg.env_url, run.get("leaderboard_url") or f"/leaderboard?split={run.get('split') or split}")
+    log.info(
+        "run page: %s%s  leaderboard: %s%s",
+        cfg.env_url,
+        run.get("run_url") or f"/runs/{run_id}",
+        cfg.env_url,
+        run.get("leaderboard_url") or f"/leaderboard?split={run.get('split') or split}",
+    )
     return run
 
 
@@ -268,16 +310,22 @@ def per_task_summary(outcomes: list[Outcome]) -> str:
     rows = [(task_id, by_task[task_id]) for task_id in sorted(by_task)] + ([("all", outcomes)] if outcomes else [])
     lines = [f"{'task':<22} {'n':>4} {'mean':>6} {'success':>8} {'failed':>7}"]
     for label, group in rows:
-        lines.append(f"{label:<22} {len(group):>4} {sum(o.score for o in group) / len(group):>6.3f} "
-                     f"{sum(o.success for o in group):>8} {sum(not o.finished for o in group):>7}")
+        lines.append(
+            f"{label:<22} {len(group):>4} {sum(o.score for o in group) / len(group):>6.3f} "
+            f"{sum(o.success for o in group):>8} {sum(not o.finished for o in group):>7}"
+        )
     return "\n".join(lines)
 
 
 def run_report(run: dict[str, Any]) -> str:
-    lines = [f"run {run.get('run_id')}: status {run.get('status')} ({run.get('agent')} / {run.get('model')}, "
-             f"split {run.get('split')}, trials {run.get('trials')})"]
+    lines = [
+        f"run {run.get('run_id')}: status {run.get('status')} ({run.get('agent')} / {run.get('model')}, "
+        f"split {run.get('split')}, trials {run.get('trials')})"
+    ]
     summary = run.get("summary")
     if summary:
         lo, hi = (summary.get("ci95") or [None, None])[:2]
-        lines.append(f"  mean {summary.get('mean'):.3f}  95% CI [{lo:.3f}, {hi:.3f}]  pass^k {compact_json(summary.get('pass_hat_k'))}")
+        lines.append(
+            f"  mean {summary.get('mean'):.3f}  95% CI [{lo:.3f}, {hi:.3f}]  pass^k {compact_json(summary.get('pass_hat_k'))}"
+        )
     return "\n".join(lines)

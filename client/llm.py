@@ -38,7 +38,9 @@ class LLMClient:
 
         self.cfg, self.usage = cfg, usage
         # max_retries=0: the retry policy below is the only one, so attempts stay bounded and visible.
-        self.client = AsyncOpenAI(base_url=cfg.api_base_url, api_key=cfg.api_key, timeout=cfg.llm_timeout_s, max_retries=0)
+        self.client = AsyncOpenAI(
+            base_url=cfg.api_base_url, api_key=cfg.api_key, timeout=cfg.llm_timeout_s, max_retries=0
+        )
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -50,11 +52,19 @@ class LLMClient:
         for attempt in range(self.cfg.llm_max_attempts):
             try:
                 resp = await self.client.chat.completions.create(
-                    model=self.cfg.model_name, messages=messages, temperature=0.0, max_tokens=MAX_TOKENS  # type: ignore[arg-type]
+                    model=self.cfg.model_name,
+                    messages=messages,
+                    temperature=0.0,
+                    max_tokens=MAX_TOKENS,  # type: ignore[arg-type]
                 )
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
                 raise FatalAgentError(f"the LLM endpoint refused the request: {one_line(exc, 200)}") from exc
-            except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError) as exc:
+            except (
+                openai.RateLimitError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.InternalServerError,
+            ) as exc:
                 last = exc
             except openai.APIStatusError as exc:
                 if exc.status_code < 500:

@@ -31,12 +31,25 @@ def local_service(extra_env: dict[str, str] | None = None) -> Iterator[str]:
     settings (e.g. SUBMITTER_KEYS)."""
     with tempfile.TemporaryDirectory(prefix="ecomm-local-") as tmp:
         port = free_port()
-        env = dict(os.environ, DATABASE_URL=f"sqlite+aiosqlite:///{tmp}/local.db", HOST="127.0.0.1", PORT=str(port),
-                   LOG_LEVEL="WARNING", WORKERS="1", **(extra_env or {}))
+        env = dict(
+            os.environ,
+            DATABASE_URL=f"sqlite+aiosqlite:///{tmp}/local.db",
+            HOST="127.0.0.1",
+            PORT=str(port),
+            LOG_LEVEL="WARNING",
+            WORKERS="1",
+            **(extra_env or {}),
+        )
         log_path = Path(tmp) / "service.log"
         with open(log_path, "wb") as log_file:
-            proc = subprocess.Popen([sys.executable, "-m", "service.app"], cwd=ROOT, env=env, stdout=log_file,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "service.app"],
+                cwd=ROOT,
+                env=env,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
             url = f"http://127.0.0.1:{port}"
             try:
                 deadline = time.monotonic() + START_TIMEOUT_S

@@ -108,8 +108,10 @@ def render_turn(obs: Mapping[str, Any], lookups: Mapping[str, Any], past: Sequen
     if conversation:
         parts.append(conversation)
     if lookups:
-        parts.append("LOOKUP RESULTS\n" + "\n".join(
-            f"{k}: {_clip(v, LOOKUP_CHARS.get(k, OTHER_LOOKUP_CHARS))}" for k, v in lookups.items()))
+        parts.append(
+            "LOOKUP RESULTS\n"
+            + "\n".join(f"{k}: {_clip(v, LOOKUP_CHARS.get(k, OTHER_LOOKUP_CHARS))}" for k, v in lookups.items())
+        )
     if past:
         parts.append(_past_actions(past))
     if obs.get("last_action_error"):

@@ -146,8 +146,14 @@ async def _turn(env: EnvClient, agent: EpisodeAgent, start: Started, ep: _Episod
 
 
 async def play_episode(
-    env: EnvClient, agent: EpisodeAgent, start: Started, benchmark: str, model: str, deadline: Deadline,
-    sink: Sink = emit, defer: bool = False,
+    env: EnvClient,
+    agent: EpisodeAgent,
+    start: Started,
+    benchmark: str,
+    model: str,
+    deadline: Deadline,
+    sink: Sink = emit,
+    defer: bool = False,
 ) -> Outcome:
     """Play one episode to its end; its START/STEP/END lines go to ``sink`` together, as one block,
     when it ends — concurrent episodes never interleave. With ``defer``, a finished episode whose
@@ -173,7 +179,9 @@ async def play_episode(
         log.warning("episode %s (%s) failed: %s", start.episode_id, start.task_id, one_line(failure, 300))
     finally:
         ok = finished and failure is None
-        outcome = Outcome(start.task_id, start.seed, start.trial, start.episode_id, 0.0, False, ok, failure, rewards=ep.rewards)
+        outcome = Outcome(
+            start.task_id, start.seed, start.trial, start.episode_id, 0.0, False, ok, failure, rewards=ep.rewards
+        )
         if ok and verdict is None and defer:
             outcome.pending = ep.lines
         else:
@@ -285,8 +293,10 @@ class Progress:
         if not self.enabled:
             return
         bar = "#" * int(frac * 30)
-        text = (f"[{bar:<30}] {self.done}/{self.total if self.total else '?'} episodes  "
-                f"mean score {sum(self.scores) / len(self.scores):.3f}  failed {self.failed}")
+        text = (
+            f"[{bar:<30}] {self.done}/{self.total if self.total else '?'} episodes  "
+            f"mean score {sum(self.scores) / len(self.scores):.3f}  failed {self.failed}"
+        )
         if self.tty:
             sys.stderr.write("\r" + text)
             sys.stderr.flush()
@@ -346,8 +356,9 @@ class Workers:
                 start = await self._claim(source, env)
                 if start is None:
                     return
-                outcome = await play_episode(env, factory(start), start, self.benchmark, self.model, self.deadline, self.sink,
-                                             self.defer)
+                outcome = await play_episode(
+                    env, factory(start), start, self.benchmark, self.model, self.deadline, self.sink, self.defer
+                )
                 self.outcomes.append(outcome)
                 self.progress.update(outcome)
         except FatalAgentError as exc:

@@ -12,8 +12,15 @@ from typing import Any
 def save_run_state(state_dir: Path, run: dict[str, Any], env_url: str, agent: str, model: str) -> Path:
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / f"{run['run_id']}.json"
-    record = {"run_id": run["run_id"], "run_token": run["run_token"], "env_url": env_url, "agent": agent, "model": model,
-              "split": run.get("split"), "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    record = {
+        "run_id": run["run_id"],
+        "run_token": run["run_token"],
+        "env_url": env_url,
+        "agent": agent,
+        "model": model,
+        "split": run.get("split"),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         json.dump(record, fh, indent=2)

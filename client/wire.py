@@ -52,7 +52,14 @@ class EnvClient:
         return {"Authorization": f"Bearer {self.run_token}"} if auth and self.run_token else {}
 
     async def _call(
-        self, method: str, path: str, *, auth: bool = True, attempts: int = 3, headers: dict[str, str] | None = None, **kw: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        auth: bool = True,
+        attempts: int = 3,
+        headers: dict[str, str] | None = None,
+        **kw: Any,
     ) -> Any:
         # Transport errors and 502/503/504 are retried; /step carries a request_id, so a retried
         # step is applied once. Other statuses are answers, raised as ServiceError.

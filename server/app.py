@@ -52,8 +52,12 @@ def writable_database_url(url: str, fallback_dir: str | None) -> str:
         return url
     except OSError as exc:
         moved = Path(fallback_dir) / Path(path.split("?", 1)[0]).name
-        log.warning("database folder %s is not writable (%s): using %s instead — its data will not outlive this "
-                    "container", folder, exc.strerror or type(exc).__name__, moved)
+        log.warning(
+            "database folder %s is not writable (%s): using %s instead — its data will not outlive this container",
+            folder,
+            exc.strerror or type(exc).__name__,
+            moved,
+        )
         return f"{prefix}:///{moved}" + (f"?{path.split('?', 1)[1]}" if "?" in path else "")
 
 
@@ -61,7 +65,9 @@ def container_settings(environ: Mapping[str, str]) -> tuple[Settings, list[int]]
     """The service's settings from the environment, with the container's database fallback, and
     the ports to listen on."""
     settings = Settings.from_env(environ)
-    settings = replace(settings, database_url=writable_database_url(settings.database_url, environ.get("SQLITE_FALLBACK_DIR")))
+    settings = replace(
+        settings, database_url=writable_database_url(settings.database_url, environ.get("SQLITE_FALLBACK_DIR"))
+    )
     return settings, listen_ports(settings.port, environ.get("EXTRA_PORTS", ""))
 
 
@@ -75,7 +81,9 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def main() -> None:
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("LOG_LEVEL", "INFO").upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     settings, ports = container_settings(os.environ)
     os.environ["DATABASE_URL"] = settings.database_url  # worker processes read their settings from here
 
@@ -83,7 +91,9 @@ def main() -> None:
 
     if len(ports) == 1 or settings.workers > 1:
         if len(ports) > 1:
-            log.warning("WORKERS=%d: serving PORT %d only (EXTRA_PORTS needs a single worker)", settings.workers, settings.port)
+            log.warning(
+                "WORKERS=%d: serving PORT %d only (EXTRA_PORTS needs a single worker)", settings.workers, settings.port
+            )
         serve("service.app:app_factory" if settings.workers > 1 else create_app(settings), settings)
         return
     # One process, one app, several listening sockets: what serve() does for one port.

@@ -61,7 +61,9 @@ class SupportEnvironment(Environment):  # type: ignore[misc]  # openenv's base i
         fields = {name: getattr(obs, name) for name in core.Observation.model_fields if name not in ("reward", "done")}
         meta = {"episode_id": self._episode_id, "step_count": self._state.step_count if self._state else 0}
         # Our core already validated the observation; build openenv's type without validating twice.
-        return SupportObservation.model_construct(**fields, episode_id=self._episode_id, reward=reward, done=done, metadata=meta)
+        return SupportObservation.model_construct(
+            **fields, episode_id=self._episode_id, reward=reward, done=done, metadata=meta
+        )
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
         seed = seed if seed is not None else secrets.randbelow(2**31)

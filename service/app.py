@@ -40,7 +40,13 @@ from service.domain.runs.services import RunService
 from service.domain.system import controllers as system
 from service.housekeeping import retention_loop
 from service.lib.decoding import DecodedRequest, check_request_params
-from service.lib.limits import ClientAddresses, EpisodeQuota, client_addresses, rate_limit_middleware, sweep_rate_limit_counters
+from service.lib.limits import (
+    ClientAddresses,
+    EpisodeQuota,
+    client_addresses,
+    rate_limit_middleware,
+    sweep_rate_limit_counters,
+)
 from service.lib.problems import exception_handlers
 from service.lib.security_headers import SECURITY_HEADERS
 from service.lib.swagger import LocalSwaggerUI, swagger_assets
@@ -86,28 +92,43 @@ class Services:
     @classmethod
     def build(cls, settings: Settings) -> Services:
         database = settings.database()
-        runs = RunService(database, ttl_s=settings.run_ttl_s, quota=settings.test_run_quota,
-                          quota_period_s=settings.test_run_quota_period_s)
-        episodes = EpisodeService(database, default_split=settings.default_split, runs=runs,
-                                  default_tasks=settings.default_tasks)
-        episodes.quota = EpisodeQuota(database, settings.max_active_episodes_per_client,
-                                      settings.max_episodes_per_client_per_day)
+        runs = RunService(
+            database,
+            ttl_s=settings.run_ttl_s,
+            quota=settings.test_run_quota,
+            quota_period_s=settings.test_run_quota_period_s,
+        )
+        episodes = EpisodeService(
+            database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks
+        )
+        episodes.quota = EpisodeQuota(
+            database, settings.max_active_episodes_per_client, settings.max_episodes_per_client_per_day
+        )
         return cls(database, runs, episodes, client_addresses(settings))
 
     def state(self, settings: Settings) -> State:
         """What handlers find on ``app.state`` (cheaper than a second dependency: see BenchmarkController)."""
-        return State({
-            "episodes": self.episodes,
-            "database": self.database,
-            "readiness": Readiness(self.database),
-            "clients": self.clients,
-            "ws_sessions": WsSessions(settings.max_concurrent_envs, self.episodes, per_client=settings.ws_max_sessions_per_client,
-                                      frames_per_s=settings.rate_limit_per_s, reserved=settings.ws_reserved_sessions),
-            "mcp_sessions": McpSessions(self.database, settings.mcp_session_idle_s, settings.mcp_max_sessions_per_client),
-            "baseline": BaselineCache(),
-            "implicit_episode": ImplicitEpisode(settings.single_session),
-            "rendered_pages": RenderedPages(),
-        })
+        return State(
+            {
+                "episodes": self.episodes,
+                "database": self.database,
+                "readiness": Readiness(self.database),
+                "clients": self.clients,
+                "ws_sessions": WsSessions(
+                    settings.max_concurrent_envs,
+                    self.episodes,
+                    per_client=settings.ws_max_sessions_per_client,
+                    frames_per_s=settings.rate_limit_per_s,
+                    reserved=settings.ws_reserved_sessions,
+                ),
+                "mcp_sessions": McpSessions(
+                    self.database, settings.mcp_session_idle_s, settings.mcp_max_sessions_per_client
+                ),
+                "baseline": BaselineCache(),
+                "implicit_episode": ImplicitEpisode(settings.single_session),
+                "rendered_pages": RenderedPages(),
+            }
+        )
 
     def lifespan(self, settings: Settings) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
         """Start: the database threads, migrations and the deployment's keys, the background loops.
@@ -116,13 +137,18 @@ class Services:
         @asynccontextmanager
         async def lifespan(app: Litestar) -> AsyncIterator[None]:
             if not await self.database.start():  # connection threads open now, and keep retrying if they cannot
-                log.warning("the database does not answer yet (%s); requests that need it answer 503 and GET /ready "
-                            "says so until it does", self.database.describe())
+                log.warning(
+                    "the database does not answer yet (%s); requests that need it answer 503 and GET /ready "
+                    "says so until it does",
+                    self.database.describe(),
+                )
             self.episodes.dataset = self.runs.dataset = await set_up_database(self.database, settings)
             log.info("serving ecomm-support-env; data lives in %s", self.database.describe())
             if settings.single_session:
-                log.warning("SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
-                            "latest /reset that named none; serve one client at a time")
+                log.warning(
+                    "SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
+                    "latest /reset that named none; serve one client at a time"
+                )
             background = [
                 asyncio.create_task(self.runs.maintain(settings.run_sweep_interval_s), name="run-sweep"),
                 asyncio.create_task(retention_loop(self.database, self.runs, settings), name="retention"),
@@ -155,7 +181,9 @@ def create_app(settings: Settings) -> Litestar:
         },
         state=services.state(settings),
         lifespan=[services.lifespan(settings)],
-        template_config=TemplateConfig(directory=Path(__file__).parent / "lib" / "templates", engine=JinjaTemplateEngine),
+        template_config=TemplateConfig(
+            directory=Path(__file__).parent / "lib" / "templates", engine=JinjaTemplateEngine
+        ),
         exception_handlers=exception_handlers,
         response_headers=SECURITY_HEADERS,
         middleware=rate_limit_middleware(settings, services.clients),

@@ -37,7 +37,8 @@ async def load_dataset(db: Database, settings: Settings) -> core.Dataset:
         if len(secret) < WEAK_SECRET_CHARS:
             log.warning(
                 "TEST_SPLIT_KEY is only %d characters: its public fingerprint lets anyone guess a short key and "
-                "rebuild the test split; use 32+ random characters", len(secret),
+                "rebuild the test split; use 32+ random characters",
+                len(secret),
             )
     else:
         secret = await run_store.get_or_create_secret(db, TEST_KEY_SECRET, lambda: secrets.token_hex(32))
@@ -45,7 +46,9 @@ async def load_dataset(db: Database, settings: Settings) -> core.Dataset:
     dataset = core.Dataset(test_key=core.derive_test_key(secret))
     log.info(
         "test split: private to this deployment (key from %s, fingerprint %s); its tickets and labels cannot be "
-        "rebuilt without the key — keep it secret and keep it to compare scores", source, dataset.test_fingerprint,
+        "rebuilt without the key — keep it secret and keep it to compare scores",
+        source,
+        dataset.test_fingerprint,
     )
     return dataset
 
@@ -58,7 +61,9 @@ def parse_submitter_keys(text: str) -> list[tuple[str, str]]:
             continue
         name, sep, key = entry.partition(":")
         if not sep or not name.strip() or len(key.strip()) < WEAK_SECRET_CHARS:
-            raise ValueError(f"SUBMITTER_KEYS entries are name:key with a key of {WEAK_SECRET_CHARS}+ characters; got {name!r}")
+            raise ValueError(
+                f"SUBMITTER_KEYS entries are name:key with a key of {WEAK_SECRET_CHARS}+ characters; got {name!r}"
+            )
         pairs.append((name.strip(), key.strip()))
     return pairs
 
@@ -68,8 +73,12 @@ async def preload_submitters(db: Database, settings: Settings) -> None:
         return
     for name, key in parse_submitter_keys(settings.submitter_keys):
         if not await run_store.upsert_submitter(db, name, hash_secret(key)):
-            log.warning("SUBMITTER_KEYS lists submitter %r with its revoked key: it stays revoked; give the name a new "
-                        "key (in SUBMITTER_KEYS, or `python -m service.submitters reissue %s`)", name, name)
+            log.warning(
+                "SUBMITTER_KEYS lists submitter %r with its revoked key: it stays revoked; give the name a new "
+                "key (in SUBMITTER_KEYS, or `python -m service.submitters reissue %s`)",
+                name,
+                name,
+            )
     log.info("submitter keys preloaded from SUBMITTER_KEYS: %d", len(parse_submitter_keys(settings.submitter_keys)))
 
 
@@ -94,21 +103,29 @@ async def set_up_database(database: Database, settings: Settings) -> core.Datase
             dataset = await load_dataset(database, settings)
             await preload_submitters(database, settings)
             return dataset
-        except Exception as exc:  # noqa: BLE001 - database faults are retried; anything else is re-raised
+        except Exception as exc:
             fault = fault_from(exc)
             if fault is None:
                 raise
             left = deadline - time.monotonic()
             if left <= 0:
                 what = "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable"
-                message = (f"the database ({database.describe()}) was still {what} after {attempt} attempts in "
-                           f"DB_START_TIMEOUT_S={settings.db_start_timeout_s:g} s: {fault.reason} — check DATABASE_URL and "
-                           "that the database is up" + (" and migrated (alembic upgrade head)" if what == "not migrated" else ""))
+                message = (
+                    f"the database ({database.describe()}) was still {what} after {attempt} attempts in "
+                    f"DB_START_TIMEOUT_S={settings.db_start_timeout_s:g} s: {fault.reason} — check DATABASE_URL and "
+                    "that the database is up"
+                    + (" and migrated (alembic upgrade head)" if what == "not migrated" else "")
+                )
                 log.error("start failed: %s", message)
                 raise StartupFailed(message) from None
-            log.warning("database %s at start (attempt %d: %s); retrying in %.1f s, for up to %.0f s more (DB_START_TIMEOUT_S)",
-                        "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable", attempt, fault.reason,
-                        min(delay, left), left)
+            log.warning(
+                "database %s at start (attempt %d: %s); retrying in %.1f s, for up to %.0f s more (DB_START_TIMEOUT_S)",
+                "not migrated" if isinstance(fault, DatabaseNotMigrated) else "unavailable",
+                attempt,
+                fault.reason,
+                min(delay, left),
+                left,
+            )
             await asyncio.sleep(min(delay, left))
             delay = min(delay * 2, 5.0)
 
@@ -118,8 +135,14 @@ async def _warn_unless_migrated(database: Database) -> None:
     try:
         current = await database.read(lambda conn: MigrationContext.configure(conn).get_current_revision())
     except Exception as exc:  # noqa: BLE001 - only a warning; unreachable is reported by GET /ready
-        log.warning("MIGRATE_ON_START=false: cannot read the database's revision (%s)", fault_from(exc) or type(exc).__name__)
+        log.warning(
+            "MIGRATE_ON_START=false: cannot read the database's revision (%s)", fault_from(exc) or type(exc).__name__
+        )
         return
     if current != head_revision():
-        log.warning("MIGRATE_ON_START=false and the database is at revision %s, not %s: requests that need the missing "
-                    "tables answer 503 until the operator runs `alembic upgrade head`", current, head_revision())
+        log.warning(
+            "MIGRATE_ON_START=false and the database is at revision %s, not %s: requests that need the missing "
+            "tables answer 503 until the operator runs `alembic upgrade head`",
+            current,
+            head_revision(),
+        )

@@ -12,17 +12,19 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from service.domain.runs.services import RunService
 from service.db import mcp_store, retention
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.db.models import utcnow
+from service.domain.runs.services import RunService
 from service.settings import Settings
 
 log = logging.getLogger("service.housekeeping")
 
 
-async def retention_pass(db: Database, runs: RunService, settings: Settings, now: datetime | None = None) -> retention.Purged:
+async def retention_pass(
+    db: Database, runs: RunService, settings: Settings, now: datetime | None = None
+) -> retention.Purged:
     """Expire idle runs, then delete what is past its retention age and MCP sessions unused past
     ``mcp_session_idle_s``; returns what was deleted."""
     now = now or utcnow()
@@ -47,7 +49,7 @@ async def retention_loop(db: Database, runs: RunService, settings: Settings) -> 
         except DatabaseFault as exc:  # an outage: the next pass tries again
             log.warning("retention pass skipped: %s", exc.reason)
             continue
-        except Exception:  # noqa: BLE001 - a bug here must not stop the service or the timer
+        except Exception:
             log.exception("retention pass failed")
             continue
         if purged:

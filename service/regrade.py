@@ -19,15 +19,17 @@ from dataclasses import replace
 from typing import Any
 
 from service import env as core
-from service.deployment import load_dataset
-from service.domain.runs.services import summarize_run
 from service.db import repository as repo
 from service.db import run_store
 from service.db.engine import Database
+from service.deployment import load_dataset
+from service.domain.runs.services import summarize_run
 from service.settings import Settings
 
 
-async def regrade(db: Database, run_id: str | None = None, write: bool = False, dataset: core.Dataset | None = None) -> dict[str, Any]:
+async def regrade(
+    db: Database, run_id: str | None = None, write: bool = False, dataset: core.Dataset | None = None
+) -> dict[str, Any]:
     """Replay and re-grade finished episodes; ``dataset`` must hold the test key to re-grade test episodes
     (default: the key this deployment keeps in the database, or TEST_SPLIT_KEY)."""
     if dataset is None:
@@ -38,17 +40,27 @@ async def regrade(db: Database, run_id: str | None = None, write: bool = False, 
     touched_runs: set[str] = set()
     for row in rows:
         transitions = await repo.list_transitions(db, row.id)
-        state = core.replay(row.task_id, row.seed, row.split, [core.Action.model_validate(t.action) for t in transitions], dataset)
+        state = core.replay(
+            row.task_id, row.seed, row.split, [core.Action.model_validate(t.action) for t in transitions], dataset
+        )
         grade = core.grade_episode(state, dataset)
         stored_score, stored_resolved, stored_version = latest.get(row.id, (None, None, None))
         consistent = state.model_dump(mode="json") == row.state
         if stored_score != grade.score or stored_resolved != grade.resolved or not consistent:
-            changes.append({
-                "episode_id": row.id, "run_id": row.run_id, "task_id": row.task_id,
-                "old_score": stored_score, "old_resolved": stored_resolved, "old_grader_version": stored_version,
-                "new_score": grade.score, "new_resolved": grade.resolved, "new_grader_version": grade.grader_version,
-                "snapshot_matches_replay": consistent,
-            })
+            changes.append(
+                {
+                    "episode_id": row.id,
+                    "run_id": row.run_id,
+                    "task_id": row.task_id,
+                    "old_score": stored_score,
+                    "old_resolved": stored_resolved,
+                    "old_grader_version": stored_version,
+                    "new_score": grade.score,
+                    "new_resolved": grade.resolved,
+                    "new_grader_version": grade.grader_version,
+                    "snapshot_matches_replay": consistent,
+                }
+            )
         if write and stored_version != grade.grader_version:
             draft = repo.GradeDraft(grade.score, grade.resolved, grade.model_dump(mode="json"), grade.grader_version)
             await repo.save_grade(db, row.id, draft)

@@ -156,7 +156,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.single_session and self.workers > 1:
-            raise ValueError("SINGLE_SESSION=1 needs WORKERS=1: the session's episode is kept in the one server process")
+            raise ValueError(
+                "SINGLE_SESSION=1 needs WORKERS=1: the session's episode is kept in the one server process"
+            )
 
     def __repr__(self) -> str:
         shown = []

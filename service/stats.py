@@ -95,7 +95,9 @@ def _aggregate(items: Sequence[Sequence[Trial]]) -> dict[str, Any]:
 
 
 def summarize(
-    items: Mapping[tuple[str, int], Sequence[Trial]], trials: int, groups: Mapping[str, Callable[[tuple[str, int]], str]] | None = None
+    items: Mapping[tuple[str, int], Sequence[Trial]],
+    trials: int,
+    groups: Mapping[str, Callable[[tuple[str, int]], str]] | None = None,
 ) -> dict[str, Any]:
     """The summary of a finished run: resolved rate and mean score with CIs, pass^1..k, and both
     rates per named grouping (``groups`` maps a grouping name to a function from item key to label)."""
@@ -107,7 +109,9 @@ def summarize(
         "resolved_ci95": [round(x, 4) for x in bootstrap_ci(resolved)],
         "mean": round(mean_of_items(scores), 4),
         "ci95": [round(x, 4) for x in bootstrap_ci(scores)],
-        "pass_hat_k": {str(k): round(pass_hat_k([[t.resolved for t in v] for v in values], k), 4) for k in range(1, trials + 1)},
+        "pass_hat_k": {
+            str(k): round(pass_hat_k([[t.resolved for t in v] for v in values], k), 4) for k in range(1, trials + 1)
+        },
         "items": len(values),
         "episodes": sum(len(v) for v in values),
     }

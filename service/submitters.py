@@ -21,9 +21,9 @@ import secrets
 import sys
 from typing import Any
 
-from service.lib.secrets import hash_secret
 from service.db import run_store
 from service.db.migrate import upgrade_to_head
+from service.lib.secrets import hash_secret
 from service.settings import Settings
 
 
@@ -37,28 +37,41 @@ async def _run(args: argparse.Namespace, settings: Settings) -> tuple[int, Any]:
                 record = await run_store.create_submitter(db, args.name, hash_secret(key), args.quota)
             except run_store.SubmitterExists:
                 return 1, {"error": f"a submitter named {args.name!r} exists; revoke it or pick another name"}
-            return 0, {"name": record.name, "key": key, "quota": record.quota,
-                       "note": "shown once: give it to the submitter; it goes in `Authorization: Bearer <key>` of POST /runs"}
+            return 0, {
+                "name": record.name,
+                "key": key,
+                "quota": record.quota,
+                "note": "shown once: give it to the submitter; it goes in `Authorization: Bearer <key>` of POST /runs",
+            }
         if args.command == "reissue":
             if await run_store.submitter_by_name(db, args.name) is None:
                 return 1, {"error": f"no submitter named {args.name!r}; create it"}
             key = "sk_" + secrets.token_urlsafe(32)
             await run_store.upsert_submitter(db, args.name, hash_secret(key))  # a new key: active again
-            return 0, {"name": args.name, "key": key,
-                       "note": "shown once; the name's previous key no longer works"}
+            return 0, {"name": args.name, "key": key, "note": "shown once; the name's previous key no longer works"}
         if args.command == "revoke":
             revoked = await run_store.revoke_submitter(db, args.name)
-            return (0, {"revoked": args.name}) if revoked else (1, {"error": f"no active submitter named {args.name!r}"})
+            return (
+                (0, {"revoked": args.name}) if revoked else (1, {"error": f"no active submitter named {args.name!r}"})
+            )
         rows = await run_store.list_submitters(db)
-        return 0, [{"name": r.name, "quota": r.quota, "created_at": r.created_at.isoformat(),
-                    "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None} for r in rows]
+        return 0, [
+            {
+                "name": r.name,
+                "quota": r.quota,
+                "created_at": r.created_at.isoformat(),
+                "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None,
+            }
+            for r in rows
+        ]
     finally:
         await db.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m service.submitters", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m service.submitters", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create", help="create a submitter key (printed once)")
     create.add_argument("name")

@@ -30,8 +30,12 @@ async def empty_database(backend: str, tmp_path: Path, filename: str = "test.db"
     """Settings pointing at an empty database: a SQLite file, or a fresh PostgreSQL schema (dropped after)."""
     # The in-process test client ("testclient") counts as local, like loopback: tests of the limits
     # themselves set rate_limit_exempt="".
-    base = Settings(max_concurrent_envs=256, ws_idle_timeout_s=30.0, baseline_seeds_per_task=1,
-                    rate_limit_exempt="127.0.0.1,::1,testclient")
+    base = Settings(
+        max_concurrent_envs=256,
+        ws_idle_timeout_s=30.0,
+        baseline_seeds_per_task=1,
+        rate_limit_exempt="127.0.0.1,::1,testclient",
+    )
     if backend == "sqlite":
         yield replace(base, database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / filename}")
         return
@@ -67,7 +71,11 @@ class LiveServer(ServerProcess):
     are also in its environment, for ``python -m service.app``."""
 
     def __init__(
-        self, settings: Settings, log_path: Path, extra_env: dict[str, str] | None = None, command: list[str] | None = None
+        self,
+        settings: Settings,
+        log_path: Path,
+        extra_env: dict[str, str] | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.settings = settings
         port = free_port()
@@ -83,8 +91,19 @@ class LiveServer(ServerProcess):
             PORT=str(port),
             **(extra_env or {}),
         )
-        command = command or [sys.executable, "-m", "uvicorn", "--factory", "service.app:app_factory",
-                              "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+        command = command or [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "service.app:app_factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         super().__init__(log_path.stem, command, port, env, log_path.parent)
         try:

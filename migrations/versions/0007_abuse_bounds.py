@@ -54,7 +54,9 @@ def _rekey_agent_names() -> None:
     bindings so that "Ａｃｍｅ" bound before stays bound. A binding already in the new form stays as it is;
     one that now maps onto a key already taken (a look-alike of it) is dropped; otherwise the oldest wins."""
     conn = op.get_bind()
-    names = sa.table("agent_names", sa.column("name_key", sa.String), sa.column("created_at", sa.DateTime(timezone=True)))
+    names = sa.table(
+        "agent_names", sa.column("name_key", sa.String), sa.column("created_at", sa.DateTime(timezone=True))
+    )
     kept: set[str] = set()
     for key, _ in conn.execute(sa.select(names.c.name_key, names.c.created_at).order_by(names.c.created_at)).all():
         new = _name_key(key)[:128]

@@ -18,5 +18,5 @@ async def plain_episodes_of(db: Database, client_address: str, since: datetime) 
     query = select(
         func.count(), func.coalesce(func.sum(case((episodes.c.status == "active", 1), else_=0)), 0).cast(Integer)
     ).where(episodes.c.run_id.is_(None), episodes.c.client_address == client_address, episodes.c.created_at >= since)
-    started, active = (await db.read(lambda conn: conn.execute(query).one()))
+    started, active = await db.read(lambda conn: conn.execute(query).one())
     return int(started), int(active)

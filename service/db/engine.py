@@ -161,7 +161,9 @@ class Database:
             path = sqlite_path(url)
             file = SqliteFile(path) if path is not None else None  # watched by both threads
             # NullPool: a connection thread that reopens its connection gets a new one, not a pooled one.
-            sync_engine = create_engine(make_url(url).set(drivername="sqlite"), echo=echo, poolclass=NullPool, **_JSON_CODEC)
+            sync_engine = create_engine(
+                make_url(url).set(drivername="sqlite"), echo=echo, poolclass=NullPool, **_JSON_CODEC
+            )
             _configure_sqlite(sync_engine, *modes, file=file)
             writer_engine = sync_engine.execution_options(sqlite_begin="IMMEDIATE")
             self._writer = SqliteThread(writer_engine, "sqlite-writer", savepoints=True, faults=self.faults, file=file)
@@ -273,7 +275,10 @@ class Database:
 
         if thread is not None:  # SQLite: on the connection thread (it raises DatabaseFault itself)
             return await thread.submit(job, wait_s)
-        for attempt in (1, 2):  # PostgreSQL: an async connection, the same sync function; bounded by the driver's timeouts
+        for attempt in (
+            1,
+            2,
+        ):  # PostgreSQL: an async connection, the same sync function; bounded by the driver's timeouts
             try:
                 return await _pg_transaction(open_conn, job, commit)
             except DatabaseOutcomeUnknown:

@@ -150,7 +150,10 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
             return DatabaseUnavailable
         if isinstance(err, sa_exc.DBAPIError) and err.connection_invalidated:
             return DatabaseUnavailable
-        if type(err).__name__ in ("InterfaceError", "ConnectionDoesNotExistError") and "asyncpg" in type(err).__module__:
+        if (
+            type(err).__name__ in ("InterfaceError", "ConnectionDoesNotExistError")
+            and "asyncpg" in type(err).__module__
+        ):
             return DatabaseUnavailable  # "connection is closed"
     return None
 
@@ -219,7 +222,10 @@ class FaultLog:
         if isinstance(exc, DatabaseFault):
             key, line = type(exc).__name__, f"{where}: {exc.title.lower()} → {exc.status}: {exc.reason}"
         else:
-            key, line = type(exc).__name__, f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            key, line = (
+                type(exc).__name__,
+                f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+            )
         if self._traceback_due(key):
             log.warning("%s", line, exc_info=exc)
         else:

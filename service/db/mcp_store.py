@@ -49,21 +49,32 @@ class StoredSession:
     used_at: datetime
 
 
-async def create(db: Database, session_id: str, client_address: str, now: datetime, live_since: datetime,
-                 per_client: int | None) -> int | None:
+async def create(
+    db: Database, session_id: str, client_address: str, now: datetime, live_since: datetime, per_client: int | None
+) -> int | None:
     """Store a new session for ``client_address`` unless it already holds ``per_client`` live ones
     (used since ``live_since``); returns None when stored, else how many it holds. Counted and inserted
     in one transaction; nobody else's session is ever dropped to make room."""
 
     def store(conn: Connection) -> int | None:
         if per_client is not None:
-            held = conn.execute(select(func.count()).where(
-                mcp_sessions.c.client_address == client_address, mcp_sessions.c.used_at >= live_since)).scalar_one()
+            held = conn.execute(
+                select(func.count()).where(
+                    mcp_sessions.c.client_address == client_address, mcp_sessions.c.used_at >= live_since
+                )
+            ).scalar_one()
             if held >= per_client:
                 return int(held)
-        conn.execute(insert(mcp_sessions).values(
-            id_sha256=session_key(session_id), client_address=client_address, episode_id=None, sealed_secrets=None,
-            created_at=now, used_at=now))
+        conn.execute(
+            insert(mcp_sessions).values(
+                id_sha256=session_key(session_id),
+                client_address=client_address,
+                episode_id=None,
+                sealed_secrets=None,
+                created_at=now,
+                used_at=now,
+            )
+        )
         return None
 
     return await db.write(store)
@@ -71,14 +82,17 @@ async def create(db: Database, session_id: str, client_address: str, now: dateti
 
 async def load(db: Database, session_id: str, live_since: datetime) -> StoredSession | None:
     query = select(mcp_sessions.c.episode_id, mcp_sessions.c.sealed_secrets, mcp_sessions.c.used_at).where(
-        mcp_sessions.c.id_sha256 == session_key(session_id), mcp_sessions.c.used_at >= live_since)
+        mcp_sessions.c.id_sha256 == session_key(session_id), mcp_sessions.c.used_at >= live_since
+    )
     row = await db.read(lambda conn: conn.execute(query).first())
     return StoredSession(*row) if row is not None else None
 
 
 async def save(db: Database, session_id: str, now: datetime, **values: str | None) -> None:
     """Mark the session used now; with ``episode_id`` / ``sealed_secrets``, store those too."""
-    statement = update(mcp_sessions).where(mcp_sessions.c.id_sha256 == session_key(session_id)).values(used_at=now, **values)
+    statement = (
+        update(mcp_sessions).where(mcp_sessions.c.id_sha256 == session_key(session_id)).values(used_at=now, **values)
+    )
     await db.write(lambda conn: conn.execute(statement))
 
 

@@ -8,8 +8,8 @@ request wait bounds (``DB_*_TIMEOUT_S``): waiting for another worker's migration
 from __future__ import annotations
 
 import fcntl
-import os
 import logging
+import os
 from pathlib import Path
 
 import anyio
@@ -52,10 +52,12 @@ def _lock_file(path: Path) -> int:
     fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other worker's migration is done
     return fd
 
+
 def _unlock_file(fd: int) -> None:
 
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
+
 
 async def upgrade_to_head(database: Database) -> str | None:
     """Run ``alembic upgrade head``; returns the revision the database is at afterwards."""

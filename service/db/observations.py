@@ -43,9 +43,13 @@ def compact(previous: dict[str, Any] | None, observation: dict[str, Any]) -> dic
         before = previous[key]
         if _same(before, value):
             continue
-        if (isinstance(value, list) and isinstance(before, list) and len(value) > len(before)
-                and all(_same(x, y) for x, y in zip(before, value))):
-            extended[key] = value[len(before):]
+        if (
+            isinstance(value, list)
+            and isinstance(before, list)
+            and len(value) > len(before)
+            and all(_same(x, y) for x, y in zip(before, value, strict=False))
+        ):
+            extended[key] = value[len(before) :]
         else:
             changed[key] = value
     delta: dict[str, Any] = {}

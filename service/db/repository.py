@@ -120,9 +120,13 @@ _INSERT_EPISODE = _insert(episodes)
 _INSERT_TRANSITION = _insert(transitions)
 _INSERT_GRADE = _insert(grades)
 _SELECT_EPISODE = select(episodes).where(episodes.c.id == bindparam("episode_id"))
-_SELECT_TRANSITIONS = select(transitions).where(transitions.c.episode_id == bindparam("episode_id")).order_by(transitions.c.step_index)
+_SELECT_TRANSITIONS = (
+    select(transitions).where(transitions.c.episode_id == bindparam("episode_id")).order_by(transitions.c.step_index)
+)
 _SELECT_OBSERVATIONS = (
-    select(transitions.c.observation).where(transitions.c.episode_id == bindparam("episode_id")).order_by(transitions.c.step_index)
+    select(transitions.c.observation)
+    .where(transitions.c.episode_id == bindparam("episode_id"))
+    .order_by(transitions.c.step_index)
 )
 
 
@@ -258,7 +262,9 @@ def _record_step(
         if previous is None:
             stored = [r[0] for r in conn.execute(_SELECT_OBSERVATIONS, {"episode_id": record.episode_id})]
             previous = observations.expand_all(stored)[-1] if stored else None
-    _INSERT_TRANSITION.execute(conn, {**record.__dict__, "observation": observations.compact(previous, record.observation)})
+    _INSERT_TRANSITION.execute(
+        conn, {**record.__dict__, "observation": observations.compact(previous, record.observation)}
+    )
     if grade is not None:
         _INSERT_GRADE.execute(
             conn,
@@ -307,8 +313,12 @@ async def save_grade(db: Database, episode_id: str, draft: GradeDraft) -> GradeR
 
 async def count_rows(db: Database) -> dict[str, int]:
     """Row counts per table (health/diagnostics and tests)."""
+
     def count(conn: Connection) -> dict[str, int]:
-        return {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in (episodes, transitions, grades)}
+        return {
+            t.name: conn.execute(select(func.count()).select_from(t)).scalar_one()
+            for t in (episodes, transitions, grades)
+        }
 
     return await db.read(count)
 
@@ -327,8 +337,9 @@ class FinishedEpisode:
 
 async def finished_episodes(db: Database, run_id: str | None = None) -> list[FinishedEpisode]:
     """Every finished episode (of one run, if given), by id."""
-    query = select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.split, episodes.c.state,
-                   episodes.c.run_id).where(episodes.c.status == "done")
+    query = select(
+        episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.split, episodes.c.state, episodes.c.run_id
+    ).where(episodes.c.status == "done")
     if run_id is not None:
         query = query.where(episodes.c.run_id == run_id)
 
@@ -340,7 +351,9 @@ async def finished_episodes(db: Database, run_id: str | None = None) -> list[Fin
 
 async def latest_grades(db: Database) -> dict[str, tuple[float, bool, str]]:
     """episode id → (score, resolved, grader version) of its latest stored grade."""
-    query = select(grades.c.episode_id, grades.c.score, grades.c.resolved, grades.c.grader_version).order_by(grades.c.id)
+    query = select(grades.c.episode_id, grades.c.score, grades.c.resolved, grades.c.grader_version).order_by(
+        grades.c.id
+    )
 
     def read(conn: Connection) -> dict[str, tuple[float, bool, str]]:
         return {row.episode_id: (row.score, row.resolved, row.grader_version) for row in conn.execute(query)}

@@ -119,7 +119,8 @@ async def purge(
     n_unranked = 0
     if finished_before is not None:
         n_unranked, more = await _purge_runs(
-            db, _stale_runs("complete", finished_before, runs.c.full_split.is_(False)), max_batches)
+            db, _stale_runs("complete", finished_before, runs.c.full_split.is_(False)), max_batches
+        )
         n_run_episodes += more
     return Purged(unfinished, finished, n_runs, n_run_episodes, n_unranked)
 

@@ -157,17 +157,30 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
     runs carry a quota) since ``since`` — counted and inserted in one transaction, with the
     submitter's row locked on PostgreSQL, so racing requests cannot both pass."""
     now = utcnow()
-    values = {"next_index": 0, "episodes_done": 0, "status": "active", "usage": None, "summary": None,
-              "created_at": now, "updated_at": now, "finished_at": None, "submitter": None,
-              "key_fingerprint": None, "released": None, "revision": 0, **values}
+    values = {
+        "next_index": 0,
+        "episodes_done": 0,
+        "status": "active",
+        "usage": None,
+        "summary": None,
+        "created_at": now,
+        "updated_at": now,
+        "finished_at": None,
+        "submitter": None,
+        "key_fingerprint": None,
+        "released": None,
+        "revision": 0,
+        **values,
+    }
 
     def insert_checked(conn: Connection) -> None:
         if quota is not None:
             limit, since = quota
             conn.execute(select(submitters.c.id).where(submitters.c.name == values["submitter"]).with_for_update())
             recent = conn.execute(
-                select(func.count(), func.min(runs.c.created_at))
-                .where(runs.c.submitter == values["submitter"], runs.c.split == values["split"], runs.c.created_at >= since)
+                select(func.count(), func.min(runs.c.created_at)).where(
+                    runs.c.submitter == values["submitter"], runs.c.split == values["split"], runs.c.created_at >= since
+                )
             ).one()
             if recent[0] >= limit:
                 raise QuotaExceeded(recent[0], _aware(recent[1]))
@@ -214,7 +227,9 @@ _ACCESS_SQLITE = text(
 async def get_run_access(db: Database, run_id: str) -> RunAccess | None:
     """The run's id, token hash, split, status and last activity: one indexed read, no manifest."""
     row = await db.read(
-        lambda conn: conn.execute(_ACCESS_SQLITE if conn.dialect.name == "sqlite" else _ACCESS, {"run_id": run_id}).first()
+        lambda conn: conn.execute(
+            _ACCESS_SQLITE if conn.dialect.name == "sqlite" else _ACCESS, {"run_id": run_id}
+        ).first()
     )
     return RunAccess(*row) if row is not None else None
 
@@ -284,7 +299,9 @@ async def expire_idle(db: Database, cutoff: datetime) -> int:
 
 async def expire_run(db: Database, run_id: str, cutoff: datetime) -> bool:
     """Expire this one run if it has been idle since ``cutoff`` (before handing out more of it)."""
-    result = await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id, _idle(cutoff)).values(status="expired")))
+    result = await db.write(
+        lambda conn: conn.execute(update(runs).where(runs.c.id == run_id, _idle(cutoff)).values(status="expired"))
+    )
     return bool(result.rowcount)
 
 
@@ -294,12 +311,26 @@ async def complete_unsummarised(db: Database) -> list[str]:
     return await db.read(lambda conn: list(conn.execute(query).scalars()))
 
 
-async def run_episodes(db: Database, run_id: str, grader_version: str, ids: list[str] | None = None) -> list[RunEpisode]:
+async def run_episodes(
+    db: Database, run_id: str, grader_version: str, ids: list[str] | None = None
+) -> list[RunEpisode]:
     """The run's started episodes (only ``ids`` among them, if given: a page reads its own rows)."""
     query = (
-        select(episodes.c.id, episodes.c.task_id, episodes.c.seed, episodes.c.status, episodes.c.step_count,
-               episodes.c.state["truncated"].as_boolean().label("truncated"), grades.c.score, grades.c.resolved)
-        .select_from(episodes.outerjoin(grades, and_(grades.c.episode_id == episodes.c.id, grades.c.grader_version == grader_version)))
+        select(
+            episodes.c.id,
+            episodes.c.task_id,
+            episodes.c.seed,
+            episodes.c.status,
+            episodes.c.step_count,
+            episodes.c.state["truncated"].as_boolean().label("truncated"),
+            grades.c.score,
+            grades.c.resolved,
+        )
+        .select_from(
+            episodes.outerjoin(
+                grades, and_(grades.c.episode_id == episodes.c.id, grades.c.grader_version == grader_version)
+            )
+        )
         .where(episodes.c.run_id == run_id)
         .order_by(episodes.c.id)  # manifest order (ids end in the entry's index), on every backend
     )
@@ -307,8 +338,16 @@ async def run_episodes(db: Database, run_id: str, grader_version: str, ids: list
         query = query.where(episodes.c.id.in_(ids))
     rows = await db.read(lambda conn: conn.execute(query).all())
     return [
-        RunEpisode(r.id, r.task_id, r.seed, r.status, r.step_count, bool(r.truncated), r.score,
-                   None if r.resolved is None else bool(r.resolved))
+        RunEpisode(
+            r.id,
+            r.task_id,
+            r.seed,
+            r.status,
+            r.step_count,
+            bool(r.truncated),
+            r.score,
+            None if r.resolved is None else bool(r.resolved),
+        )
         for r in rows
     ]
 
@@ -318,10 +357,12 @@ async def page_version(db: Database, run_id: str, first_id: str, last_id: str) -
     (summary, release, usage) and last activity, and for the page's episodes (ids ``first_id`` to
     ``last_id``, a primary-key range) their count, last change and steps. None: no such run. Two
     short indexed reads, no manifest, no JSON: what a conditional read costs before anything is built."""
-    run = select(runs.c.status, runs.c.next_index, runs.c.episodes_done, runs.c.revision, runs.c.updated_at, runs.c.split).where(
-        runs.c.id == run_id)
-    page = select(func.count(), func.max(episodes.c.updated_at), func.coalesce(func.sum(episodes.c.step_count), 0)).where(
-        episodes.c.id >= first_id, episodes.c.id <= last_id, episodes.c.run_id == run_id)
+    run = select(
+        runs.c.status, runs.c.next_index, runs.c.episodes_done, runs.c.revision, runs.c.updated_at, runs.c.split
+    ).where(runs.c.id == run_id)
+    page = select(
+        func.count(), func.max(episodes.c.updated_at), func.coalesce(func.sum(episodes.c.step_count), 0)
+    ).where(episodes.c.id >= first_id, episodes.c.id <= last_id, episodes.c.run_id == run_id)
 
     def read(conn: Connection) -> tuple[Any, ...] | None:
         row = conn.execute(run).first()
@@ -337,7 +378,9 @@ _REVISED = {"revision": runs.c.revision + 1}
 
 
 async def set_summary(db: Database, run_id: str, summary: dict[str, Any]) -> None:
-    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary, **_REVISED)))
+    await db.write(
+        lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary, **_REVISED))
+    )
 
 
 async def set_summary_released(
@@ -381,7 +424,11 @@ async def best_released(db: Database, run: RunRecord) -> float | None:
 
 async def set_usage(db: Database, run_id: str, usage: dict[str, Any]) -> None:
     now = utcnow()
-    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(usage=usage, updated_at=now, **_REVISED)))
+    await db.write(
+        lambda conn: conn.execute(
+            update(runs).where(runs.c.id == run_id).values(usage=usage, updated_at=now, **_REVISED)
+        )
+    )
 
 
 async def list_runs(db: Database, split: str | None = None, status: str | None = None) -> list[RunRecord]:
@@ -397,7 +444,9 @@ async def list_runs(db: Database, split: str | None = None, status: str | None =
 async def leaderboard_version(db: Database, split: str) -> tuple[int, int]:
     """(complete runs, sum of their revisions) of ``split``: changes whenever a run completes or what the
     leaderboard shows of one changes, in any process. Answered from ``ix_runs_split_status_revision``."""
-    query = select(func.count(), func.coalesce(func.sum(runs.c.revision), 0)).where(runs.c.split == split, runs.c.status == "complete")
+    query = select(func.count(), func.coalesce(func.sum(runs.c.revision), 0)).where(
+        runs.c.split == split, runs.c.status == "complete"
+    )
     row = await db.read(lambda conn: conn.execute(query).one())
     return int(row[0]), int(row[1])
 
@@ -408,8 +457,12 @@ async def leaderboard_runs(db: Database, split: str, unranked_limit: int) -> tup
     complete runs there are in all."""
     complete = and_(runs.c.split == split, runs.c.status == "complete")
     ranked = select(*_columns(BoardRun)).where(complete, runs.c.full_split.is_(True)).order_by(runs.c.created_at.desc())
-    unranked = (select(*_columns(BoardRun)).where(complete, runs.c.full_split.is_(False))
-                .order_by(runs.c.created_at.desc()).limit(unranked_limit))
+    unranked = (
+        select(*_columns(BoardRun))
+        .where(complete, runs.c.full_split.is_(False))
+        .order_by(runs.c.created_at.desc())
+        .limit(unranked_limit)
+    )
     n_unranked = select(func.count()).where(complete, runs.c.full_split.is_(False))
 
     def read(conn: Connection) -> tuple[list[BoardRun], int]:
@@ -420,6 +473,7 @@ async def leaderboard_runs(db: Database, split: str, unranked_limit: int) -> tup
 
 
 # ------------------------------------------------------------------------------- submitters
+
 
 def _submitter(row: Any) -> SubmitterRecord:
     return SubmitterRecord(**{k: row._mapping[k] for k in SubmitterRecord.__dataclass_fields__})
@@ -445,14 +499,20 @@ async def upsert_submitter(db: Database, name: str, key_sha256: str) -> bool:
     def upsert(conn: Connection) -> bool:
         changed = conn.execute(
             update(submitters)
-            .where(submitters.c.name == name, or_(submitters.c.revoked_at.is_(None), submitters.c.key_sha256 != key_sha256))
+            .where(
+                submitters.c.name == name, or_(submitters.c.revoked_at.is_(None), submitters.c.key_sha256 != key_sha256)
+            )
             .values(key_sha256=key_sha256, revoked_at=None)
         ).rowcount
         if changed:
             return True
         if conn.execute(select(submitters.c.id).where(submitters.c.name == name)).first() is not None:
             return False  # this very key was revoked
-        conn.execute(insert(submitters).values(name=name, key_sha256=key_sha256, quota=None, created_at=utcnow(), revoked_at=None))
+        conn.execute(
+            insert(submitters).values(
+                name=name, key_sha256=key_sha256, quota=None, created_at=utcnow(), revoked_at=None
+            )
+        )
         return True
 
     return await db.write(upsert)
@@ -461,7 +521,11 @@ async def upsert_submitter(db: Database, name: str, key_sha256: str) -> bool:
 async def revoke_submitter(db: Database, name: str) -> bool:
     now = utcnow()
     result = await db.write(
-        lambda conn: conn.execute(update(submitters).where(submitters.c.name == name, submitters.c.revoked_at.is_(None)).values(revoked_at=now))
+        lambda conn: conn.execute(
+            update(submitters)
+            .where(submitters.c.name == name, submitters.c.revoked_at.is_(None))
+            .values(revoked_at=now)
+        )
     )
     return bool(result.rowcount)
 
@@ -472,7 +536,9 @@ async def submitter_by_name(db: Database, name: str) -> SubmitterRecord | None:
 
 
 async def submitter_by_key(db: Database, key_sha256: str) -> SubmitterRecord | None:
-    row = await db.read(lambda conn: conn.execute(select(submitters).where(submitters.c.key_sha256 == key_sha256)).first())
+    row = await db.read(
+        lambda conn: conn.execute(select(submitters).where(submitters.c.key_sha256 == key_sha256)).first()
+    )
     return _submitter(row) if row is not None else None
 
 
@@ -482,6 +548,7 @@ async def list_submitters(db: Database) -> list[SubmitterRecord]:
 
 
 # --------------------------------------------------------------------------- deployment secrets
+
 
 async def get_or_create_secret(db: Database, name: str, make: Callable[[], str]) -> str:
     """The deployment secret ``name``, created with ``make()`` on first use. Several workers starting

@@ -148,7 +148,12 @@ class SqliteThread:
     """Runs sync transaction functions on a dedicated thread and connection, many per transaction."""
 
     def __init__(
-        self, engine: Engine, name: str, savepoints: bool, faults: FaultLog | None = None, file: SqliteFile | None = None
+        self,
+        engine: Engine,
+        name: str,
+        savepoints: bool,
+        faults: FaultLog | None = None,
+        file: SqliteFile | None = None,
     ) -> None:
         """``savepoints``: isolate a failing job's writes (writers); readers need no isolation.
         ``file``: the database file to watch (None for an in-memory database)."""
@@ -267,7 +272,8 @@ class SqliteThread:
             if self.last_error is None:
                 log.warning(
                     "%s: cannot open the database (%s); failing its jobs with 503 and reconnecting with backoff",
-                    self.name, describe(exc),
+                    self.name,
+                    describe(exc),
                 )
             self.last_error = exc
             return None
@@ -372,8 +378,10 @@ class SqliteThread:
                     raise  # not one job's doing, or the connection is suspect: the whole batch fails
                 fault = fault_from(cause) if cause is not None else None
                 if fault is None:
-                    fault = DatabaseUnavailable(f"{self.name}: the transaction ended under a job"
-                                                + (f": {describe(cause)}" if cause is not None else ""))
+                    fault = DatabaseUnavailable(
+                        f"{self.name}: the transaction ended under a job"
+                        + (f": {describe(cause)}" if cause is not None else "")
+                    )
                     fault.__cause__ = cause
                 dropped.append((exc.job, None, fault))
                 batch = [job for job in batch if job is not exc.job]
@@ -395,7 +403,11 @@ class SqliteThread:
             kind, reason = type(probe), probe.reason
             if self._failing != kind.__name__:
                 log.warning(
-                    "%s: %s (%s); its batches fail with %d until it recovers", self.name, kind.title.lower(), reason, kind.status
+                    "%s: %s (%s); its batches fail with %d until it recovers",
+                    self.name,
+                    kind.title.lower(),
+                    reason,
+                    kind.status,
                 )
                 self._failing = kind.__name__
         if isinstance(exc, _BatchAborted):
@@ -421,7 +433,9 @@ class SqliteThread:
         """Before a COMMIT: the path still names the file this connection has open (one stat)."""
         if self.file is not None and self.file.identity() != self._identity:
             self._reopen = True
-            raise DatabaseUnavailable(f"{self.name}: the database file {self.file.path} was deleted or replaced; reopening")
+            raise DatabaseUnavailable(
+                f"{self.name}: the database file {self.file.path} was deleted or replaced; reopening"
+            )
 
     def _attempt(self, conn: Connection, batch: list[_Job], isolate: bool) -> list[Outcome]:
         """One transaction over the batch. Fast path (no savepoints): the first job error, or a

@@ -32,6 +32,7 @@ class Agent(Protocol):
 
 # ----------------------------------------------------------------------------------- random
 
+
 class RandomAgent:
     """Random valid actions; decision tasks get a random decision, workflow tasks random parts."""
 
@@ -42,7 +43,10 @@ class RandomAgent:
         rng = self.rng
         if get_task(obs.task_id).family == "decision":
             decision = rng.choice(DECISIONS)
-            return Action(decision=decision, reply="Could you send photos and tell me more?" if decision == "request_info" else None)
+            return Action(
+                decision=decision,
+                reply="Could you send photos and tell me more?" if decision == "request_info" else None,
+            )
         parts: dict[str, Any] = {}
         choice = rng.randrange(6)
         if choice == 0:
@@ -52,7 +56,13 @@ class RandomAgent:
         elif choice == 2:
             parts["decision"] = rng.choice(DECISIONS)
         elif choice == 3:
-            parts["reply"] = rng.choice(("Thanks for reaching out, we are looking into it.", "We cannot help with this.", "Your refund is approved."))
+            parts["reply"] = rng.choice(
+                (
+                    "Thanks for reaching out, we are looking into it.",
+                    "We cannot help with this.",
+                    "Your refund is approved.",
+                )
+            )
         elif choice == 4:
             parts["lookup"] = rng.choice(LOOKUP_TARGETS)
         else:
@@ -94,34 +104,221 @@ def resolution_reply(decision: str, reason: str | None, order_id: str, amount: f
 
 
 def holding_reply(queue: str, order_id: str) -> str:
-    return (f"Thank you for your patience with order {order_id}. I've passed your request to our {_TEAMS.get(queue, 'support')} "
-            "team, who will review it and get back to you shortly.")
+    return (
+        f"Thank you for your patience with order {order_id}. I've passed your request to our {_TEAMS.get(queue, 'support')} "
+        "team, who will review it and get back to you shortly."
+    )
 
 
 def _outcome_tag(decision: str, reason: str | None) -> str:
     if reason == "unverifiable":
         return "Fraud_Risk"
-    return {"approve_refund": "Refund", "approve_replacement": "Replacement", "reject": "Policy_Denied", "request_info": "Needs_Info"}[decision]
+    return {
+        "approve_refund": "Refund",
+        "approve_replacement": "Replacement",
+        "reject": "Policy_Denied",
+        "request_info": "Needs_Info",
+    }[decision]
 
 
 # -------------------------------------------------------------------------------- heuristic
 
 _ISSUE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("duplicate_charge", ("charged twice", "two charges", "two payments", "double charge", "charged me twice", "billed twice", "double-charged", "charged double", "two times")),
-    ("not_received", ("never arrived", "hasn't arrived", "has not arrived", "didn't arrive", "not arrived", "never got", "never received", "not received", "still waiting", "nothing here", "where is my", "no sign of", "hasn't turned up", "never showed up", "haven't received")),
-    ("wrong_item", ("wrong item", "wrong colour", "wrong color", "wrong size", "different item", "not what i ordered", "sent me the wrong", "different product", "wrong one", "instead of", "different colour", "different model", "something else instead")),
-    ("damaged", ("broken", "cracked", "smashed", "dent", "damaged", "shattered", "crushed", "torn", "ripped", "scratched", "in pieces", "rip down")),
-    ("defective", ("stopped working", "won't turn on", "wont turn on", "doesn't work", "does not work", "faulty", "defective", "dead", "won't charge", "malfunction", "not working", "broke down", "fault with", "switching itself off")),
-    ("size_issue", ("too small", "too big", "too large", "too tight", "too loose", "doesn't fit", "does not fit", "didn't fit", "comes up large", "size too")),
-    ("item_used", ("used it", "i've used", "i have used", "after using", "tried it for", "been using", "proper try", "worn it a few", "trying", "for a while", "used the", "used my")),
-    ("changed_mind", ("changed my mind", "don't need", "do not need", "don't want", "no longer", "by mistake", "cheaper", "not for me", "don't like", "return it", "accidentally")),
+    (
+        "duplicate_charge",
+        (
+            "charged twice",
+            "two charges",
+            "two payments",
+            "double charge",
+            "charged me twice",
+            "billed twice",
+            "double-charged",
+            "charged double",
+            "two times",
+        ),
+    ),
+    (
+        "not_received",
+        (
+            "never arrived",
+            "hasn't arrived",
+            "has not arrived",
+            "didn't arrive",
+            "not arrived",
+            "never got",
+            "never received",
+            "not received",
+            "still waiting",
+            "nothing here",
+            "where is my",
+            "no sign of",
+            "hasn't turned up",
+            "never showed up",
+            "haven't received",
+        ),
+    ),
+    (
+        "wrong_item",
+        (
+            "wrong item",
+            "wrong colour",
+            "wrong color",
+            "wrong size",
+            "different item",
+            "not what i ordered",
+            "sent me the wrong",
+            "different product",
+            "wrong one",
+            "instead of",
+            "different colour",
+            "different model",
+            "something else instead",
+        ),
+    ),
+    (
+        "damaged",
+        (
+            "broken",
+            "cracked",
+            "smashed",
+            "dent",
+            "damaged",
+            "shattered",
+            "crushed",
+            "torn",
+            "ripped",
+            "scratched",
+            "in pieces",
+            "rip down",
+        ),
+    ),
+    (
+        "defective",
+        (
+            "stopped working",
+            "won't turn on",
+            "wont turn on",
+            "doesn't work",
+            "does not work",
+            "faulty",
+            "defective",
+            "dead",
+            "won't charge",
+            "malfunction",
+            "not working",
+            "broke down",
+            "fault with",
+            "switching itself off",
+        ),
+    ),
+    (
+        "size_issue",
+        (
+            "too small",
+            "too big",
+            "too large",
+            "too tight",
+            "too loose",
+            "doesn't fit",
+            "does not fit",
+            "didn't fit",
+            "comes up large",
+            "size too",
+        ),
+    ),
+    (
+        "item_used",
+        (
+            "used it",
+            "i've used",
+            "i have used",
+            "after using",
+            "tried it for",
+            "been using",
+            "proper try",
+            "worn it a few",
+            "trying",
+            "for a while",
+            "used the",
+            "used my",
+        ),
+    ),
+    (
+        "changed_mind",
+        (
+            "changed my mind",
+            "don't need",
+            "do not need",
+            "don't want",
+            "no longer",
+            "by mistake",
+            "cheaper",
+            "not for me",
+            "don't like",
+            "return it",
+            "accidentally",
+        ),
+    ),
 )
-_USED = ("worn", "wore", "washed", "used it", "been using", "tried it on a few", "used a few", "used once", "used twice", "has been used", "did use")
-_UNUSED = ("unused", "unworn", "tags on", "tags still", "tags are still", "never used", "never been used", "never worn", "unopened",
-           "sealed", "original packaging", "not used", "brand new", "still in the box", "haven't used", "hasn't been used",
-           "kept all the packaging")
-_WEAR = ("wear", "worn", "faded", "scuff", "normal use", "used a lot", "everyday use", "daily use", "regular use", "bobbly")
-_FOUND = ("found it", "found the", "turned up", "neighbour had", "neighbor had", "was there", "sorry for the trouble", "located it", "had it all along", "was sitting", "had it in the back", "behind the bins")
+_USED = (
+    "worn",
+    "wore",
+    "washed",
+    "used it",
+    "been using",
+    "tried it on a few",
+    "used a few",
+    "used once",
+    "used twice",
+    "has been used",
+    "did use",
+)
+_UNUSED = (
+    "unused",
+    "unworn",
+    "tags on",
+    "tags still",
+    "tags are still",
+    "never used",
+    "never been used",
+    "never worn",
+    "unopened",
+    "sealed",
+    "original packaging",
+    "not used",
+    "brand new",
+    "still in the box",
+    "haven't used",
+    "hasn't been used",
+    "kept all the packaging",
+)
+_WEAR = (
+    "wear",
+    "worn",
+    "faded",
+    "scuff",
+    "normal use",
+    "used a lot",
+    "everyday use",
+    "daily use",
+    "regular use",
+    "bobbly",
+)
+_FOUND = (
+    "found it",
+    "found the",
+    "turned up",
+    "neighbour had",
+    "neighbor had",
+    "was there",
+    "sorry for the trouble",
+    "located it",
+    "had it all along",
+    "was sitting",
+    "had it in the back",
+    "behind the bins",
+)
 
 
 def _has(text: str, phrases: tuple[str, ...]) -> bool:
@@ -141,7 +338,19 @@ def read_issue(text: str) -> str:
 
 _HEADER_DAYS = re.compile(r"delivered (\d+) days? ago")
 _SAID_AGO = re.compile(r"\b(\d+|a|one|two|three|four|five|six|seven|eight|ten|twelve)\s+(day|week|month)s?\s+ago")
-_WORD_NUMBER = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "ten": 10, "twelve": 12}
+_WORD_NUMBER = {
+    "a": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "ten": 10,
+    "twelve": 12,
+}
 
 
 class HeuristicAgent:
@@ -185,12 +394,23 @@ class HeuristicAgent:
         days = self._days(obs)
         approve = "approve_replacement" if item["in_stock"] else "approve_refund"
         amount = self.order["total"]
-        high_risk = self.customer["returns_12m"] >= 5 or self.customer["chargebacks"] > 0 or bool(self.customer["account_flags"])
+        high_risk = (
+            self.customer["returns_12m"] >= 5
+            or self.customer["chargebacks"] > 0
+            or bool(self.customer["account_flags"])
+        )
         if issue == "vague":
             return "request_info", "details", None, amount
         if issue == "duplicate_charge":
-            return ("approve_refund", None, None, amount) if self.order["payment"]["charges"] > 1 else ("reject", None, "not_charged_twice", amount)
-        verified = issue == "not_received" and (carrier["status"] in ("lost", "returned") or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > 7))
+            return (
+                ("approve_refund", None, None, amount)
+                if self.order["payment"]["charges"] > 1
+                else ("reject", None, "not_charged_twice", amount)
+            )
+        verified = issue == "not_received" and (
+            carrier["status"] in ("lost", "returned")
+            or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > 7)
+        )
         if high_risk and not verified:
             return "reject", None, "unverifiable", amount
         if issue == "not_received":
@@ -266,12 +486,16 @@ class HeuristicAgent:
         if decision == "request_info":
             self.asked.add(topic or "details")
             return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
-        return Action(decision=decision, add_tag=_outcome_tag(decision, reason),
-                      reply=resolution_reply(decision, reason, order_id, amount if decision == "approve_refund" else None),
-                      close_ticket=True)
+        return Action(
+            decision=decision,
+            add_tag=_outcome_tag(decision, reason),
+            reply=resolution_reply(decision, reason, order_id, amount if decision == "approve_refund" else None),
+            close_ticket=True,
+        )
 
 
 # ----------------------------------------------------------------------------------- oracles
+
 
 class _PolicyPlayer:
     """Plays a task perfectly from a verdict function: asks what the policy needs, then acts."""
@@ -350,6 +574,7 @@ class ObservableOracleAgent(_PolicyPlayer):
     def order_id(self, obs: Observation) -> str:
         return self.reader.order_id()
 
+
 # --------------------------------------------------------------------------------- evaluator
 
 AGENT_NAMES = ("random", "heuristic", "oracle", "observable-oracle")
@@ -379,14 +604,18 @@ def play(agent: Agent, task_id: str, seed: int, split: str, dataset: Dataset = P
     return grade_episode(state, dataset), actions
 
 
-def play_episode(agent_name: str, task_id: str, seed: int, split: str, dataset: Dataset = PUBLIC) -> tuple[float, list[Action]]:
+def play_episode(
+    agent_name: str, task_id: str, seed: int, split: str, dataset: Dataset = PUBLIC
+) -> tuple[float, list[Action]]:
     """Play one episode of a reference agent to the end; returns (score, actions)."""
     ticket_id = reset(task_id, seed, split, dataset)[0].ticket_id
     grade, actions = play(make_agent(agent_name, seed, ticket_id, dataset), task_id, seed, split, dataset)
     return grade.score, actions
 
 
-def evaluate_agent(agent_name: str, split: str, seeds_per_task: int, task_ids: list[str] | None = None) -> dict[str, Any]:
+def evaluate_agent(
+    agent_name: str, split: str, seeds_per_task: int, task_ids: list[str] | None = None
+) -> dict[str, Any]:
     """Resolved rate and mean score per task over seeds ``0 .. seeds_per_task-1``. Deterministic."""
     tasks: dict[str, Any] = {}
     for task_id in task_ids or list(TASKS):
@@ -406,4 +635,3 @@ def evaluate_agent(agent_name: str, split: str, seeds_per_task: int, task_ids: l
         "resolved": round(mean(t["resolved"] for t in tasks.values()), 4),
         "overall": round(mean(t["mean"] for t in tasks.values()), 4),
     }
-

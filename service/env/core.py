@@ -97,19 +97,21 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
 
     step_count = n + 1
     truncated = not done and step_count >= state.max_steps
-    new_state = state.model_copy(update={
-        "step_count": step_count,
-        "queue": queue,
-        "tags": tuple(tags),
-        "status": status,
-        "history": tuple(history),
-        "revealed": tuple(revealed),
-        "acts": state.acts + tuple(acts),
-        "tool_result": tool_result,
-        "last_action_error": "; ".join(notes) or None,
-        "done": done or truncated,
-        "truncated": truncated,
-    })
+    new_state = state.model_copy(
+        update={
+            "step_count": step_count,
+            "queue": queue,
+            "tags": tuple(tags),
+            "status": status,
+            "history": tuple(history),
+            "revealed": tuple(revealed),
+            "acts": state.acts + tuple(acts),
+            "tool_result": tool_result,
+            "last_action_error": "; ".join(notes) or None,
+            "done": done or truncated,
+            "truncated": truncated,
+        }
+    )
     grade = grade_episode(new_state, dataset)  # rewards are not graded: this is the grade of the final state too
     # The change in the raw score, kept inside the declared reward range [-1, 1]: a step that would move it
     # further (several penalties at once) pays the rest over the next steps, so the rewards still add
@@ -186,8 +188,17 @@ def ticket_text(t: Ticket) -> str:
     Easy and medium tickets say how many days ago the parcel was delivered; hard ones give only the
     dates (order, delivery, ticket opened), so the agent counts the days itself (P12)."""
     o = t.order
-    items = [f"{line.product.name} ({line.product.category})" + (f" {line.quantity} × ${line.product.price:.2f}" if line.quantity > 1
-             else f" ${line.product.price:.2f}" if len(o.lines) > 1 else "") for line in o.lines]
+    items = [
+        f"{line.product.name} ({line.product.category})"
+        + (
+            f" {line.quantity} × ${line.product.price:.2f}"
+            if line.quantity > 1
+            else f" ${line.product.price:.2f}"
+            if len(o.lines) > 1
+            else ""
+        )
+        for line in o.lines
+    ]
     what = items[0] if len(items) == 1 else f"{len(items)} items: " + ", ".join(items)
     if t.presentation == "days":
         delivered = (
@@ -229,21 +240,29 @@ def lookup_record(t: Ticket, target: str) -> dict[str, Any]:
         }
         if t.presentation == "days":
             record["days_since_delivery"] = o.days_since_delivery
-        record.update({
-            "items": [
-                {
-                    "sku": line.product.sku, "name": line.product.name, "category": line.product.category,
-                    "unit_price": line.product.price, "quantity": line.quantity, "amount": line.amount,
-                    "in_stock": line.product.in_stock, "final_sale": line.product.final_sale,
-                    "hygiene": line.product.hygiene, "perishable": line.product.perishable,
-                    "warranty_days": line.product.warranty_days,
-                }
-                for line in o.lines
-            ],
-            "total": o.amount,
-            "carrier": {"status": o.carrier_status, "days_past_estimate": o.days_past_estimate},
-            "payment": {"method": o.payment_method, "charges": o.charges},
-        })
+        record.update(
+            {
+                "items": [
+                    {
+                        "sku": line.product.sku,
+                        "name": line.product.name,
+                        "category": line.product.category,
+                        "unit_price": line.product.price,
+                        "quantity": line.quantity,
+                        "amount": line.amount,
+                        "in_stock": line.product.in_stock,
+                        "final_sale": line.product.final_sale,
+                        "hygiene": line.product.hygiene,
+                        "perishable": line.product.perishable,
+                        "warranty_days": line.product.warranty_days,
+                    }
+                    for line in o.lines
+                ],
+                "total": o.amount,
+                "carrier": {"status": o.carrier_status, "days_past_estimate": o.days_past_estimate},
+                "payment": {"method": o.payment_method, "charges": o.charges},
+            }
+        )
         return record
     c = t.customer
     return {

@@ -138,6 +138,7 @@ PUBLIC = Dataset()
 
 # ------------------------------------------------------------------------------------ artefacts
 
+
 def _labelled_record(t: Ticket) -> dict[str, Any]:
     verdict = evaluate(t)
     return {**t.model_dump(mode="json"), "gold": verdict.model_dump(mode="json")}
@@ -149,13 +150,13 @@ def render_artefacts() -> dict[str, str]:
     counts: dict[str, Any] = {}
     for split in PUBLIC_SPLITS:
         tickets = PUBLIC.tickets(split)
-        files[f"{split}.jsonl"] = "".join(json.dumps(_labelled_record(t), sort_keys=True, ensure_ascii=False) + "\n" for t in tickets)
+        files[f"{split}.jsonl"] = "".join(
+            json.dumps(_labelled_record(t), sort_keys=True, ensure_ascii=False) + "\n" for t in tickets
+        )
         cells = Counter((t.family, t.difficulty, evaluate(t).gold) for t in tickets)
         counts[split] = {
             "total": len(tickets),
-            "cells": [
-                {"family": f, "difficulty": d, "gold": g, "count": n} for (f, d, g), n in sorted(cells.items())
-            ],
+            "cells": [{"family": f, "difficulty": d, "gold": g, "count": n} for (f, d, g), n in sorted(cells.items())],
         }
     files["policy.md"] = render_policy_markdown()
     content = hashlib.sha256()
@@ -170,7 +171,7 @@ def render_artefacts() -> dict[str, str]:
         "counts": counts,
         "content_sha256": content.hexdigest(),
         "note": "train and dev are public and rebuilt from the code; the test split is generated from each "
-                "deployment's secret key (TEST_SPLIT_KEY) and is not published: only its size is listed here.",
+        "deployment's secret key (TEST_SPLIT_KEY) and is not published: only its size is listed here.",
     }
     files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     return files

@@ -37,7 +37,13 @@ from datetime import date, timedelta
 from functools import lru_cache
 
 from service.env import messages
-from service.env.policy import HIGH_RISK_RETURNS, LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS, evaluate, full_information_verdict
+from service.env.policy import (
+    HIGH_RISK_RETURNS,
+    LATE_IN_TRANSIT_DAYS,
+    RETURN_WINDOW_DAYS,
+    evaluate,
+    full_information_verdict,
+)
 from service.env.world import (
     CATALOG,
     DIFFICULTIES,
@@ -94,13 +100,52 @@ def ticket_id_for(key: bytes, family: Family, difficulty: Difficulty, position: 
     return "tk_" + mac.hexdigest()[:16]
 
 
-_FIRST = ("Ava", "Noah", "Mia", "Liam", "Zoe", "Omar", "Lena", "Ravi", "Chen", "Sofia", "Jonas", "Amara", "Diego", "Hana", "Kofi", "Ines", "Mateo", "Priya", "Tom", "Yuki")
-_LAST = ("Smith", "Garcia", "Okafor", "Nguyen", "Müller", "Rossi", "Khan", "Silva", "Kowalski", "Haddad", "Tanaka", "Dubois", "Johansson", "Mensah", "Patel", "Ortiz")
+_FIRST = (
+    "Ava",
+    "Noah",
+    "Mia",
+    "Liam",
+    "Zoe",
+    "Omar",
+    "Lena",
+    "Ravi",
+    "Chen",
+    "Sofia",
+    "Jonas",
+    "Amara",
+    "Diego",
+    "Hana",
+    "Kofi",
+    "Ines",
+    "Mateo",
+    "Priya",
+    "Tom",
+    "Yuki",
+)
+_LAST = (
+    "Smith",
+    "Garcia",
+    "Okafor",
+    "Nguyen",
+    "Müller",
+    "Rossi",
+    "Khan",
+    "Silva",
+    "Kowalski",
+    "Haddad",
+    "Tanaka",
+    "Dubois",
+    "Johansson",
+    "Mensah",
+    "Patel",
+    "Ortiz",
+)
 _EPOCH = date(2026, 1, 5)
 W = RETURN_WINDOW_DAYS
 
 
 # ------------------------------------------------------------------------------------------ pools
+
 
 @dataclass(frozen=True)
 class Pool:
@@ -117,7 +162,13 @@ class Pool:
     usage: tuple[float, float, float] = (0.6, 0.2, 0.2)  # returns: P(unused stated, used stated, unstated)
     in_stock: float = 0.5
     final_sale: float = 0.0  # returns: P(final-sale item) — and as often a hygiene or perishable item
-    carriers: tuple[tuple[str, float], ...] = (("lost", 0.3), ("returned", 0.1), ("late", 0.2), ("in_transit", 0.2), ("delivered", 0.2))
+    carriers: tuple[tuple[str, float], ...] = (
+        ("lost", 0.3),
+        ("returned", 0.1),
+        ("late", 0.2),
+        ("in_transit", 0.2),
+        ("delivered", 0.2),
+    )
     found: float = 0.4  # delivered-but-missing parcels: P(found when the customer checks)
     double_charge: float = 0.5
     high_risk: float = 0.0
@@ -131,51 +182,129 @@ _RETURNS = (("changed_mind", None), ("size_issue", None))
 POOLS: dict[tuple[Family, Difficulty], Pool] = {
     # One visible fact decides: the window, photos, the stated condition, stock, the payment record.
     ("decision", "easy"): Pool(
-        kinds=(("changed_mind", None), ("damaged", None), ("wrong_item", None), ("item_used", None),
-               ("duplicate_charge", None), ("size_issue", None)),
-        in_window=0.8, photos=0.6, usage=(0.7, 0.15, 0.15), in_stock=0.6, double_charge=0.6,
+        kinds=(
+            ("changed_mind", None),
+            ("damaged", None),
+            ("wrong_item", None),
+            ("item_used", None),
+            ("duplicate_charge", None),
+            ("size_issue", None),
+        ),
+        in_window=0.8,
+        photos=0.6,
+        usage=(0.7, 0.15, 0.15),
+        in_stock=0.6,
+        double_charge=0.6,
     ),
     # One further fact from the records decides: stock, final-sale/hygiene flags, carrier status,
     # the condition, the payment record — of the item the claim is about, in orders of several items.
     ("decision", "medium"): Pool(
-        kinds=(("damaged", None), ("size_issue", None), ("changed_mind", None), ("not_received", None),
-               ("duplicate_charge", None), ("wrong_item", None), ("defective", None)),
+        kinds=(
+            ("damaged", None),
+            ("size_issue", None),
+            ("changed_mind", None),
+            ("not_received", None),
+            ("duplicate_charge", None),
+            ("wrong_item", None),
+            ("defective", None),
+        ),
         tones=("calm", "angry", "vague", "multi_issue", "typos"),
-        in_window=0.75, late_days=(W + 1, 400), photos=0.7, usage=(0.55, 0.2, 0.25), final_sale=0.15,
+        in_window=0.75,
+        late_days=(W + 1, 400),
+        photos=0.7,
+        usage=(0.55, 0.2, 0.25),
+        final_sale=0.15,
         multi_item=0.5,
     ),
     # Interacting rules: risk and its exemptions, warranty with evidence, late parcels, vague
     # messages, two claims, several items, dates to compute, customers whose account is wrong.
     ("decision", "hard"): Pool(
-        kinds=(("defective", None), ("damaged", None), ("not_received", None), ("changed_mind", "damaged"),
-               ("size_issue", None), ("wrong_item", "damaged"), ("vague", None), ("duplicate_charge", None)),
-        presentation="dates", tones=("angry", "vague", "multi_issue", "typos", "calm"),
-        in_window=0.72, late_days=(W + 1, 420), photos=0.45, usage=(0.5, 0.2, 0.3), final_sale=0.15,
-        high_risk=0.15, multi_item=0.5, stated_days=0.35, in_stock=0.45, double_charge=0.6,
+        kinds=(
+            ("defective", None),
+            ("damaged", None),
+            ("not_received", None),
+            ("changed_mind", "damaged"),
+            ("size_issue", None),
+            ("wrong_item", "damaged"),
+            ("vague", None),
+            ("duplicate_charge", None),
+        ),
+        presentation="dates",
+        tones=("angry", "vague", "multi_issue", "typos", "calm"),
+        in_window=0.72,
+        late_days=(W + 1, 420),
+        photos=0.45,
+        usage=(0.5, 0.2, 0.3),
+        final_sale=0.15,
+        high_risk=0.15,
+        multi_item=0.5,
+        stated_days=0.35,
+        in_stock=0.45,
+        double_charge=0.6,
     ),
     # Triage: the outcome tag of plainly stated claims (Needs_Info when photos are missing).
     ("workflow", "easy"): Pool(
-        kinds=(("changed_mind", None), ("damaged", None), ("wrong_item", None), ("item_used", None),
-               ("duplicate_charge", None), ("size_issue", None)),
-        in_window=0.8, photos=0.6, usage=(0.8, 0.2, 0.0), wear=0.3, in_stock=0.55, double_charge=0.6,
+        kinds=(
+            ("changed_mind", None),
+            ("damaged", None),
+            ("wrong_item", None),
+            ("item_used", None),
+            ("duplicate_charge", None),
+            ("size_issue", None),
+        ),
+        in_window=0.8,
+        photos=0.6,
+        usage=(0.8, 0.2, 0.0),
+        wear=0.3,
+        in_stock=0.55,
+        double_charge=0.6,
     ),
     # Routing: the owning team — Escalations for refunds above the threshold (of the claimed item),
     # Fraud for what P7 declines, Billing for billing errors, Returns for the rest.
     ("workflow", "medium"): Pool(
-        kinds=(("damaged", None), ("wrong_item", None), ("changed_mind", None), ("size_issue", None),
-               ("duplicate_charge", None), ("not_received", None)),
+        kinds=(
+            ("damaged", None),
+            ("wrong_item", None),
+            ("changed_mind", None),
+            ("size_issue", None),
+            ("duplicate_charge", None),
+            ("not_received", None),
+        ),
         tones=("calm", "angry", "vague", "multi_issue", "typos"),
-        in_window=1.0, photos=1.0, usage=(1.0, 0.0, 0.0), in_stock=0.25, final_sale=0.0, double_charge=0.6,
-        carriers=(("lost", 0.5), ("returned", 0.2), ("late", 0.3)), high_risk=0.25, price="around_threshold",
+        in_window=1.0,
+        photos=1.0,
+        usage=(1.0, 0.0, 0.0),
+        in_stock=0.25,
+        final_sale=0.0,
+        double_charge=0.6,
+        carriers=(("lost", 0.5), ("returned", 0.2), ("late", 0.3)),
+        high_risk=0.25,
+        price="around_threshold",
         multi_item=0.35,
     ),
     # Resolution: everything, end to end, asking where the policy needs it.
     ("workflow", "hard"): Pool(
-        kinds=(("changed_mind", None), ("defective", None), ("damaged", None), ("not_received", None),
-               ("wrong_item", None), ("size_issue", "defective"), ("item_used", None), ("duplicate_charge", None)),
-        presentation="dates", tones=("calm", "angry", "vague", "multi_issue", "typos"),
-        in_window=0.75, late_days=(W + 1, 420), photos=0.5, usage=(0.5, 0.2, 0.3), final_sale=0.12,
-        high_risk=0.12, multi_item=0.5, stated_days=0.3, double_charge=0.6,
+        kinds=(
+            ("changed_mind", None),
+            ("defective", None),
+            ("damaged", None),
+            ("not_received", None),
+            ("wrong_item", None),
+            ("size_issue", "defective"),
+            ("item_used", None),
+            ("duplicate_charge", None),
+        ),
+        presentation="dates",
+        tones=("calm", "angry", "vague", "multi_issue", "typos"),
+        in_window=0.75,
+        late_days=(W + 1, 420),
+        photos=0.5,
+        usage=(0.5, 0.2, 0.3),
+        final_sale=0.12,
+        high_risk=0.12,
+        multi_item=0.5,
+        stated_days=0.3,
+        double_charge=0.6,
     ),
 }
 
@@ -188,8 +317,12 @@ class InconsistentTicket(AssertionError):
 
 # What each pool balances: its task's own answer (the decision, the triage tag or the routing queue).
 _ANSWER_OF: dict[tuple[Family, Difficulty], str] = {
-    ("decision", "easy"): "gold", ("decision", "medium"): "gold", ("decision", "hard"): "gold",
-    ("workflow", "easy"): "tag", ("workflow", "medium"): "queue", ("workflow", "hard"): "gold",
+    ("decision", "easy"): "gold",
+    ("decision", "medium"): "gold",
+    ("decision", "hard"): "gold",
+    ("workflow", "easy"): "tag",
+    ("workflow", "medium"): "queue",
+    ("workflow", "hard"): "gold",
 }
 OUTCOMES: dict[str, tuple[str, ...]] = {
     "gold": ("approve_refund", "approve_replacement", "reject", "request_info"),
@@ -200,7 +333,10 @@ OUTCOMES: dict[str, tuple[str, ...]] = {
 }
 # What a ticket that needs asking becomes once the customer has answered: dealt round-robin too, so
 # asking first and then giving one constant answer gains at most a third of the asking tickets.
-_ANSWERED = {"request_info": ("approve_refund", "approve_replacement", "reject"), "Needs_Info": ("Refund", "Replacement", "Policy_Denied")}
+_ANSWERED = {
+    "request_info": ("approve_refund", "approve_replacement", "reject"),
+    "Needs_Info": ("Refund", "Replacement", "Policy_Denied"),
+}
 MAX_ATTEMPTS = 2000
 Outcome = tuple[str, str | None]  # (the answer, and for a ticket that needs asking, the answer after asking)
 
@@ -252,19 +388,21 @@ def generate_ticket(key: bytes, split: Split, family: Family, difficulty: Diffic
         ticket = _build(rng, pool, rng.choice(pool.kinds), split, ticket_id, position, family, difficulty)
         if not messages.inconsistencies(ticket):
             return ticket
-    raise InconsistentTicket(f"no coherent {target} ticket for {family}/{difficulty} #{position} in {MAX_ATTEMPTS} draws")
+    raise InconsistentTicket(
+        f"no coherent {target} ticket for {family}/{difficulty} #{position} in {MAX_ATTEMPTS} draws"
+    )
 
 
-def _item(rng: random.Random, issue: IssueType, second: IssueType | None, pool: Pool, return_flagged: bool) -> CatalogItem:
+def _item(
+    rng: random.Random, issue: IssueType, second: IssueType | None, pool: Pool, return_flagged: bool
+) -> CatalogItem:
     def fits(c: CatalogItem) -> bool:
         for claim in (issue, second):
             if claim == "size_issue" and c.category not in ("apparel", "footwear"):
                 return False
             if claim == "defective" and (c.perishable or c.category == "apparel"):
                 return False
-        if issue in ("changed_mind", "size_issue", "item_used") and (c.hygiene or c.perishable) != return_flagged:
-            return False
-        return True
+        return not (issue in ("changed_mind", "size_issue", "item_used") and (c.hygiene or c.perishable) != return_flagged)
 
     candidates = [c for c in CATALOG if fits(c)]
     if pool.price == "around_threshold":  # items whose refund can land on either side of the escalation threshold
@@ -283,8 +421,15 @@ def _price(rng: random.Random, item: CatalogItem, pool: Pool) -> float:
 
 
 def _build(
-    rng: random.Random, pool: Pool, kind: tuple[IssueType, IssueType | None], split: Split, ticket_id: str, position: int,
-    family: Family, difficulty: Difficulty, render: bool = True,
+    rng: random.Random,
+    pool: Pool,
+    kind: tuple[IssueType, IssueType | None],
+    split: Split,
+    ticket_id: str,
+    position: int,
+    family: Family,
+    difficulty: Difficulty,
+    render: bool = True,
 ) -> Ticket:
     """One draw of a ticket's facts (and, when ``render``, its message: the draws before it are the same)."""
     issue, second = kind
@@ -310,12 +455,25 @@ def _build(
     lines = [OrderLine(product=product, quantity=rng.choice((1, 1, 1, 2)) if pool.multi_item else 1)]
     if rng.random() < pool.multi_item:
         for _ in range(rng.randint(1, 2)):
-            other = rng.choice([c for c in CATALOG if c.name != item.name and all(c.name != l.product.name for l in lines)])
-            lines.append(OrderLine(product=Product(
-                sku=f"SKU-{rng.randint(10000, 99999)}", name=other.name, category=other.category,  # type: ignore[arg-type]
-                price=_price(rng, other, pool), in_stock=rng.random() < 0.5, final_sale=rng.random() < 0.2,
-                hygiene=other.hygiene, perishable=other.perishable, warranty_days=other.warranty_days,
-            ), quantity=rng.choice((1, 1, 2))))
+            other = rng.choice(
+                [c for c in CATALOG if c.name != item.name and all(c.name != l.product.name for l in lines)]
+            )
+            lines.append(
+                OrderLine(
+                    product=Product(
+                        sku=f"SKU-{rng.randint(10000, 99999)}",
+                        name=other.name,
+                        category=other.category,  # type: ignore[arg-type]
+                        price=_price(rng, other, pool),
+                        in_stock=rng.random() < 0.5,
+                        final_sale=rng.random() < 0.2,
+                        hygiene=other.hygiene,
+                        perishable=other.perishable,
+                        warranty_days=other.warranty_days,
+                    ),
+                    quantity=rng.choice((1, 1, 2)),
+                )
+            )
         rng.shuffle(lines)
     claimed = next(i for i, line in enumerate(lines) if line.product.sku == product.sku)
 
@@ -334,7 +492,7 @@ def _build(
     opened = _EPOCH + timedelta(days=rng.randint(0, 300))
     carrier, late, found = "delivered", 0, None
     if main == "not_received":
-        names, weights = zip(*pool.carriers)
+        names, weights = zip(*pool.carriers, strict=False)
         carrier = rng.choices(names, weights)[0]
         if carrier == "late":
             carrier, late = "in_transit", rng.randint(LATE_IN_TRANSIT_DAYS + 1, 30)
@@ -349,7 +507,11 @@ def _build(
         elif main == "defective":  # warranty claims reach far past the window
             days = rng.randint(1, W) if rng.random() < pool.in_window else rng.randint(*pool.late_days)
         else:
-            days = rng.randint(1, W) if rng.random() < pool.in_window else rng.randint(pool.late_days[0], min(pool.late_days[1], 150))
+            days = (
+                rng.randint(1, W)
+                if rng.random() < pool.in_window
+                else rng.randint(pool.late_days[0], min(pool.late_days[1], 150))
+            )
         delivery_date = opened - timedelta(days=days)
         order_date = delivery_date - timedelta(days=rng.randint(2, 7))
     else:
@@ -395,13 +557,21 @@ def _build(
     remark: Remark | None = None
     if tone == "multi_issue":
         arrived = carrier == "delivered" and main != "not_received"  # "never arrived" cannot have come slowly
-        remark = rng.choice(("slow_delivery", "second_contact", "service") if arrived else ("second_contact", "service"))
+        remark = rng.choice(
+            ("slow_delivery", "second_contact", "service") if arrived else ("second_contact", "service")
+        )
     stated_days = None
     if days is not None and main != "not_received" and rng.random() < pool.stated_days:
         stated_days = rng.choice((2, 3, 5, 7, 10, 14, 21, 28, 40, 60, 90))  # recollection, independent of the records
     claim = Claim(
-        issue=issue, line=claimed, images_provided=bool(images), item_used=stated, tone=tone,
-        second_issue=second, remark=remark, stated_days_ago=stated_days,
+        issue=issue,
+        line=claimed,
+        images_provided=bool(images),
+        item_used=stated,
+        tone=tone,
+        second_issue=second,
+        remark=remark,
+        stated_days_ago=stated_days,
     )
     subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim) if render else ("", "")
     return Ticket(

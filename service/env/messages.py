@@ -132,7 +132,9 @@ _SECOND_CLAIM_LEADS = ("On top of that, ", "And to make it worse, ", "Also, ", "
 # The customer's own recollection of the delivery; the records decide (P12).
 _ARRIVED = ("I got it {when}", "it arrived {when}", "it was delivered {when}", "it came {when}")
 _SEVERAL_ITEMS = (
-    "It's one of the items in my order.", "The rest of the order is fine.", "Only this item, the others are fine.",
+    "It's one of the items in my order.",
+    "The rest of the order is fine.",
+    "Only this item, the others are fine.",
     "The other things in the parcel are okay.",
 )
 
@@ -176,19 +178,36 @@ _SEALED_ISSUES = frozenset({"changed_mind", "duplicate_charge", "not_received"})
 # --------------------------------------------------------------------------------------------
 _OPENINGS = {
     "calm": (
-        "Hi,", "Hello,", "Hi there,", "Good morning,", "Dear support team,", "Hello team,",
-        "Hi, hope you're well.", "Hello, I hope you can help.", "To whom it may concern,", "",
+        "Hi,",
+        "Hello,",
+        "Hi there,",
+        "Good morning,",
+        "Dear support team,",
+        "Hello team,",
+        "Hi, hope you're well.",
+        "Hello, I hope you can help.",
+        "To whom it may concern,",
+        "",
     ),
     "angry": (
-        "Hello.", "Right.", "I am FURIOUS.", "This is UNACCEPTABLE.", "Hi.", "Seriously?!",
-        "I can't believe this.", "Listen.", "",
+        "Hello.",
+        "Right.",
+        "I am FURIOUS.",
+        "This is UNACCEPTABLE.",
+        "Hi.",
+        "Seriously?!",
+        "I can't believe this.",
+        "Listen.",
+        "",
     ),
     "vague": ("hi", "hey", "hello", "hi there", "um hi", "hey,", "hello?", ""),
 }
 _ORDER_LINES = {
     "calm": (
-        "I'm writing about order {oid}.", "This is about my order {oid}.",
-        "My order number is {oid}.", "I need help with order {oid}.",
+        "I'm writing about order {oid}.",
+        "This is about my order {oid}.",
+        "My order number is {oid}.",
+        "I need help with order {oid}.",
     ),
     "angry": ("Order {oid}.", "About order {oid}!", "My order number is {oid}."),
     "vague": ("order {oid}", "its order {oid}", "re order {oid}"),
@@ -228,21 +247,44 @@ _ASKS_BY_ISSUE: dict[str, tuple[str, ...]] = {
 }
 _ASKS_GENERIC = {
     "calm": (
-        "Could you help me with this?", "What can you do?", "Please let me know what my options are.",
-        "I'd like this sorted out, please.", "How should I proceed?", "Could you advise?",
+        "Could you help me with this?",
+        "What can you do?",
+        "Please let me know what my options are.",
+        "I'd like this sorted out, please.",
+        "How should I proceed?",
+        "Could you advise?",
     ),
     "angry": (
-        "I want this fixed NOW!", "Sort it out IMMEDIATELY!", "Fix this today!",
-        "I expect a proper answer!", "Do something about it!",
+        "I want this fixed NOW!",
+        "Sort it out IMMEDIATELY!",
+        "Fix this today!",
+        "I expect a proper answer!",
+        "Do something about it!",
     ),
     "vague": ("what do i do", "can you help", "what now?", "help?", "pls sort"),
 }
 _CLOSINGS = {
     "calm": (
-        "Thanks.", "Thank you.", "Thanks in advance.", "Many thanks.", "Kind regards,", "Best,",
-        "Cheers,", "Thanks for your help.", "Looking forward to hearing from you.", "",
+        "Thanks.",
+        "Thank you.",
+        "Thanks in advance.",
+        "Many thanks.",
+        "Kind regards,",
+        "Best,",
+        "Cheers,",
+        "Thanks for your help.",
+        "Looking forward to hearing from you.",
+        "",
     ),
-    "angry": ("Waiting for your answer.", "Fix it.", "Regards.", "Do better.", "I expect a reply TODAY.", "Not happy.", ""),
+    "angry": (
+        "Waiting for your answer.",
+        "Fix it.",
+        "Regards.",
+        "Do better.",
+        "I expect a reply TODAY.",
+        "Not happy.",
+        "",
+    ),
     "vague": ("thx", "thanks", "ok thanks", "cheers", "", ""),
 }
 _VAGUE_HEDGES = ("not sure if that matters", "i guess", "or something", "if that makes sense")
@@ -289,7 +331,7 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
     if claim.images_provided:
         facts.append(rng.choice(_PHOTO_SENTENCES_SHORT) if style == "vague" else rng.choice(_PHOTO_SENTENCES))
     if claim.stated_days_ago is not None:
-        facts.append(_sentence(rng.choice(_ARRIVED) .format(when=_ago(claim.stated_days_ago)), style))
+        facts.append(_sentence(rng.choice(_ARRIVED).format(when=_ago(claim.stated_days_ago)), style))
     if len(order.lines) > 1 and claim.issue not in ("not_received", "duplicate_charge"):
         facts.append(_sentence(rng.choice(_SEVERAL_ITEMS).rstrip("."), style))
     rng.shuffle(facts)
@@ -510,17 +552,26 @@ def _answer_photos(rng: random.Random, hidden: HiddenFacts, claim: Claim, produc
         key = product.category if product.category in _WEAR_VIEWS else "other"
         return lead + rng.choice(_WEAR_VIEWS[key]).format(period=_period(days)) + ".", frozenset({"photos"})
     if claim.issue == "not_received":
-        return rng.choice(("There's nothing to photograph — the parcel isn't here.", "I can't send photos of something I never got.")), frozenset()
+        return rng.choice(
+            ("There's nothing to photograph — the parcel isn't here.", "I can't send photos of something I never got.")
+        ), frozenset()
     if claim.images_provided:
-        return rng.choice(("I already attached photos to my first message.", "The photos are in my first message.")), frozenset()
-    return rng.choice(("I don't have any photos to add, sorry.", "I haven't got anything more to show you.")), frozenset()
+        return rng.choice(
+            ("I already attached photos to my first message.", "The photos are in my first message.")
+        ), frozenset()
+    return rng.choice(
+        ("I don't have any photos to add, sorry.", "I haven't got anything more to show you.")
+    ), frozenset()
 
 
 _USED_ANSWERS = ("Yes, I have used it a few times.", "Honestly, yes — I used it for a while before this.")
 _USED_ANSWERS_HARD = ("I did use it, yes.", "OK, I admit it has been used.")
 _USED_ANSWERS_SOFT = ("I did wear it a few times, yes.", "Yes, I've worn it and washed it.")
-_UNUSED_ANSWERS = ("No, it's never been used — still in the original packaging.", "It's completely unused, everything is still in the box.",
-                   "I haven't used it, it's exactly as it arrived.")
+_UNUSED_ANSWERS = (
+    "No, it's never been used — still in the original packaging.",
+    "It's completely unused, everything is still in the box.",
+    "I haven't used it, it's exactly as it arrived.",
+)
 _UNUSED_ANSWERS_HARD = ("Not used at all, it's still sealed in the packaging.",)
 _UNUSED_ANSWERS_SOFT = ("Not used at all, the tags are still on.",)
 _FOUND_PLACES = (
@@ -560,10 +611,21 @@ def phrasebook() -> PhraseBook:
         issue_clauses={issue: strip(bank) for issue, bank in _ISSUE_CLAUSES.items()},
         used=strip(_USED_CLAUSES),
         unused=strip(_UNUSED_CLAUSES),
-        used_answers=_USED_ANSWERS + _USED_ANSWERS_HARD + _USED_ANSWERS_SOFT + ("And yes, it has been used.", "As I said, I have used it.", "Like I mentioned, it has been used."),
-        unused_answers=_UNUSED_ANSWERS + _UNUSED_ANSWERS_HARD + _UNUSED_ANSWERS_SOFT + ("It hasn't been used.", "As I said, I haven't used it.", "Like I mentioned, it's unused."),
+        used_answers=_USED_ANSWERS
+        + _USED_ANSWERS_HARD
+        + _USED_ANSWERS_SOFT
+        + ("And yes, it has been used.", "As I said, I have used it.", "Like I mentioned, it has been used."),
+        unused_answers=_UNUSED_ANSWERS
+        + _UNUSED_ANSWERS_HARD
+        + _UNUSED_ANSWERS_SOFT
+        + ("It hasn't been used.", "As I said, I haven't used it.", "Like I mentioned, it's unused."),
         damage_views=tuple(v for bank in (*_DAMAGE_VIEWS.values(), *_DEFECT_VIEWS.values()) for v in bank),
-        wear_views=tuple(v.format(period=p) for bank in _WEAR_VIEWS.values() for v in bank for p in ("a couple of weeks", "several weeks", "months")),
+        wear_views=tuple(
+            v.format(period=p)
+            for bank in _WEAR_VIEWS.values()
+            for v in bank
+            for p in ("a couple of weeks", "several weeks", "months")
+        ),
         found=tuple(_FOUND.format(where=w) for w in _FOUND_PLACES),
         not_found=_NOT_FOUND,
         second_claim_leads=_SECOND_CLAIM_LEADS,
@@ -576,7 +638,9 @@ def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product
     if used is True:
         return rng.choice(_USED_ANSWERS + (_USED_ANSWERS_SOFT if soft else _USED_ANSWERS_HARD)), frozenset({"usage"})
     if used is False:
-        return rng.choice(_UNUSED_ANSWERS + (_UNUSED_ANSWERS_SOFT if soft else _UNUSED_ANSWERS_HARD)), frozenset({"usage"})
+        return rng.choice(_UNUSED_ANSWERS + (_UNUSED_ANSWERS_SOFT if soft else _UNUSED_ANSWERS_HARD)), frozenset(
+            {"usage"}
+        )
     if claim.issue == "not_received":
         return "I can't have used it — it never arrived.", frozenset()
     if claim.item_used is True:
@@ -586,25 +650,35 @@ def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product
     return rng.choice(("Nothing much to add on that.", "I don't have anything to add there.")), frozenset()
 
 
-def _answer_delivery(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:
+def _answer_delivery(
+    rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None
+) -> Answer:
     if hidden.parcel_found is True:
         return _FOUND.format(where=rng.choice(_FOUND_PLACES)), frozenset({"delivery"})
     if hidden.parcel_found is False:
         return rng.choice(_NOT_FOUND), frozenset({"delivery"})
     if claim.issue == "not_received":
-        return rng.choice(("No news on my side, it still hasn't turned up.", "Nothing new to add, it's still not here.")), frozenset()
-    return rng.choice((
-        "The delivery itself was fine, it's the item I'm writing about.",
-        "Nothing to add about the delivery.",
-    )), frozenset()
+        return rng.choice(
+            ("No news on my side, it still hasn't turned up.", "Nothing new to add, it's still not here.")
+        ), frozenset()
+    return rng.choice(
+        (
+            "The delivery itself was fine, it's the item I'm writing about.",
+            "Nothing to add about the delivery.",
+        )
+    ), frozenset()
 
 
-def _answer_details(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:
+def _answer_details(
+    rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None
+) -> Answer:
     issue = hidden.actual_issue
     stated = set()
     if issue is None:
         if claim.issue == "vague":
-            return rng.choice(("I don't know what else to say, I just want it sorted.", "I've told you what I can.")), frozenset()
+            return rng.choice(
+                ("I don't know what else to say, I just want it sorted.", "I've told you what I can.")
+            ), frozenset()
         issue, lead = claim.issue, rng.choice(("Like I said, ", "As I wrote, "))
     else:
         lead = rng.choice(("To be clear, ", "Sorry, I should have said: ", "What happened is ", "OK, so "))
@@ -661,9 +735,9 @@ def _fmt(template: str, **values: str | None) -> str:
 def _item_ref(rng: random.Random, name: str, oid: str | None) -> str:
     if oid is None:
         return rng.choice(("the {p}", "my {p}", "the {p}", "this {p}")).format(p=name)
-    return rng.choice(("the {p} from order {oid}", "my {p} (order {oid})", "the {p} in order #{oid}", "my order {oid} ({p})")).format(
-        p=name, oid=oid
-    )
+    return rng.choice(
+        ("the {p} from order {oid}", "my {p} (order {oid})", "the {p} in order #{oid}", "my order {oid} ({p})")
+    ).format(p=name, oid=oid)
 
 
 def _tags_ok(tags: Sequence[str], product: Product, issue: str, item_used: bool | None) -> bool:

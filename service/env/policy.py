@@ -24,8 +24,17 @@ ESCALATION_THRESHOLD = 300.0
 HIGH_RISK_RETURNS = 5
 
 # Every reason a denial can rest on (``Verdict.reason``); the reply grader reads each in any words.
-REASONS = ("window", "used", "final_sale", "warranty", "normal_wear", "in_transit", "parcel_found", "not_charged_twice",
-           "unverifiable")
+REASONS = (
+    "window",
+    "used",
+    "final_sale",
+    "warranty",
+    "normal_wear",
+    "in_transit",
+    "parcel_found",
+    "not_charged_twice",
+    "unverifiable",
+)
 
 # Topics the scripted customer can be asked about; ``evaluate`` says which one a ticket needs.
 INFO_TOPICS = ("photos", "usage", "delivery", "details")
@@ -207,7 +216,9 @@ class _Path(BaseModel):
 def _approve(in_stock: bool, clauses: tuple[str, ...], rationale: str) -> _Path:
     """Replacement when in stock (a refund is acceptable too), otherwise refund."""
     if in_stock:
-        return _Path(decision="approve_replacement", alternatives=("approve_refund",), clauses=clauses, rationale=rationale)
+        return _Path(
+            decision="approve_replacement", alternatives=("approve_refund",), clauses=clauses, rationale=rationale
+        )
     return _Path(decision="approve_refund", clauses=clauses, rationale=rationale)
 
 
@@ -228,7 +239,9 @@ def effective_issue(ticket: Ticket, revealed: frozenset[str]) -> IssueType:
 
 def carrier_confirms_loss(ticket: Ticket) -> bool:
     o = ticket.order
-    return o.carrier_status in ("lost", "returned") or (o.carrier_status == "in_transit" and o.days_past_estimate > LATE_IN_TRANSIT_DAYS)
+    return o.carrier_status in ("lost", "returned") or (
+        o.carrier_status == "in_transit" and o.days_past_estimate > LATE_IN_TRANSIT_DAYS
+    )
 
 
 def _path(t: Ticket, issue: IssueType, revealed: frozenset[str], *, risk_rule: bool = True) -> _Path:  # noqa: C901 - one branch per clause, in order
@@ -240,22 +253,36 @@ def _path(t: Ticket, issue: IssueType, revealed: frozenset[str], *, risk_rule: b
         return _ask("details", ("P9",), "The message does not say what the problem is; ask for details.")
     if issue == "duplicate_charge":  # P10, for every customer
         if order.charges > 1:
-            return _Path(decision="approve_refund", clauses=("P10",), rationale="The payment record shows the duplicate charge; refund it.")
+            return _Path(
+                decision="approve_refund",
+                clauses=("P10",),
+                rationale="The payment record shows the duplicate charge; refund it.",
+            )
         return _reject("not_charged_twice", ("P10",), "The payment record shows a single charge.")
     verified = issue == "not_received" and carrier_confirms_loss(t)
     if risk_rule and t.customer.high_risk and not verified:  # P7
-        return _reject("unverifiable", ("P7",), "High-risk account and the claim cannot be verified from order or carrier data.")
+        return _reject(
+            "unverifiable", ("P7",), "High-risk account and the claim cannot be verified from order or carrier data."
+        )
     if issue == "not_received":  # P5
         if verified:
-            return _approve(product.in_stock, ("P5",), f"The carrier reports the parcel {order.carrier_status.replace('_', ' ')}"
-                            + (" and far past its estimate." if order.carrier_status == "in_transit" else "."))
+            return _approve(
+                product.in_stock,
+                ("P5",),
+                f"The carrier reports the parcel {order.carrier_status.replace('_', ' ')}"
+                + (" and far past its estimate." if order.carrier_status == "in_transit" else "."),
+            )
         if order.carrier_status == "in_transit":
             return _reject("in_transit", ("P5",), "The parcel is in transit and not yet late; it is on its way.")
         if "delivery" not in revealed or t.hidden.parcel_found is None:
             return _ask("delivery", ("P5",), "The carrier says delivered; ask the customer to check before deciding.")
         if t.hidden.parcel_found:
             return _reject("parcel_found", ("P5",), "The customer found the parcel.")
-        return _approve(product.in_stock, ("P5",), "The carrier says delivered but the customer confirmed it is missing; treated as lost.")
+        return _approve(
+            product.in_stock,
+            ("P5",),
+            "The carrier says delivered but the customer confirmed it is missing; treated as lost.",
+        )
     if issue == "wrong_item":  # P4
         if not in_window:
             return _reject("window", ("P4",), f"Wrong item reported after {RETURN_WINDOW_DAYS} days.")
@@ -274,7 +301,9 @@ def _path(t: Ticket, issue: IssueType, revealed: frozenset[str], *, risk_rule: b
         what = "Damage or defect on arrival" if clause == "P2" else "A defect inside the warranty period"
         return _approve(product.in_stock, (clause, "P11"), f"{what}, evidenced by photos.")
     if product.final_sale or product.hygiene or product.perishable:  # P6, returns only
-        return _reject("final_sale", ("P6",), "Final-sale, hygiene or perishable item returned for change of mind or size.")
+        return _reject(
+            "final_sale", ("P6",), "Final-sale, hygiene or perishable item returned for change of mind or size."
+        )
     if not in_window:  # P1
         return _reject("window", ("P1",), f"Return requested after the {RETURN_WINDOW_DAYS}-day window.")
     used = True if issue == "item_used" else claim.item_used
@@ -286,7 +315,9 @@ def _path(t: Ticket, issue: IssueType, revealed: frozenset[str], *, risk_rule: b
         return _reject("used", ("P1",), "The item was used; only unused items can be returned.")
     if issue == "size_issue":
         return _approve(product.in_stock, ("P1",), "Unused, inside the window: exchange for another size.")
-    return _Path(decision="approve_refund", clauses=("P1",), rationale="Unused change-of-mind return inside the window.")
+    return _Path(
+        decision="approve_refund", clauses=("P1",), rationale="Unused change-of-mind return inside the window."
+    )
 
 
 def _deciding_path(t: Ticket, revealed: frozenset[str], *, risk_rule: bool = True) -> tuple[IssueType, _Path]:
@@ -305,7 +336,10 @@ def _other_reasons(t: Ticket, issue: IssueType, path: _Path, revealed: frozenset
         _, plain = _deciding_path(t, revealed, risk_rule=False)
         if plain.reason is not None:
             reasons += [plain.reason, *_other_reasons(t, issue, plain, revealed)]
-    elif path.reason in ("final_sale", "window") and path.clauses[0] in ("P6", "P1"):  # P6 or P1's window decided; P1 may decline too
+    elif path.reason in ("final_sale", "window") and path.clauses[0] in (
+        "P6",
+        "P1",
+    ):  # P6 or P1's window decided; P1 may decline too
         days = t.order.days_since_delivery
         if days is not None and days > RETURN_WINDOW_DAYS:
             reasons.append("window")

@@ -37,9 +37,9 @@ def _typo_tolerant(word: str) -> str:
     """A pattern for ``word`` and the typos the generator makes in it (two letters swapped, one dropped):
     "Adn to make it worse", "And ot make it worse" still lead a second claim."""
     variants = {word}
-    variants |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
+    variants |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
     if len(word) >= 3:
-        variants |= {word[:i] + word[i + 1:] for i in range(1, len(word))}
+        variants |= {word[:i] + word[i + 1 :] for i in range(1, len(word))}
     return "(?:" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)) + ")"
 
 
@@ -84,21 +84,29 @@ class TicketReader:
     def _mask(self, text: str, names: list[str]) -> str:
         for name in names:
             text = re.sub(rf"my order ORD-\d+ \({re.escape(name)}\)", _ITEM, text, flags=re.IGNORECASE)
-            text = re.sub(rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
-                          _ITEM, text, flags=re.IGNORECASE)
+            text = re.sub(
+                rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
+                _ITEM,
+                text,
+                flags=re.IGNORECASE,
+            )
         return text
 
     def _issue(self, texts: list[str]) -> tuple[IssueType, float]:
-        scored = [(issue, _best(tuple(t.replace("{item}", _ITEM) for t in clauses), texts))
-                  for issue, clauses in self.book.issue_clauses.items()]
+        scored = [
+            (issue, _best(tuple(t.replace("{item}", _ITEM) for t in clauses), texts))
+            for issue, clauses in self.book.issue_clauses.items()
+        ]
         issue, score = max(scored, key=lambda s: s[1])
         return issue, score  # type: ignore[return-value]
 
     def _second_claim(self, sentences: list[str]) -> tuple[list[str], IssueType | None]:
         """The part that adds a second claim ("On top of that, it arrived broken"), read apart — wherever
         it starts (a hurried message runs its sentences together)."""
-        leads = "|".join(r"\s+".join(_typo_tolerant(w) for w in lead.strip().rstrip(",").split())
-                         for lead in self.book.second_claim_leads)
+        leads = "|".join(
+            r"\s+".join(_typo_tolerant(w) for w in lead.strip().rstrip(",").split())
+            for lead in self.book.second_claim_leads
+        )
         # the pronoun may carry a typo ("ti was already damaged")
         pattern = re.compile(rf"\b(?:{leads}),?\s+([a-z]{{1,3}}\b.*?)(?:[.!?]|$|\s+(?=i\b))", re.IGNORECASE)
         rest, second = [], None
@@ -108,12 +116,12 @@ class TicketReader:
                 issue, score = self._issue([body])
                 if score >= 90 and issue not in ("vague", "not_received", "duplicate_charge"):
                     second = issue
-                    sentence = sentence[: match.start()] + " " + sentence[match.end():]
+                    sentence = sentence[: match.start()] + " " + sentence[match.end() :]
                     break
             rest.append(sentence)
         return rest, second
 
-    def _facts(self, obs: Observation) -> tuple[Ticket, frozenset[str]]:  # noqa: C901 - one block per source
+    def _facts(self, obs: Observation) -> tuple[Ticket, frozenset[str]]:
         assert self.order is not None and self.customer is not None
         o, c = self.order, self.customer
         names = [i["name"] for i in o["items"]]
@@ -166,17 +174,32 @@ class TicketReader:
             presentation="days" if "days_since_delivery" in o else "dates",
             opened_on=opened_on,
             customer=Customer(
-                customer_id=c["customer_id"], name=c["name"], tier=c["tier"], account_age_days=c["account_age_days"],
-                orders_12m=c["orders_12m"], returns_12m=c["returns_12m"], chargebacks=c["chargebacks"],
+                customer_id=c["customer_id"],
+                name=c["name"],
+                tier=c["tier"],
+                account_age_days=c["account_age_days"],
+                orders_12m=c["orders_12m"],
+                returns_12m=c["returns_12m"],
+                chargebacks=c["chargebacks"],
                 fraud_flag="fraud_review" in c["account_flags"],
             ),
             order=Order(
                 order_id=o["order_id"],
                 lines=tuple(
-                    OrderLine(product=Product(
-                        sku=i["sku"], name=i["name"], category=i["category"], price=i["unit_price"], in_stock=i["in_stock"],
-                        final_sale=i["final_sale"], hygiene=i["hygiene"], perishable=i["perishable"], warranty_days=i["warranty_days"],
-                    ), quantity=i["quantity"])
+                    OrderLine(
+                        product=Product(
+                            sku=i["sku"],
+                            name=i["name"],
+                            category=i["category"],
+                            price=i["unit_price"],
+                            in_stock=i["in_stock"],
+                            final_sale=i["final_sale"],
+                            hygiene=i["hygiene"],
+                            perishable=i["perishable"],
+                            warranty_days=i["warranty_days"],
+                        ),
+                        quantity=i["quantity"],
+                    )
                     for i in o["items"]
                 ),
                 amount=o["total"],
@@ -188,8 +211,12 @@ class TicketReader:
                 payment_method=o["payment"]["method"],
                 charges=o["payment"]["charges"],
             ),
-            claim=Claim(issue=issue, line=line, images_provided=images, item_used=used, tone="calm", second_issue=second),
-            hidden=HiddenFacts(photos_show=photos_show, item_used=hidden_used, parcel_found=parcel_found, actual_issue=actual),
+            claim=Claim(
+                issue=issue, line=line, images_provided=images, item_used=used, tone="calm", second_issue=second
+            ),
+            hidden=HiddenFacts(
+                photos_show=photos_show, item_used=hidden_used, parcel_found=parcel_found, actual_issue=actual
+            ),
             subject="",
             message=message,
         )

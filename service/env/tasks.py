@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.env.generator import pool_size
 from service.env.errors import UnknownTask
+from service.env.generator import pool_size
 from service.env.models import Action
 from service.env.world import Difficulty, Family
 
@@ -41,7 +41,9 @@ _DECISION_INSTRUCTIONS = (
     "You are a support agent for an online store. Read the ticket and decide the claim under the store "
     "policy with the `decision` field: approve_refund, approve_replacement or reject — that decision counts as "
     "your answer and ends the episode (request_info does not: it asks the customer and the episode goes on). "
-    + _ASKING + " " + _step_limit(DECISION_MAX_STEPS)
+    + _ASKING
+    + " "
+    + _step_limit(DECISION_MAX_STEPS)
 )
 _TRIAGE_INSTRUCTIONS = (
     "Triage this ticket: add the one tag that records the outcome the store policy requires "
@@ -55,7 +57,9 @@ _ROUTING_INSTRUCTIONS = (
     "reassignment to another team counts against you — send the customer a courteous holding reply (`reply`) "
     "that quotes the order id, says the ticket is with the right team and promises no outcome, then close "
     "your part with `close_ticket: true`, which ends the episode. Do not decide the claim yourself. "
-    + _ASKING_COSTS + " " + _step_limit(WORKFLOW_MAX_STEPS)
+    + _ASKING_COSTS
+    + " "
+    + _step_limit(WORKFLOW_MAX_STEPS)
 )
 _RESOLUTION_INSTRUCTIONS = (
     "Resolve this ticket end to end: consult the store policy (`lookup: policy`), decide the claim "
@@ -63,7 +67,9 @@ _RESOLUTION_INSTRUCTIONS = (
     "and changing it later counts against you), add the one outcome tag that records it (`add_tag`: "
     "Refund, Replacement, Policy_Denied or Fraud_Risk), tell the customer (`reply`, with the decision or "
     "after it) — courteous, quoting the order id, stating the decision and, when declining, the actual "
-    "reason in your own words — and close it (`close_ticket: true`), which ends the episode. " + _ASKING + " "
+    "reason in your own words — and close it (`close_ticket: true`), which ends the episode. "
+    + _ASKING
+    + " "
     + _step_limit(WORKFLOW_MAX_STEPS)
 )
 
@@ -76,9 +82,12 @@ class Criterion(BaseModel):
     name: str
     weight: float = Field(description="Share of the partial score (normalised over the criteria that apply).")
     required: bool = Field(description="Must pass for the episode to count as resolved.")
-    gate: str | None = Field(default=None, description="Earns credit only when this criterion (the task's core outcome) passed.")
+    gate: str | None = Field(
+        default=None, description="Earns credit only when this criterion (the task's core outcome) passed."
+    )
     applies: Literal["always", "information_needed"] = Field(
-        default="always", description="information_needed: only on tickets where the policy requires asking the customer."
+        default="always",
+        description="information_needed: only on tickets where the policy requires asking the customer.",
     )
     description: str
 
@@ -116,7 +125,9 @@ class Rubric(BaseModel):
         return (
             "Resolved = every required check passes (what pass^k and the leaderboard count). "
             "Partial score (for RL shaping) = the weighted share of checks passed, minus penalties, clipped to [0, 1]; "
-            "step rewards are its changes. Checks: " + " | ".join(parts) + (f". Penalties: {penalties}." if penalties else ".")
+            "step rewards are its changes. Checks: "
+            + " | ".join(parts)
+            + (f". Penalties: {penalties}." if penalties else ".")
         )
 
 
@@ -126,8 +137,10 @@ def render_rubrics_markdown() -> str:
     for task in TASKS.values():
         for c in task.rubric.criteria:
             applies = "where the policy requires asking" if c.applies == "information_needed" else "always"
-            lines.append(f"| `{task.id}` | **{c.name}**: {c.description} | {c.weight:g} | {'yes' if c.required else 'no'} | "
-                         f"{c.gate or '—'} | {applies} |")
+            lines.append(
+                f"| `{task.id}` | **{c.name}**: {c.description} | {c.weight:g} | {'yes' if c.required else 'no'} | "
+                f"{c.gate or '—'} | {applies} |"
+            )
     lines += ["", "| task | penalty | amount, each time |", "|---|---|---:|"]
     for task in TASKS.values():
         lines += [f"| `{task.id}` | **{p.name}**: {p.description} | −{p.amount:g} |" for p in task.rubric.penalties]
@@ -152,34 +165,49 @@ class TaskSpec(BaseModel):
 NEEDLESS_QUESTION_COST = 0.05
 """Every task charges the same for asking the customer something the policy did not need."""
 
-_NEEDLESS = Penalty(name="needless_question", amount=NEEDLESS_QUESTION_COST,
-                    description="each request_info the policy did not need")
-_CONDUCT = Criterion(name="conduct", weight=0.0, required=True,
-                     description="no reply is rude, leaks internal risk notes, or promises an outcome the agent's own "
-                                 "decision denies")
+_NEEDLESS = Penalty(
+    name="needless_question", amount=NEEDLESS_QUESTION_COST, description="each request_info the policy did not need"
+)
+_CONDUCT = Criterion(
+    name="conduct",
+    weight=0.0,
+    required=True,
+    description="no reply is rude, leaks internal risk notes, or promises an outcome the agent's own decision denies",
+)
 _RUDE = Penalty(name="forbidden_reply", amount=0.2, description="a reply that breaks the conduct rule")
 _INFORMATION = Criterion(
-    name="information", weight=0.3, required=True, applies="information_needed",
+    name="information",
+    weight=0.3,
+    required=True,
+    applies="information_needed",
     description="asked the customer for what the policy needs (photos, the item's condition, whether the parcel "
-                "turned up, what the problem is) and got the answer before deciding",
+    "turned up, what the problem is) and got the answer before deciding",
 )
 
 DECISION_RUBRIC = Rubric(
     criteria=(
         _INFORMATION,
-        Criterion(name="decision", weight=0.7, required=True,
-                  description="the decision is the policy's for the facts known when deciding (an acceptable "
-                              "alternative earns half; a harmful one - approving what the policy forbids or "
-                              "rejecting an evidenced claim - earns -0.5)"),
+        Criterion(
+            name="decision",
+            weight=0.7,
+            required=True,
+            description="the decision is the policy's for the facts known when deciding (an acceptable "
+            "alternative earns half; a harmful one - approving what the policy forbids or "
+            "rejecting an evidenced claim - earns -0.5)",
+        ),
         _CONDUCT,
     ),
     penalties=(_NEEDLESS, _RUDE),
 )
 TRIAGE_RUBRIC = Rubric(
     criteria=(
-        Criterion(name="outcome_tag", weight=0.6, required=True,
-                  description="exactly one outcome tag (Refund, Replacement, Policy_Denied, Needs_Info, Fraud_Risk) "
-                              "is on the ticket, and it is the one the policy requires"),
+        Criterion(
+            name="outcome_tag",
+            weight=0.6,
+            required=True,
+            description="exactly one outcome tag (Refund, Replacement, Policy_Denied, Needs_Info, Fraud_Risk) "
+            "is on the ticket, and it is the one the policy requires",
+        ),
         Criterion(name="closed", weight=0.4, required=True, gate="outcome_tag", description="closed with that tag on"),
         _CONDUCT,
     ),
@@ -187,20 +215,44 @@ TRIAGE_RUBRIC = Rubric(
 )
 ROUTING_RUBRIC = Rubric(
     criteria=(
-        Criterion(name="queue", weight=0.4, required=True,
-                  description="reassigned to the team that owns the ticket, and never to another one"),
-        Criterion(name="reply_courteous", weight=0.15, required=True, gate="queue", description="the holding reply is courteous"),
-        Criterion(name="reply_order_id", weight=0.1, required=True, gate="queue", description="the holding reply quotes the order id"),
-        Criterion(name="reply_no_outcome", weight=0.15, required=True, gate="queue",
-                  description="the holding reply says the ticket is with the right team, neither grants nor refuses "
-                              "anything (a condition like 'if approved, you will be refunded' promises nothing), and "
-                              "states nothing false"),
-        Criterion(name="closed", weight=0.2, required=True, gate="queue", description="closed after routing and replying"),
+        Criterion(
+            name="queue",
+            weight=0.4,
+            required=True,
+            description="reassigned to the team that owns the ticket, and never to another one",
+        ),
+        Criterion(
+            name="reply_courteous",
+            weight=0.15,
+            required=True,
+            gate="queue",
+            description="the holding reply is courteous",
+        ),
+        Criterion(
+            name="reply_order_id",
+            weight=0.1,
+            required=True,
+            gate="queue",
+            description="the holding reply quotes the order id",
+        ),
+        Criterion(
+            name="reply_no_outcome",
+            weight=0.15,
+            required=True,
+            gate="queue",
+            description="the holding reply says the ticket is with the right team, neither grants nor refuses "
+            "anything (a condition like 'if approved, you will be refunded' promises nothing), and "
+            "states nothing false",
+        ),
+        Criterion(
+            name="closed", weight=0.2, required=True, gate="queue", description="closed after routing and replying"
+        ),
         Criterion(name="hands_off", weight=0.0, required=True, description="does not decide the claim itself"),
         _CONDUCT,
     ),
     penalties=(
-        _NEEDLESS, _RUDE,
+        _NEEDLESS,
+        _RUDE,
         Penalty(name="wrong_queue", amount=0.2, description="each reassignment to a team that does not own the ticket"),
         Penalty(name="decided", amount=0.2, description="deciding the claim instead of routing it"),
         Penalty(name="closed_without_reply", amount=0.3, description="closing before replying to the customer"),
@@ -209,26 +261,58 @@ ROUTING_RUBRIC = Rubric(
 )
 RESOLUTION_RUBRIC = Rubric(
     criteria=(
-        Criterion(name="policy_lookup", weight=0.1, required=True, description="looked up the store policy before deciding"),
+        Criterion(
+            name="policy_lookup", weight=0.1, required=True, description="looked up the store policy before deciding"
+        ),
         _INFORMATION.model_copy(update={"weight": 0.15}),
-        Criterion(name="decision", weight=0.3, required=True,
-                  description="the decision (request_info aside) is the policy's for the facts known when deciding, "
-                              "and it is never changed afterwards (alternative half, harmful -0.5)"),
-        Criterion(name="outcome_tag", weight=0.15, required=True, gate="decision",
-                  description="exactly one outcome tag is on the ticket, and it records the decision"),
-        Criterion(name="reply_outcome", weight=0.12, required=True, gate="decision",
-                  description="the reply (sent with the decision or after it) states the decision plainly; a denial "
-                              "gives the actual reason in any words (the window only when the time limit is the reason)"),
-        Criterion(name="reply_order_id", weight=0.06, required=True, gate="decision", description="the reply quotes the order id"),
-        Criterion(name="reply_courteous", weight=0.06, required=True, gate="decision", description="the reply is courteous"),
-        Criterion(name="reply_clean", weight=0.06, required=True, gate="decision",
-                  description="the reply is not rude, leaks no risk notes, does not contradict itself or promise what "
-                              "it declines, and every reason, time limit, warranty length or amount it states is true"),
-        Criterion(name="closed", weight=0.15, required=True, gate="decision", description="closed after deciding and replying"),
+        Criterion(
+            name="decision",
+            weight=0.3,
+            required=True,
+            description="the decision (request_info aside) is the policy's for the facts known when deciding, "
+            "and it is never changed afterwards (alternative half, harmful -0.5)",
+        ),
+        Criterion(
+            name="outcome_tag",
+            weight=0.15,
+            required=True,
+            gate="decision",
+            description="exactly one outcome tag is on the ticket, and it records the decision",
+        ),
+        Criterion(
+            name="reply_outcome",
+            weight=0.12,
+            required=True,
+            gate="decision",
+            description="the reply (sent with the decision or after it) states the decision plainly; a denial "
+            "gives the actual reason in any words (the window only when the time limit is the reason)",
+        ),
+        Criterion(
+            name="reply_order_id",
+            weight=0.06,
+            required=True,
+            gate="decision",
+            description="the reply quotes the order id",
+        ),
+        Criterion(
+            name="reply_courteous", weight=0.06, required=True, gate="decision", description="the reply is courteous"
+        ),
+        Criterion(
+            name="reply_clean",
+            weight=0.06,
+            required=True,
+            gate="decision",
+            description="the reply is not rude, leaks no risk notes, does not contradict itself or promise what "
+            "it declines, and every reason, time limit, warranty length or amount it states is true",
+        ),
+        Criterion(
+            name="closed", weight=0.15, required=True, gate="decision", description="closed after deciding and replying"
+        ),
         _CONDUCT,
     ),
     penalties=(
-        _NEEDLESS, _RUDE,
+        _NEEDLESS,
+        _RUDE,
         Penalty(name="contradiction", amount=0.2, description="each later decision that differs from the first"),
         Penalty(name="closed_without_reply", amount=0.3, description="closing before replying to the customer"),
         Penalty(name="repetition", amount=0.05, description="each repeated tag"),
@@ -257,23 +341,64 @@ def _task(
 TASKS: dict[str, TaskSpec] = {
     t.id: t
     for t in (
-        _task("decision-easy", "decision", "easy", "Returns desk: clear-cut claims",
-              "Single claims stated plainly by ordinary customers: returns inside or outside the window, "
-              "damage with or without photos, wrong items, billing errors.", DECISION_RUBRIC, _DECISION_INSTRUCTIONS),
-        _task("decision-medium", "decision", "medium", "Returns desk: one rule in the way",
-              "Claims where one further fact decides: stock, final-sale or hygiene items, carrier status, "
-              "the item's condition, the payment record. Lookups help.", DECISION_RUBRIC, _DECISION_INSTRUCTIONS),
-        _task("decision-hard", "decision", "hard", "Returns desk: interacting rules",
-              "Rules that override each other — high-risk accounts, warranty after the window, late parcels, "
-              "vague or multi-issue messages, typos.", DECISION_RUBRIC, _DECISION_INSTRUCTIONS),
-        _task("workflow-triage", "workflow", "easy", "Ticket triage",
-              "Tag the ticket with the outcome the policy requires and close it.", TRIAGE_RUBRIC, _TRIAGE_INSTRUCTIONS),
-        _task("workflow-routing", "workflow", "medium", "Ticket routing and holding reply",
-              "Hand the ticket to the team that owns it (Escalations for large refunds, Fraud, Billing, "
-              "Returns) with a courteous holding reply.", ROUTING_RUBRIC, _ROUTING_INSTRUCTIONS),
-        _task("workflow-resolution", "workflow", "hard", "Full resolution with policy-grounded reply",
-              "Look up the policy, decide, tag, reply with the real reason (and window), close.",
-              RESOLUTION_RUBRIC, _RESOLUTION_INSTRUCTIONS),
+        _task(
+            "decision-easy",
+            "decision",
+            "easy",
+            "Returns desk: clear-cut claims",
+            "Single claims stated plainly by ordinary customers: returns inside or outside the window, "
+            "damage with or without photos, wrong items, billing errors.",
+            DECISION_RUBRIC,
+            _DECISION_INSTRUCTIONS,
+        ),
+        _task(
+            "decision-medium",
+            "decision",
+            "medium",
+            "Returns desk: one rule in the way",
+            "Claims where one further fact decides: stock, final-sale or hygiene items, carrier status, "
+            "the item's condition, the payment record. Lookups help.",
+            DECISION_RUBRIC,
+            _DECISION_INSTRUCTIONS,
+        ),
+        _task(
+            "decision-hard",
+            "decision",
+            "hard",
+            "Returns desk: interacting rules",
+            "Rules that override each other — high-risk accounts, warranty after the window, late parcels, "
+            "vague or multi-issue messages, typos.",
+            DECISION_RUBRIC,
+            _DECISION_INSTRUCTIONS,
+        ),
+        _task(
+            "workflow-triage",
+            "workflow",
+            "easy",
+            "Ticket triage",
+            "Tag the ticket with the outcome the policy requires and close it.",
+            TRIAGE_RUBRIC,
+            _TRIAGE_INSTRUCTIONS,
+        ),
+        _task(
+            "workflow-routing",
+            "workflow",
+            "medium",
+            "Ticket routing and holding reply",
+            "Hand the ticket to the team that owns it (Escalations for large refunds, Fraud, Billing, "
+            "Returns) with a courteous holding reply.",
+            ROUTING_RUBRIC,
+            _ROUTING_INSTRUCTIONS,
+        ),
+        _task(
+            "workflow-resolution",
+            "workflow",
+            "hard",
+            "Full resolution with policy-grounded reply",
+            "Look up the policy, decide, tag, reply with the real reason (and window), close.",
+            RESOLUTION_RUBRIC,
+            _RESOLUTION_INSTRUCTIONS,
+        ),
     )
 }
 
@@ -297,7 +422,9 @@ class ManifestEntry(BaseModel):
 MAX_TRIALS = 8
 
 
-def run_manifest(split: str, task_ids: list[str] | None = None, trials: int = 1, limit_per_task: int | None = None) -> list[ManifestEntry]:
+def run_manifest(
+    split: str, task_ids: list[str] | None = None, trials: int = 1, limit_per_task: int | None = None
+) -> list[ManifestEntry]:
     """Every episode of a run, in play order: each ticket of each task's pool, ``trials`` times.
 
     Entries interleave tasks (trial-major, then seed, then task) so a partly played run covers

@@ -16,6 +16,7 @@ step path pays one substring search.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -47,7 +48,13 @@ class UnstorableText(InvalidInput):
     def __init__(self, field: str) -> None:
         super().__init__(
             f"{field} holds a NUL character or a lone UTF-16 surrogate; send plain Unicode text without them",
-            errors=[{"field": field, "message": "NUL and lone surrogates are not allowed in text", "type": "unstorable_text"}],
+            errors=[
+                {
+                    "field": field,
+                    "message": "NUL and lone surrogates are not allowed in text",
+                    "type": "unstorable_text",
+                }
+            ],
         )
         self.field = field
 
@@ -109,11 +116,11 @@ def decode_json(raw: bytes | str) -> Any:
         # caller learns which field to fix (a 422) rather than that the JSON is broken.
         escaped = (b"\\u" in raw) if isinstance(raw, bytes) else ("\\u" in raw)
         if escaped:
-            try:
+            with contextlib.suppress(ValueError, UnicodeDecodeError):
                 check_text(json.loads(raw, parse_constant=_no_constants))
-            except (ValueError, UnicodeDecodeError):
-                pass
-        raise BodyNotJson(f"the body is not valid JSON ({exc}); send a JSON object with Content-Type: application/json") from exc
+        raise BodyNotJson(
+            f"the body is not valid JSON ({exc}); send a JSON object with Content-Type: application/json"
+        ) from exc
     if (b"\\u" in raw) if isinstance(raw, bytes) else ("\\u" in raw):
         check_text(value)
     return value
@@ -194,14 +201,21 @@ class ClosedBody(BaseModel):
             unknown = [k for k in data if k not in cls.model_fields and k not in cls.tolerated_fields]
             if unknown:
                 accepted = ", ".join(cls.accepted_fields())
-                raise ValidationError.from_exception_data(cls.__name__, [
-                    InitErrorDetails(
-                        type=PydanticCustomError("unknown_field", "unknown field '{field}'; this body accepts: {accepted}",
-                                                 {"field": str(k), "accepted": accepted}),
-                        loc=(str(k),), input=data[k],
-                    )
-                    for k in unknown
-                ])
+                raise ValidationError.from_exception_data(
+                    cls.__name__,
+                    [
+                        InitErrorDetails(
+                            type=PydanticCustomError(
+                                "unknown_field",
+                                "unknown field '{field}'; this body accepts: {accepted}",
+                                {"field": str(k), "accepted": accepted},
+                            ),
+                            loc=(str(k),),
+                            input=data[k],
+                        )
+                        for k in unknown
+                    ],
+                )
         return handler(data)
 
 

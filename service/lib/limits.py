@@ -29,10 +29,10 @@ from litestar.connection import ASGIConnection
 from litestar.middleware.base import DefineMiddleware
 from litestar.middleware.rate_limit import RateLimitConfig, RateLimitMiddleware
 
-from service.lib.problems import QuotaExceeded, bearer
 from service.db import client_usage
 from service.db.engine import Database
 from service.db.models import utcnow
+from service.lib.problems import QuotaExceeded, bearer
 from service.settings import Settings
 
 # Liveness probes from the platform and the static docs page are never limited.
@@ -103,8 +103,9 @@ class ClientAddresses:
             return Client(_normalised(chosen), exempt=False)
         # A request carrying a forwarded header came through a proxy, or claims to: never exempt (the
         # peer may be a proxy on loopback; or uvicorn already replaced the peer with a forwarded entry).
-        return Client(_normalised(peer_host) if peer_host else "unknown",
-                      exempt=not proxied and peer_host in self.exempt)
+        return Client(
+            _normalised(peer_host) if peer_host else "unknown", exempt=not proxied and peer_host in self.exempt
+        )
 
     def address(self, request: Request[Any, Any, Any]) -> str:
         """``identifier_for_request`` of the rate limits."""
@@ -143,11 +144,17 @@ class EpisodeQuota:
         if self.max_active and active >= self.max_active:
             raise EpisodeQuotaExceeded(
                 f"this client already has {active} unfinished episodes (MAX_ACTIVE_EPISODES_PER_CLIENT={self.max_active}); "
-                "finish one (or resume it) before starting another", retry_after_s=60, active=active)
+                "finish one (or resume it) before starting another",
+                retry_after_s=60,
+                active=active,
+            )
         if self.max_per_day and started >= self.max_per_day:
             raise EpisodeQuotaExceeded(
                 f"this client started {started} episodes in the last 24 hours (MAX_EPISODES_PER_CLIENT_PER_DAY="
-                f"{self.max_per_day}); try again later", retry_after_s=3600, started=started)
+                f"{self.max_per_day}); try again later",
+                retry_after_s=3600,
+                started=started,
+            )
 
 
 # The checks are coroutines on purpose: Litestar runs a plain function given as check_throttle_handler
@@ -169,15 +176,21 @@ def _token_is_limited(clients: ClientAddresses) -> Any:
 def _heavy_read(clients: ClientAddresses) -> Any:
     async def check(request: Request[Any, Any, Any]) -> bool:
         path = request.scope["path"]
-        return (request.method == "GET" and path.startswith(HEAVY_READ_PATHS) and not path.endswith(TRAJECTORIES)
-                and not clients.of(request).exempt)
+        return (
+            request.method == "GET"
+            and path.startswith(HEAVY_READ_PATHS)
+            and not path.endswith(TRAJECTORIES)
+            and not clients.of(request).exempt
+        )
 
     return check
 
 
 def _trajectories(clients: ClientAddresses) -> Any:
     async def check(request: Request[Any, Any, Any]) -> bool:
-        return request.method == "GET" and request.scope["path"].endswith(TRAJECTORIES) and not clients.of(request).exempt
+        return (
+            request.method == "GET" and request.scope["path"].endswith(TRAJECTORIES) and not clients.of(request).exempt
+        )
 
     return check
 
@@ -215,35 +228,56 @@ def rate_limit_middleware(settings: Settings, clients: ClientAddresses | None = 
     clients = clients or client_addresses(settings)
     configs = []
     if settings.rate_limit_per_s:
-        configs.append(RateLimitConfig(
-            rate_limit=("second", settings.rate_limit_per_s), exclude=UNLIMITED_PATHS,
-            identifier_for_request=clients.address, check_throttle_handler=_client_is_limited(clients),
-            set_rate_limit_headers=False,
-        ))
+        configs.append(
+            RateLimitConfig(
+                rate_limit=("second", settings.rate_limit_per_s),
+                exclude=UNLIMITED_PATHS,
+                identifier_for_request=clients.address,
+                check_throttle_handler=_client_is_limited(clients),
+                set_rate_limit_headers=False,
+            )
+        )
     if settings.rate_limit_run_token_per_s:
-        configs.append(RateLimitConfig(
-            rate_limit=("second", settings.rate_limit_run_token_per_s), exclude=UNLIMITED_PATHS,
-            identifier_for_request=_token_key, check_throttle_handler=_token_is_limited(clients),
-            middleware_class=RunTokenRateLimitMiddleware, set_rate_limit_headers=False,
-        ))
+        configs.append(
+            RateLimitConfig(
+                rate_limit=("second", settings.rate_limit_run_token_per_s),
+                exclude=UNLIMITED_PATHS,
+                identifier_for_request=_token_key,
+                check_throttle_handler=_token_is_limited(clients),
+                middleware_class=RunTokenRateLimitMiddleware,
+                set_rate_limit_headers=False,
+            )
+        )
     if settings.rate_limit_heavy_reads_per_min:
-        configs.append(RateLimitConfig(
-            rate_limit=("minute", settings.rate_limit_heavy_reads_per_min),
-            identifier_for_request=clients.address, check_throttle_handler=_heavy_read(clients),
-            middleware_class=HeavyReadRateLimitMiddleware, set_rate_limit_headers=False,
-        ))
+        configs.append(
+            RateLimitConfig(
+                rate_limit=("minute", settings.rate_limit_heavy_reads_per_min),
+                identifier_for_request=clients.address,
+                check_throttle_handler=_heavy_read(clients),
+                middleware_class=HeavyReadRateLimitMiddleware,
+                set_rate_limit_headers=False,
+            )
+        )
     if settings.rate_limit_trajectories_per_min:
-        configs.append(RateLimitConfig(
-            rate_limit=("minute", settings.rate_limit_trajectories_per_min),
-            identifier_for_request=clients.address, check_throttle_handler=_trajectories(clients),
-            middleware_class=TrajectoriesRateLimitMiddleware, set_rate_limit_headers=False,
-        ))
+        configs.append(
+            RateLimitConfig(
+                rate_limit=("minute", settings.rate_limit_trajectories_per_min),
+                identifier_for_request=clients.address,
+                check_throttle_handler=_trajectories(clients),
+                middleware_class=TrajectoriesRateLimitMiddleware,
+                set_rate_limit_headers=False,
+            )
+        )
     if settings.rate_limit_runs_per_min:
-        configs.append(RateLimitConfig(
-            rate_limit=("minute", settings.rate_limit_runs_per_min),
-            identifier_for_request=clients.address, check_throttle_handler=_run_creation(clients),
-            middleware_class=RunCreationRateLimitMiddleware, set_rate_limit_headers=False,
-        ))
+        configs.append(
+            RateLimitConfig(
+                rate_limit=("minute", settings.rate_limit_runs_per_min),
+                identifier_for_request=clients.address,
+                check_throttle_handler=_run_creation(clients),
+                middleware_class=RunCreationRateLimitMiddleware,
+                set_rate_limit_headers=False,
+            )
+        )
     return [c.middleware for c in configs]
 
 

@@ -14,9 +14,8 @@ from typing import Any
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
-from pydantic import BaseModel, ConfigDict
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
-
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import IntegrityError
 
 from service.db.errors import DatabaseFault, FaultLog
@@ -54,7 +53,9 @@ def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
     }
     codes = sorted({400, 413, 422, 503, 507, *statuses})
     return {
-        code: ResponseSpec(data_container=ProblemDetails, media_type=PROBLEM_JSON, description=described[code], generate_examples=False)
+        code: ResponseSpec(
+            data_container=ProblemDetails, media_type=PROBLEM_JSON, description=described[code], generate_examples=False
+        )
         for code in codes
     }
 
@@ -72,7 +73,13 @@ class Problem(Exception):
         self.extra = extra
 
     def body(self) -> dict[str, Any]:
-        return {"type": TYPE_BASE + self.slug, "title": self.title, "status": self.status, "detail": self.detail, **self.extra}
+        return {
+            "type": TYPE_BASE + self.slug,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            **self.extra,
+        }
 
 
 class InvalidInput(Problem):
@@ -258,7 +265,9 @@ def problem_response(
 
 
 def _problem_handler(_: Request[Any, Any, Any], exc: Problem) -> Response[dict[str, Any]]:
-    return Response(content=exc.body(), status_code=exc.status, media_type=PROBLEM_JSON, headers=getattr(exc, "headers", None))
+    return Response(
+        content=exc.body(), status_code=exc.status, media_type=PROBLEM_JSON, headers=getattr(exc, "headers", None)
+    )
 
 
 def _validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
@@ -267,7 +276,9 @@ def _validation_handler(request: Request[Any, Any, Any], exc: ValidationExceptio
     detail = str(exc.detail) if exc.detail else "the request is invalid"
     if fields:
         detail = "fix these fields and retry: " + "; ".join(
-            f"{e['key']} ({e['message']})" if e.get("message") else str(e["key"]) for e in errors if isinstance(e, dict) and e.get("key")
+            f"{e['key']} ({e['message']})" if e.get("message") else str(e["key"])
+            for e in errors
+            if isinstance(e, dict) and e.get("key")
         )
     elif "JSON" in detail or "decode" in detail.lower():
         detail = "the body is not valid JSON; send a JSON object (Content-Type: application/json)"
@@ -294,10 +305,13 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
     )
     if status == 429:  # RateLimitMiddleware: windows are one second long
         return problem_response(
-            429, "Too many requests",
+            429,
+            "Too many requests",
             "this client address or run token sent more requests this second than RATE_LIMIT_PER_S / "
             "RATE_LIMIT_RUN_TOKEN_PER_S allow; wait Retry-After seconds and retry",
-            "rate-limited", retry_after_s=1, headers={"Retry-After": "1"},
+            "rate-limited",
+            retry_after_s=1,
+            headers={"Retry-After": "1"},
         )
     response = problem_response(status, title, detail, slug)
     if exc.headers:
@@ -308,13 +322,20 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
 def _integrity_handler(request: Request[Any, Any, Any], exc: IntegrityError) -> Response[dict[str, Any]]:
     # Expected collisions are mapped where they happen; this is the net for any other insert.
     log.warning("integrity conflict on %s %s: %s", request.method, request.url.path, type(exc.orig).__name__)
-    return problem_response(409, "Conflict", "what you asked to create already exists (or conflicts with stored data); "
-                            "choose another id, or omit it to let the server make one", "conflict")
+    return problem_response(
+        409,
+        "Conflict",
+        "what you asked to create already exists (or conflicts with stored data); "
+        "choose another id, or omit it to let the server make one",
+        "conflict",
+    )
 
 
 def _too_deep_handler(request: Request[Any, Any, Any], exc: RecursionError) -> Response[dict[str, Any]]:
     # msgspec raises RecursionError while decoding absurdly nested JSON: that is the caller's input.
-    return problem_response(400, "Body nested too deeply", "send a flat JSON object; nesting this deep is never valid here", "too-deep")
+    return problem_response(
+        400, "Body nested too deeply", "send a flat JSON object; nesting this deep is never valid here", "too-deep"
+    )
 
 
 def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import swagger_ui
 from litestar import Request
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.router import Router
 from litestar.static_files import create_static_files_router
-import swagger_ui
 
 ASSETS = "/static/swagger-ui"
 _OWN = Path(__file__).parent / "static"

@@ -32,7 +32,7 @@ def xff(value: str) -> dict[str, str]:
     return {"X-Forwarded-For": value}
 
 
-async def _codes(client: AsyncTestClient, n: int, headers) -> list[int]:  # noqa: ANN001
+async def _codes(client: AsyncTestClient, n: int, headers) -> list[int]:
     return [(await client.get("/tasks", headers=headers(i))).status_code for i in range(n)]
 
 
@@ -81,7 +81,10 @@ def test_client_addresses_resolve_the_right_entry() -> None:
     assert one.resolve(peer, []).address == "127.0.0.1" and one.resolve(peer, []).exempt
     forged = one.resolve(peer, [(b"x-forwarded-for", b"127.0.0.1")])
     assert forged.address == "127.0.0.1" and not forged.exempt
-    assert one.resolve(peer, [(b"x-forwarded-for", b"1.1.1.1, 2.2.2.2"), (b"x-forwarded-for", b"3.3.3.3")]).address == "3.3.3.3"
+    assert (
+        one.resolve(peer, [(b"x-forwarded-for", b"1.1.1.1, 2.2.2.2"), (b"x-forwarded-for", b"3.3.3.3")]).address
+        == "3.3.3.3"
+    )
     two = ClientAddresses(2)
     assert two.resolve(peer, [(b"x-forwarded-for", b"6.6.6.6, 5.5.5.5, 4.4.4.4")]).address == "5.5.5.5"
     assert two.resolve(peer, [(b"x-forwarded-for", b"4.4.4.4")]).address == "4.4.4.4"  # fewer entries than hops
@@ -104,7 +107,7 @@ def test_forwarded_allow_ips_is_refused_and_uvicorn_never_rewrites_the_peer() ->
 # ------------------------------------------------------------------------------------ item 3
 
 
-def _frozen(app) -> None:  # noqa: ANN001
+def _frozen(app) -> None:
     app.state.ws_sessions.frame_rate.clock = lambda: 1000.0  # one window for the whole test
 
 
@@ -150,8 +153,11 @@ def test_invalid_step_frames_do_not_keep_a_ws_session_alive(settings: Settings) 
         assert ws.receive_json()["type"] == "observation"
         reaped = None
         for _ in range(12):  # 12 x 0.3 s: past three idle timeouts
-            for junk in ({"type": "step"}, {"type": "step", "data": {"decision": "no-such-decision"}},
-                         {"type": "reset", "data": {"bogus": 1}}):
+            for junk in (
+                {"type": "step"},
+                {"type": "step", "data": {"decision": "no-such-decision"}},
+                {"type": "reset", "data": {"bogus": 1}},
+            ):
                 ws.send_json(junk)
                 msg = ws.receive_json()
                 assert msg["type"] == "error"
@@ -166,9 +172,13 @@ def test_invalid_step_frames_do_not_keep_a_ws_session_alive(settings: Settings) 
 
 def test_the_last_slots_are_kept_for_clients_that_hold_none(settings: Settings) -> None:
     # 16 slots: the last 2 (16 // 8) only for newcomers
-    app = create_app(behind_proxy(settings, max_concurrent_envs=16, ws_max_sessions_per_client=8,
-                                  ws_reserved_sessions=32, rate_limit_per_s=0))
+    app = create_app(
+        behind_proxy(
+            settings, max_concurrent_envs=16, ws_max_sessions_per_client=8, ws_reserved_sessions=32, rate_limit_per_s=0
+        )
+    )
     with TestClient(app) as client, contextlib.ExitStack() as stack:
+
         def open_ws(address: str) -> dict:
             ws = stack.enter_context(client.websocket_connect("/ws", headers=xff(address)))
             ws.send_json({"type": "state"})

@@ -28,7 +28,7 @@ def limited(settings: Settings, **changes: object) -> Settings:
     return replace(settings, rate_limit_exempt="", **changes)
 
 
-def assert_429(resp) -> None:  # noqa: ANN001
+def assert_429(resp) -> None:
     assert resp.status_code == 429, resp.text
     assert resp.headers["content-type"].startswith("application/problem+json")
     assert int(resp.headers["retry-after"]) >= 1
@@ -36,7 +36,7 @@ def assert_429(resp) -> None:  # noqa: ANN001
     assert body["status"] == 429 and body["retry_after_s"] >= 1 and "Retry-After" in body["detail"], body
 
 
-async def _burst(client: AsyncTestClient, n: int, **kwargs: object) -> list:  # noqa: ANN001
+async def _burst(client: AsyncTestClient, n: int, **kwargs: object) -> list:
     return [await client.get("/tasks", **kwargs) for _ in range(n)]
 
 
@@ -64,9 +64,9 @@ async def test_expired_counters_are_swept(settings: Settings, monkeypatch: pytes
     async with AsyncTestClient(app=app) as client:
         await client.get("/tasks")
         store = app.stores.get(limits.RATE_LIMIT_STORE)
-        assert len(store._store) == 1  # noqa: SLF001 - the memory store's own dict: what the sweep empties
+        assert len(store._store) == 1
         await asyncio.sleep(2.0)
-        assert len(store._store) == 0  # noqa: SLF001
+        assert len(store._store) == 0
 
 
 async def test_exempt_addresses_are_not_limited(settings: Settings) -> None:
@@ -135,7 +135,9 @@ def test_ws_frames_are_rate_limited_per_client(settings: Settings) -> None:
             ws.send_json({"type": "state"})
             replies.append(ws.receive_json())
         limited_replies = [m for m in replies if m["type"] == "error"]
-        assert limited_replies and all(m["data"]["status"] == 429 and m["data"]["retry_after_s"] >= 1 for m in limited_replies)
+        assert limited_replies and all(
+            m["data"]["status"] == 429 and m["data"]["retry_after_s"] >= 1 for m in limited_replies
+        )
         assert limited_replies[0]["data"]["code"] == "EXECUTION_ERROR"  # non-fatal: the session stays
         time.sleep(1.1)
         ws.send_json({"type": "state"})

@@ -14,12 +14,12 @@ import httpx
 from litestar.testing import AsyncTestClient
 from sqlalchemy import select
 
-from tests.conftest import LiveServer
-from service.domain.runs.services import RunService
 from service.app import create_app
 from service.db.models import mcp_sessions, utcnow
+from service.domain.runs.services import RunService
 from service.housekeeping import retention_pass
 from service.settings import Settings
+from tests.conftest import LiveServer
 
 TASK = "decision-easy"
 
@@ -40,8 +40,9 @@ async def test_a_session_made_by_one_worker_is_served_by_another(settings: Setti
     """Two apps on one database stand for two workers (deterministic; the live WORKERS=2 test is below)."""
     async with AsyncTestClient(app=create_app(settings)) as one, AsyncTestClient(app=create_app(settings)) as two:
         session_id = (await _create(one))["result"]["session_id"]
-        reset = (await two.post("/mcp", json=tool(session_id, "reset", task_id=TASK, seed=3,
-                                                 episode_id="mcp-shared-1"))).json()["result"]
+        reset = (
+            await two.post("/mcp", json=tool(session_id, "reset", task_id=TASK, seed=3, episode_id="mcp-shared-1"))
+        ).json()["result"]
         assert not reset["isError"], reset
         # the chosen id's token stays with the session: the other worker steps it without being sent it
         stepped = (await one.post("/mcp", json=tool(session_id, "step", action={"lookup": "order"}))).json()["result"]
@@ -58,8 +59,12 @@ async def test_the_database_holds_neither_session_ids_nor_their_secrets(settings
     async with AsyncTestClient(app=create_app(settings)) as client:
         session_id = (await _create(client))["result"]["session_id"]
         token = "t" * 40
-        reset = (await client.post("/mcp", json=tool(session_id, "reset", task_id=TASK, seed=1, episode_id="mcp-secret-1",
-                                                    episode_token=token))).json()["result"]
+        reset = (
+            await client.post(
+                "/mcp",
+                json=tool(session_id, "reset", task_id=TASK, seed=1, episode_id="mcp-secret-1", episode_token=token),
+            )
+        ).json()["result"]
         assert not reset["isError"], reset
     db = settings.database()
     try:
@@ -73,7 +78,9 @@ async def test_the_database_holds_neither_session_ids_nor_their_secrets(settings
 
 
 async def test_many_creates_never_evict_another_clients_session(settings: Settings) -> None:
-    limited = replace(settings, trusted_proxy_hops=1, rate_limit_exempt="", rate_limit_per_s=0, rate_limit_run_token_per_s=0)
+    limited = replace(
+        settings, trusted_proxy_hops=1, rate_limit_exempt="", rate_limit_per_s=0, rate_limit_run_token_per_s=0
+    )
     async with AsyncTestClient(app=create_app(limited)) as client:
         victim = {"X-Forwarded-For": "192.0.2.10"}
         attacker = {"X-Forwarded-For": "198.51.100.66"}
@@ -89,7 +96,11 @@ async def test_many_creates_never_evict_another_clients_session(settings: Settin
                 break
             created += 1
         assert created == limited.mcp_max_sessions_per_client and refused == 1
-        step = (await client.post("/mcp", json=tool(session_id, "step", action={"decision": "request_info"}), headers=victim)).json()
+        step = (
+            await client.post(
+                "/mcp", json=tool(session_id, "step", action={"decision": "request_info"}), headers=victim
+            )
+        ).json()
         assert not step["result"]["isError"], step
 
 
@@ -111,18 +122,26 @@ async def test_idle_sessions_are_swept(settings: Settings) -> None:
 
 
 async def test_mcp_tools_reject_unknown_arguments(client: AsyncTestClient) -> None:
-    started = (await client.post("/mcp", json=rpc("tools/call", {"name": "reset", "arguments": {"task_id": TASK, "seed": 1}}))).json()
+    started = (
+        await client.post("/mcp", json=rpc("tools/call", {"name": "reset", "arguments": {"task_id": TASK, "seed": 1}}))
+    ).json()
     episode_id = started["result"]["data"]["metadata"]["episode_id"]
-    for name, arguments in (("step", {"episode_id": episode_id, "action": {"lookup": "order"}, "run_tokne": "x"}),
-                            ("state", {"episode_id": episode_id, "verbose": True}),
-                            ("grade", {"episode_id": episode_id, "episode_tokne": "x"})):
-        result = (await client.post("/mcp", json=rpc("tools/call", {"name": name, "arguments": arguments}))).json()["result"]
+    for name, arguments in (
+        ("step", {"episode_id": episode_id, "action": {"lookup": "order"}, "run_tokne": "x"}),
+        ("state", {"episode_id": episode_id, "verbose": True}),
+        ("grade", {"episode_id": episode_id, "episode_tokne": "x"}),
+    ):
+        result = (await client.post("/mcp", json=rpc("tools/call", {"name": name, "arguments": arguments}))).json()[
+            "result"
+        ]
         assert result["isError"], result
         detail = result["structuredContent"]["detail"]
         unknown = next(k for k in arguments if k not in ("episode_id", "action"))
         assert unknown in detail and "accepts" in detail, detail
     # nothing was applied by the refused step
-    state = (await client.post("/mcp", json=rpc("tools/call", {"name": "state", "arguments": {"episode_id": episode_id}}))).json()
+    state = (
+        await client.post("/mcp", json=rpc("tools/call", {"name": "state", "arguments": {"episode_id": episode_id}}))
+    ).json()
     assert state["result"]["data"]["step_count"] == 0
     tools = (await client.post("/mcp", json=rpc("tools/list"))).json()["result"]["tools"]
     assert all(t["inputSchema"].get("additionalProperties") is False for t in tools)
@@ -130,14 +149,20 @@ async def test_mcp_tools_reject_unknown_arguments(client: AsyncTestClient) -> No
 
 def test_sessions_work_across_two_worker_processes(settings: Settings, tmp_path: Path) -> None:
     """``WORKERS=2``: each request on a new connection may reach either worker; every one is served."""
-    server = LiveServer(settings, tmp_path / "workers.log", extra_env={"WORKERS": "2"},
-                        command=[sys.executable, "-m", "service.app"])
+    server = LiveServer(
+        settings, tmp_path / "workers.log", extra_env={"WORKERS": "2"}, command=[sys.executable, "-m", "service.app"]
+    )
     try:
         failures = []
         for i in range(10):
-            session_id = httpx.post(server.url + "/mcp", json=rpc("openenv/session/create")).json()["result"]["session_id"]
-            for name, arguments in (("reset", {"task_id": TASK, "seed": i}), ("step", {"action": {"lookup": "order"}}),
-                                    ("state", {})):
+            session_id = httpx.post(server.url + "/mcp", json=rpc("openenv/session/create")).json()["result"][
+                "session_id"
+            ]
+            for name, arguments in (
+                ("reset", {"task_id": TASK, "seed": i}),
+                ("step", {"action": {"lookup": "order"}}),
+                ("state", {}),
+            ):
                 answer = httpx.post(server.url + "/mcp", json=tool(session_id, name, **arguments)).json()
                 if "error" in answer or answer["result"]["isError"]:
                     failures.append((i, name, answer))

@@ -10,8 +10,8 @@ import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
-from service.domain.runs.services import RunService
 from service.app import create_app
+from service.domain.runs.services import RunService
 from service.settings import Settings
 from tests.api.test_runs import auth, create_run
 
@@ -25,7 +25,7 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
     calls: list[tuple[str, int, int]] = []
     original = RunService.detail
 
-    async def counted(self: RunService, run_id: str, page: int = 1, per_page: int = 200):  # noqa: ANN202
+    async def counted(self: RunService, run_id: str, page: int = 1, per_page: int = 200):
         calls.append((run_id, page, per_page))
         return await original(self, run_id, page, per_page)
 
@@ -48,11 +48,15 @@ async def test_unchanged_pages_are_not_built_again(client: Client, builds: list)
     assert len(builds) == 1, builds  # neither 304s nor repeated reads built the page again
     html = await client.get(url, params={"format": "html"})
     assert html.headers["etag"] != etag and html.headers["content-type"].startswith("text/html")
-    assert (await client.get(url, params={"format": "html"}, headers={"If-None-Match": html.headers["etag"]})).status_code == 304
+    assert (
+        await client.get(url, params={"format": "html"}, headers={"If-None-Match": html.headers["etag"]})
+    ).status_code == 304
     assert len(builds) == 2  # one build per representation
 
     # a step on one of the page's episodes changes the page: a new ETag, built once
-    await client.post("/step", json={"episode_id": episode_id, "action": {"lookup": "order"}}, headers=auth(run["run_token"]))
+    await client.post(
+        "/step", json={"episode_id": episode_id, "action": {"lookup": "order"}}, headers=auth(run["run_token"])
+    )
     moved = await client.get(url, headers={"If-None-Match": etag})
     assert moved.status_code == 200 and moved.headers["etag"] != etag
     assert next(e for e in moved.json()["episodes"] if e["episode_id"] == episode_id)["step_count"] == 1
@@ -80,8 +84,16 @@ async def test_a_run_page_holds_at_most_200_entries(client: Client) -> None:
 
 
 async def test_heavy_reads_have_their_own_lower_limit(settings: Settings) -> None:
-    app = create_app(replace(settings, rate_limit_exempt="", rate_limit_per_s=0, rate_limit_run_token_per_s=0,
-                             rate_limit_heavy_reads_per_min=3, rate_limit_trajectories_per_min=1))
+    app = create_app(
+        replace(
+            settings,
+            rate_limit_exempt="",
+            rate_limit_per_s=0,
+            rate_limit_run_token_per_s=0,
+            rate_limit_heavy_reads_per_min=3,
+            rate_limit_trajectories_per_min=1,
+        )
+    )
     async with AsyncTestClient(app=app) as client:
         for _ in range(2):  # a minute's window may end mid-burst: then the next burst falls inside one
             codes = []

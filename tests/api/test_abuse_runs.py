@@ -11,15 +11,15 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from sqlalchemy import func, select, update
 
-from service.domain.runs.schemas import UNRANKED_SHOWN
 from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
+from service.domain.runs.schemas import UNRANKED_SHOWN
 from service.settings import Settings
 from tests.api.test_api_http import assert_problem
-from tests.db.test_retention import _pass
 from tests.api.test_runs import auth, close_at_once, create_run, play_run
+from tests.db.test_retention import _pass
 
 Client = AsyncTestClient[Litestar]
 TASK = "decision-easy"
@@ -36,7 +36,9 @@ async def test_unranked_runs_are_capped_on_the_public_board(client: Client) -> N
     board = (await client.get("/leaderboard", params={"split": "dev"})).json()
     assert board["unranked_total"] == UNRANKED_SHOWN + 5
     assert len(board["unranked"]) == UNRANKED_SHOWN
-    assert [r["run_id"] for r in board["unranked"]] == [r["run_id"] for r in reversed(made)][:UNRANKED_SHOWN]  # newest first
+    assert [r["run_id"] for r in board["unranked"]] == [r["run_id"] for r in reversed(made)][
+        :UNRANKED_SHOWN
+    ]  # newest first
     html = await client.get("/leaderboard", params={"split": "dev", "format": "html"})
     assert html.status_code == 200 and html.text.count("junk") == UNRANKED_SHOWN
     assert f"most recent of {UNRANKED_SHOWN + 5}" in html.text
@@ -46,19 +48,27 @@ async def _age_run(settings: Settings, run_id: str, by: timedelta) -> None:
     when = utcnow() - by
     db = settings.database()
     try:
-        await db.write(lambda conn: (
-            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(updated_at=when)),
-            conn.execute(update(ep_table).where(ep_table.c.run_id == run_id).values(updated_at=when)),
-        ))
+        await db.write(
+            lambda conn: (
+                conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(updated_at=when)),
+                conn.execute(update(ep_table).where(ep_table.c.run_id == run_id).values(updated_at=when)),
+            )
+        )
     finally:
         await db.dispose()
 
 
-async def test_unranked_complete_runs_are_kept_like_finished_episodes_ranked_ones_forever(client: Client, settings: Settings) -> None:
+async def test_unranked_complete_runs_are_kept_like_finished_episodes_ranked_ones_forever(
+    client: Client, settings: Settings
+) -> None:
     old_practice, recent_practice, old_ranked = [await _junk_run(client, i) for i in range(3)]
     db = settings.database()
     try:  # a ranked (full-split) run stands in for one here: the same row, marked as the full split
-        await db.write(lambda conn: conn.execute(update(runs_table).where(runs_table.c.id == old_ranked["run_id"]).values(full_split=True)))
+        await db.write(
+            lambda conn: conn.execute(
+                update(runs_table).where(runs_table.c.id == old_ranked["run_id"]).values(full_split=True)
+            )
+        )
     finally:
         await db.dispose()
     for run in (old_practice, old_ranked):
@@ -72,8 +82,11 @@ async def test_unranked_complete_runs_are_kept_like_finished_episodes_ranked_one
         assert (await client.get(f"/runs/{kept['run_id']}")).json()["status"] == "complete"
     db = settings.database()
     try:
-        left = await db.read(lambda conn: conn.execute(
-            select(func.count()).where(ep_table.c.run_id == old_practice["run_id"])).scalar_one())
+        left = await db.read(
+            lambda conn: conn.execute(
+                select(func.count()).where(ep_table.c.run_id == old_practice["run_id"])
+            ).scalar_one()
+        )
     finally:
         await db.dispose()
     assert left == 0
@@ -89,26 +102,44 @@ async def test_post_runs_has_its_own_per_address_limit(settings: Settings) -> No
         codes = [(await client.post("/runs", json=body)).status_code for _ in range(4)]
         assert codes[:2] == [201, 201] and codes[2:] == [429, 429], codes
         resp = await client.post("/runs", json=body)
-        assert resp.headers["content-type"].startswith("application/problem+json") and int(resp.headers["retry-after"]) >= 1
+        assert (
+            resp.headers["content-type"].startswith("application/problem+json")
+            and int(resp.headers["retry-after"]) >= 1
+        )
         assert (await client.get("/tasks")).status_code == 200  # only run creation is limited this way
 
 
 async def test_every_integer_of_a_run_body_is_a_bounded_json_integer(client: Client) -> None:
     base = {"agent": "ints", "split": "dev", "task_ids": [TASK]}
-    for bad in ({"limit_per_task": 2147483648}, {"limit_per_task": 10**24}, {"limit_per_task": True},
-                {"limit_per_task": 1.0}, {"limit_per_task": "1"}, {"trials": True}, {"trials": 1.0}, {"trials": 10**24}):
+    for bad in (
+        {"limit_per_task": 2147483648},
+        {"limit_per_task": 10**24},
+        {"limit_per_task": True},
+        {"limit_per_task": 1.0},
+        {"limit_per_task": "1"},
+        {"trials": True},
+        {"trials": 1.0},
+        {"trials": 10**24},
+    ):
         resp = await client.post("/runs", json={**base, **bad})
         field = next(iter(bad))
         assert resp.status_code == 422, (bad, resp.status_code, resp.text)
         assert_problem(resp, 422)
         assert field in str(resp.json()["errors"]), resp.json()
     run = await create_run(client, **base, limit_per_task=1)
-    for bad in ({"prompt_tokens": 1e26, "completion_tokens": 1}, {"prompt_tokens": True, "completion_tokens": 1},
-                {"prompt_tokens": 10**30, "completion_tokens": 1}, {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 1e300},
-                {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": True}):
+    for bad in (
+        {"prompt_tokens": 1e26, "completion_tokens": 1},
+        {"prompt_tokens": True, "completion_tokens": 1},
+        {"prompt_tokens": 10**30, "completion_tokens": 1},
+        {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 1e300},
+        {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": True},
+    ):
         resp = await client.post(f"/runs/{run['run_id']}/usage", json=bad, headers=auth(run["run_token"]))
         assert resp.status_code == 422, (bad, resp.status_code, resp.text)
         assert_problem(resp, 422)
-    ok = await client.post(f"/runs/{run['run_id']}/usage", json={"prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.5},
-                           headers=auth(run["run_token"]))
+    ok = await client.post(
+        f"/runs/{run['run_id']}/usage",
+        json={"prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.5},
+        headers=auth(run["run_token"]),
+    )
     assert ok.status_code == 200, ok.text

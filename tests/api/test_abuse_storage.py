@@ -18,11 +18,20 @@ TASK = "decision-easy"
 
 
 def capped(settings: Settings, **changes: object) -> Settings:
-    return replace(settings, **{"trusted_proxy_hops": 1, "rate_limit_exempt": "", "rate_limit_per_s": 0,
-                                "max_active_episodes_per_client": 3, "max_episodes_per_client_per_day": 5, **changes})
+    return replace(
+        settings,
+        **{
+            "trusted_proxy_hops": 1,
+            "rate_limit_exempt": "",
+            "rate_limit_per_s": 0,
+            "max_active_episodes_per_client": 3,
+            "max_episodes_per_client_per_day": 5,
+            **changes,
+        },
+    )
 
 
-async def _reset(client: AsyncTestClient, address: str):  # noqa: ANN202
+async def _reset(client: AsyncTestClient, address: str):
     return await client.post("/reset", json={"task_id": TASK, "seed": 1}, headers={"X-Forwarded-For": address})
 
 
@@ -43,9 +52,16 @@ async def test_a_client_address_holds_a_bounded_number_of_plain_episodes(setting
         assert_problem(resp, 429, "MAX_EPISODES_PER_CLIENT_PER_DAY")  # ...but not the daily share
         assert int(resp.headers["retry-after"]) >= 1
         # MCP resets count against the same address
-        mcp = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                              "params": {"name": "reset", "arguments": {"task_id": TASK}}},
-                                headers={"X-Forwarded-For": a})
+        mcp = await client.post(
+            "/mcp",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "reset", "arguments": {"task_id": TASK}},
+            },
+            headers={"X-Forwarded-For": a},
+        )
         result = mcp.json()["result"]
         assert result["isError"] and "MAX_EPISODES_PER_CLIENT_PER_DAY" in result["structuredContent"]["detail"]
 
@@ -59,7 +75,10 @@ def test_websocket_resets_count_too_and_exempt_clients_are_not_counted(settings:
                 ws.send_json({"type": "reset", "data": {"task_id": TASK}})
                 answers.append(ws.receive_json())
             assert [m["type"] for m in answers] == ["observation", "observation", "error"], answers
-            assert answers[2]["data"]["status"] == 429 and "MAX_ACTIVE_EPISODES_PER_CLIENT" in answers[2]["data"]["message"]
+            assert (
+                answers[2]["data"]["status"] == 429
+                and "MAX_ACTIVE_EPISODES_PER_CLIENT" in answers[2]["data"]["message"]
+            )
         for _ in range(4):  # the local, exempt peer (no forwarded header) is not capped
             assert client.post("/reset", json={"task_id": TASK}).status_code == 200
 
@@ -70,17 +89,23 @@ async def test_agent_names_are_compared_after_nfkc_and_refuse_format_characters(
         body = {"split": "dev", "task_ids": [TASK], "limit_per_task": 1}
         assert (await client.post("/runs", json={**body, "agent": "Acme"}, headers=auth(ALICE_KEY))).status_code == 201
         for lookalike in ("Ａｃｍｅ", "ＡＣＭＥ", "ａcme "):
-            assert_problem(await client.post("/runs", json={**body, "agent": lookalike}), 409, "belongs to submitter 'alice'")
+            assert_problem(
+                await client.post("/runs", json={**body, "agent": lookalike}), 409, "belongs to submitter 'alice'"
+            )
         for hidden in ("Acme\u200b", "\u202eemcA", "Ac\u00adme", "Acme\u2060", "Acme\n"):
             resp = await client.post("/runs", json={**body, "agent": hidden})
             assert_problem(resp, 422, "agent")
         resp = await client.post("/runs", json={**body, "agent": "ok", "model": "gpt\u200b"})
         assert_problem(resp, 422, "model")
-        assert (await client.post("/runs", json={**body, "agent": "ｶﾀｶﾅ-agent"})).status_code == 201  # NFKC text is fine
-        assert_problem(await client.post("/runs", json={**body, "agent": "\u337f" * 40}), 422, "NFKC")  # 160 once normalised
+        assert (
+            await client.post("/runs", json={**body, "agent": "ｶﾀｶﾅ-agent"})
+        ).status_code == 201  # NFKC text is fine
+        assert_problem(
+            await client.post("/runs", json={**body, "agent": "\u337f" * 40}), 422, "NFKC"
+        )  # 160 once normalised
 
 
-def test_revision_0007_rekeys_bound_agent_names_after_nfkc(tmp_path) -> None:  # noqa: ANN001
+def test_revision_0007_rekeys_bound_agent_names_after_nfkc(tmp_path) -> None:
     """A name bound before 0007 under its old key ("ａｃｍｅ", casefolded only) is found under the new one."""
     from datetime import UTC, datetime
 
@@ -96,10 +121,15 @@ def test_revision_0007_rekeys_bound_agent_names_after_nfkc(tmp_path) -> None:  #
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "0006")
             now = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
-            for key, who, when in (("ａｃｍｅ", "alice", now), ("acme\u200b", "mallory", "2026-02-01T00:00:00+00:00"),
-                                   ("beta", "bob", now)):
-                conn.execute(text("INSERT INTO agent_names (name_key, submitter, created_at) VALUES (:k, :s, :c)"),
-                             {"k": key, "s": who, "c": when})
+            for key, who, when in (
+                ("ａｃｍｅ", "alice", now),
+                ("acme\u200b", "mallory", "2026-02-01T00:00:00+00:00"),
+                ("beta", "bob", now),
+            ):
+                conn.execute(
+                    text("INSERT INTO agent_names (name_key, submitter, created_at) VALUES (:k, :s, :c)"),
+                    {"k": key, "s": who, "c": when},
+                )
             command.upgrade(cfg, "head")
             rows = dict(conn.execute(text("SELECT name_key, submitter FROM agent_names")).all())
     finally:

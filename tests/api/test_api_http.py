@@ -72,7 +72,13 @@ async def test_reset_via_get_with_query_parameters(client: Client) -> None:
     task = list(core.TASKS)[-1]
     resp = await client.get("/reset", params={"seed": 5, "task_id": task, "split": "dev", "episode_id": "get-ep"})
     assert resp.status_code == 200, resp.text
-    assert resp.json()["metadata"] == {**resp.json()["metadata"], "episode_id": "get-ep", "task_id": task, "seed": 5, "split": "dev"}
+    assert resp.json()["metadata"] == {
+        **resp.json()["metadata"],
+        "episode_id": "get-ep",
+        "task_id": task,
+        "seed": 5,
+        "split": "dev",
+    }
     assert_problem(await client.get("/reset", params={"seed": -1}), 400 if False else 422)
     assert_problem(await client.get("/reset", params={"split": "nope"}), 422, "split")
 
@@ -81,7 +87,9 @@ async def test_reset_difficulty_and_default_task_choice(client: Client) -> None:
     difficulty = next(iter(core.TASKS.values())).difficulty
     body = (await client.post("/reset", json={"difficulty": difficulty, "seed": 3})).json()
     assert core.TASKS[body["metadata"]["task_id"]].difficulty == difficulty
-    chosen = {(await client.post("/reset", json={"seed": s})).json()["metadata"]["task_id"] for s in range(len(core.TASKS))}
+    chosen = {
+        (await client.post("/reset", json={"seed": s})).json()["metadata"]["task_id"] for s in range(len(core.TASKS))
+    }
     assert chosen == set(core.TASKS)  # the seed spreads default resets over every task
     assert_problem(await client.post("/reset", json={"difficulty": "impossible"}), 422, "difficulty")
 
@@ -144,13 +152,17 @@ async def test_step_error_paths(client: Client) -> None:
     assert_problem(await client.post("/step", json={"episode_id": eid, "action": {}}), 422, "at least one")
     assert_problem(await client.post("/step", json={"episode_id": eid, "action": "reject"}), 422)
     assert_problem(await client.post("/step", json={"episode_id": eid, "action": {"reply": "x" * 5000}}), 422, "reply")
-    assert_problem(await client.post("/step", json={"episode_id": eid, "action": {"decision": "reject"}, "timeout_s": 0}), 422)
+    assert_problem(
+        await client.post("/step", json={"episode_id": eid, "action": {"decision": "reject"}, "timeout_s": 0}), 422
+    )
     # nothing above was applied
     assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 0
 
 
 async def test_action_type_alias_is_accepted(client: Client) -> None:
-    eid = (await client.post("/reset", json={"task_id": list(core.TASKS)[0], "seed": 4})).json()["metadata"]["episode_id"]
+    eid = (await client.post("/reset", json={"task_id": list(core.TASKS)[0], "seed": 4})).json()["metadata"][
+        "episode_id"
+    ]
     resp = await client.post("/step", json={"episode_id": eid, "action": {"action_type": "reject"}})
     assert resp.status_code == 200, resp.text
 
@@ -161,7 +173,10 @@ async def test_steps_after_done_are_refused_and_grader_reports(client: Client) -
     results = await play_until_done(client, eid)
     steps = len(results)
     assert_problem(
-        await client.post("/step", json={"episode_id": eid, "action": {"decision": "reject"}}), 409, "finished", "/grader"
+        await client.post("/step", json={"episode_id": eid, "action": {"decision": "reject"}}),
+        409,
+        "finished",
+        "/grader",
     )
     resp = await client.get("/grader", params={"episode_id": eid})
     assert resp.status_code == 200, resp.text
@@ -192,7 +207,11 @@ async def test_health_metadata_schema_tasks(client: Client) -> None:
     meta = (await client.get("/metadata")).json()
     assert meta["name"] == "ecomm-support-env" and meta["description"] and meta["grader_version"] == core.GRADER_VERSION
     schema = (await client.get("/schema")).json()
-    assert schema["action"]["properties"].keys() == {*core.Action.model_json_schema()["properties"], "action_type", "metadata"}
+    assert schema["action"]["properties"].keys() == {
+        *core.Action.model_json_schema()["properties"],
+        "action_type",
+        "metadata",
+    }
     assert {"action", "observation", "state"} <= set(schema)
     tasks = (await client.get("/tasks")).json()
     assert [t["id"] for t in tasks["tasks"]] == list(core.TASKS)
@@ -226,10 +245,18 @@ async def test_unknown_route_wrong_method_and_oversized_body(client: Client) -> 
 async def test_malformed_inputs_never_cause_5xx(client: Client) -> None:
     eid = (await client.post("/reset", json={})).json()["metadata"]["episode_id"]
     deep = "[" * 5000 + "]" * 5000
-    bodies = [b"", b"null", b"[]", b"\xff\xfe", b'{"action": null}', deep.encode(), b'{"episode_id": 5, "action": {}}',
-              json.dumps({"episode_id": eid, "action": {"decision": ["reject"]}}).encode(),
-              json.dumps({"episode_id": eid, "action": {"close_ticket": "maybe"}}).encode(),
-              json.dumps({"episode_id": eid, "request_id": "", "action": {"decision": "reject"}}).encode()]
+    bodies = [
+        b"",
+        b"null",
+        b"[]",
+        b"\xff\xfe",
+        b'{"action": null}',
+        deep.encode(),
+        b'{"episode_id": 5, "action": {}}',
+        json.dumps({"episode_id": eid, "action": {"decision": ["reject"]}}).encode(),
+        json.dumps({"episode_id": eid, "action": {"close_ticket": "maybe"}}).encode(),
+        json.dumps({"episode_id": eid, "request_id": "", "action": {"decision": "reject"}}).encode(),
+    ]
     for path in ("/reset", "/step", "/mcp"):
         for body in bodies:
             resp = await client.post(path, content=body, headers={"content-type": "application/json"})
@@ -248,7 +275,13 @@ async def test_mcp_jsonrpc(client: Client) -> None:
 
     async def call(name: str, arguments: dict, id_: int = 2) -> dict:
         resp = await client.post(
-            "/mcp", json={"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+            "/mcp",
+            json={
+                "jsonrpc": "2.0",
+                "id": id_,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            },
         )
         assert resp.status_code == 200 and resp.json()["id"] == id_
         return resp.json()["result"]
@@ -265,8 +298,12 @@ async def test_mcp_jsonrpc(client: Client) -> None:
     assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 1
     bad = await call("step", {"episode_id": "ghost", "action": {"decision": "reject"}})
     assert bad["isError"] is True and bad["structuredContent"]["status"] == 404
-    unknown = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                                               "params": {"name": "nope", "arguments": {}}})).json()
+    unknown = (
+        await client.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nope", "arguments": {}}},
+        )
+    ).json()
     assert unknown["error"]["code"] == -32602
     missing = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 6, "method": "nope"})).json()
     assert missing["error"]["code"] == -32601
@@ -283,7 +320,8 @@ DECISION_TASKS = {t.difficulty: t.id for t in core.TASKS.values() if t.family ==
 async def test_step_accepts_the_action_at_the_top_level(client: Client) -> None:
     task = DECISION_TASKS["easy"]
     wrapped, top, seed_a = [
-        (await client.post("/reset", json={"task_id": task, "seed": 6})).json()["metadata"]["episode_id"] for _ in range(3)
+        (await client.post("/reset", json={"task_id": task, "seed": 6})).json()["metadata"]["episode_id"]
+        for _ in range(3)
     ]
     first = (await client.post("/step", json={"episode_id": wrapped, "action": {"lookup": "order"}})).json()
     flat = await client.post("/step", json={"episode_id": top, "lookup": "order"})
@@ -294,17 +332,25 @@ async def test_step_accepts_the_action_at_the_top_level(client: Client) -> None:
     resp = await client.post("/step", json={"episode_id": seed_a, "action_type": "reject"})
     assert resp.status_code == 200, resp.text
     body = resp.json()
-    assert body["done"] is True and body["reward"] == core.step(
-        core.reset(task, 6, "train")[0], core.Action(decision="reject")).reward
+    assert (
+        body["done"] is True
+        and body["reward"] == core.step(core.reset(task, 6, "train")[0], core.Action(decision="reject")).reward
+    )
     assert body["observation"]["final"] is True and last["done"] is True
     # bad input is still a 422 problem, and nothing is applied
     eid = (await client.post("/reset", json={"task_id": task, "seed": 6})).json()["metadata"]["episode_id"]
     body = assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": "refund_please"}), 422)
     assert any(e["field"] == "action.action_type" for e in body["errors"]), body
-    assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": "reject", "action": {"lookup": "order"}}),
-                   422, "not both")
-    assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": "reject", "decision": "approve_refund"}),
-                   422, "action_type")
+    assert_problem(
+        await client.post("/step", json={"episode_id": eid, "action_type": "reject", "action": {"lookup": "order"}}),
+        422,
+        "not both",
+    )
+    assert_problem(
+        await client.post("/step", json={"episode_id": eid, "action_type": "reject", "decision": "approve_refund"}),
+        422,
+        "action_type",
+    )
     assert_problem(await client.post("/step", json={"episode_id": eid, "colour": "red"}), 422, "action")
     assert_problem(await client.post("/step", json={"episode_id": eid, "action_type": None}), 422)
     assert (await client.get("/state", params={"episode_id": eid})).json()["step_count"] == 0
@@ -317,7 +363,9 @@ async def test_schema_allows_what_step_accepts(client: Client) -> None:
     validator = Draft202012Validator(schema)
     for action in ({"action_type": "approve_refund"}, {"decision": "reject", "reply": "Sorry."}, {"lookup": "policy"}):
         assert not list(validator.iter_errors(action)), action
-    assert list(validator.iter_errors({"action_type": "refund_please"})) and list(validator.iter_errors({"colour": "red"}))
+    assert list(validator.iter_errors({"action_type": "refund_please"})) and list(
+        validator.iter_errors({"colour": "red"})
+    )
     tasks = (await client.get("/tasks")).json()
     assert tasks["action_schema"] == schema and all(t["action_schema"] == schema for t in tasks["tasks"])
 
@@ -423,7 +471,9 @@ async def test_single_session_mode_serves_a_client_without_id_or_cookie(settings
         # the chosen id was not moved by the session; and the session gives nobody else its token
         assert_problem(await c.get("/state", params={"episode_id": "explicit-ep"}), 401)
         owned = {"X-Episode-Token": mine["metadata"]["episode_token"]}
-        assert (await other.get("/state", params={"episode_id": "explicit-ep"}, headers=owned)).json()["step_count"] == 0
+        assert (await other.get("/state", params={"episode_id": "explicit-ep"}, headers=owned)).json()[
+            "step_count"
+        ] == 0
 
 
 def test_single_session_setting() -> None:
@@ -446,14 +496,22 @@ async def test_default_tasks_limit_resets_that_name_no_task(settings: Settings) 
 async def test_get_endpoints_refuse_unknown_query_parameters(client: Client) -> None:
     """GET /reset used to ignore what it did not know (`?task=hard` → a random task, 200); like POST
     /reset's closed body it names the unknown key and lists the accepted ones. /state and /grader too."""
-    problem = assert_problem(await client.get("/reset", params={"task": "hard"}), 422, "'task'", "task_id", "difficulty")
+    problem = assert_problem(
+        await client.get("/reset", params={"task": "hard"}), 422, "'task'", "task_id", "difficulty"
+    )
     assert problem["errors"][0]["field"] == "task" and problem["errors"][0]["type"] == "unknown_field"
     assert_problem(await client.get("/reset", params={"seed": 3, "bogus": "1"}), 422, "'bogus'")
-    assert_problem(await client.get("/reset", params={"run_token": "t" * 43}), 400, "Authorization: Bearer")  # never in a URL
+    assert_problem(
+        await client.get("/reset", params={"run_token": "t" * 43}), 400, "Authorization: Bearer"
+    )  # never in a URL
     ok = await client.get("/reset", params={"task_id": "hard", "seed": 3, "split": "dev"})
     assert ok.status_code == 200 and ok.json()["metadata"]["task_id"] == "decision-hard"
     episode_id = ok.json()["metadata"]["episode_id"]
-    assert_problem(await client.get("/state", params={"episode_id": episode_id, "verbose": "1"}), 422, "'verbose'", "episode_id")
-    assert_problem(await client.get("/grader", params={"episode": episode_id}), 422, "'episode'", "episode_id", "run_id")
+    assert_problem(
+        await client.get("/state", params={"episode_id": episode_id, "verbose": "1"}), 422, "'verbose'", "episode_id"
+    )
+    assert_problem(
+        await client.get("/grader", params={"episode": episode_id}), 422, "'episode'", "episode_id", "run_id"
+    )
     assert (await client.get("/state", params={"episode_id": episode_id})).status_code == 200
     assert (await client.get("/state")).status_code == 200  # the stateless answer, no parameters at all

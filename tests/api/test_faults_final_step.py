@@ -16,10 +16,10 @@ import pytest
 from litestar.testing import AsyncTestClient, TestClient
 
 from service import env as core
-from service.domain.runs import services as runs_module
 from service.app import create_app
 from service.db import run_store
 from service.db.errors import DatabaseFull
+from service.domain.runs import services as runs_module
 from service.settings import Settings
 
 ONE_TASK = next(iter(core.TASKS))
@@ -53,7 +53,9 @@ async def _summarised_by_the_sweep(settings: Settings, run_id: str, monkeypatch:
         await db.dispose()
 
 
-async def test_an_http_final_step_is_answered_when_the_summary_fails(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_http_final_step_is_answered_when_the_summary_fails(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = replace(settings, run_sweep_interval_s=0.1)
     app = create_app(settings)
     async with AsyncTestClient(app=app) as client:
@@ -70,7 +72,9 @@ async def test_an_http_final_step_is_answered_when_the_summary_fails(settings: S
         await _summarised_by_the_sweep(settings, run["run_id"], monkeypatch)
 
 
-def test_a_websocket_final_step_gets_its_observation_when_the_summary_fails(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_websocket_final_step_gets_its_observation_when_the_summary_fails(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app = create_app(settings)
     with TestClient(app) as client:
         resp = client.post("/runs", json={"agent": "closer", "task_ids": [ONE_TASK], "limit_per_task": 1})
@@ -83,4 +87,6 @@ def test_a_websocket_final_step_gets_its_observation_when_the_summary_fails(sett
             ws.send_json({"type": "step", "data": CLOSE})
             frame = ws.receive_json()
             assert calls, "the fault was not injected"
-            assert frame["type"] == "observation" and frame["data"]["done"] is True, f"the final observation was lost: {frame}"
+            assert frame["type"] == "observation" and frame["data"]["done"] is True, (
+                f"the final observation was lost: {frame}"
+            )

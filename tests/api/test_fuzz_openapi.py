@@ -28,7 +28,9 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, Phase, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from litestar import Litestar
 from schemathesis import GenerationMode
@@ -73,10 +75,17 @@ def problem_details(ctx: Any, response: Any, case: Any) -> bool | None:
     return True
 
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance, problem_details]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    problem_details,
+]
 
 
 FUZZ_TOKEN = "f" * 40
+
 
 class Known:
     """Ids that exist in the database, swapped into generated cases."""
@@ -89,15 +98,29 @@ class Known:
 
         # chosen ids, with one token the fuzzer knows (and sends sometimes: 401/403 are answers too)
         post("/reset", {"task_id": WORKFLOW, "seed": 3, "episode_id": "fz-active", "episode_token": FUZZ_TOKEN})
-        post("/step", {"episode_id": "fz-active", "action": {"lookup": "policy"}, "request_id": "fz-r1", "episode_token": FUZZ_TOKEN})
+        post(
+            "/step",
+            {
+                "episode_id": "fz-active",
+                "action": {"lookup": "policy"},
+                "request_id": "fz-r1",
+                "episode_token": FUZZ_TOKEN,
+            },
+        )
         post("/reset", {"task_id": DECISION, "seed": 4, "episode_id": "fz-done", "episode_token": FUZZ_TOKEN})
-        assert post("/step", {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": FUZZ_TOKEN})["done"] is True
+        assert (
+            post("/step", {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": FUZZ_TOKEN})[
+                "done"
+            ]
+            is True
+        )
         run = post("/runs", {"agent": "fuzz", "split": "dev", "task_ids": [DECISION], "limit_per_task": 1})
         self.run_id, self.run_token = run["run_id"], run["run_token"]
         self.episodes = ["fz-active", "fz-done"]
 
     def apply(self, case: Any, data: st.DataObject) -> None:
         """With probability 1/4 per slot, point the case at something that exists."""
+
         def swap() -> bool:
             return data.draw(st.integers(0, 3), label="swap") == 0
 
@@ -160,8 +183,10 @@ def _fuzz(app: Litestar, checks: list[Any], max_examples: int) -> tuple[list[str
                     case.validate_response(response, checks=checks)
                 except (AssertionError, Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported below
                     if len(failures) < 20:
-                        failures.append(f"{operation.label} [{mode.value}] -> {response.status_code}: {exc}\n"
-                                        f"  {case.as_curl_command()}\n  body: {response.text[:300]}")
+                        failures.append(
+                            f"{operation.label} [{mode.value}] -> {response.status_code}: {exc}\n"
+                            f"  {case.as_curl_command()}\n  body: {response.text[:300]}"
+                        )
 
             try:
                 run()
@@ -190,32 +215,60 @@ def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
         ("/step", b'{"action": {"decision": "reject"}, "episode_id": "fz-active"}', "text/plain", None),
         ("/reset", b"[1, 2]", "application/json", None),
         ("/step", b'{"action": [], "episode_id": "fz-active"}', "application/json", 422),
-        ("/step", b'{"action": {"decision": "reject"}, "episode_id": "fz-active", "request_id": ""}', "application/json", 422),
+        (
+            "/step",
+            b'{"action": {"decision": "reject"}, "episode_id": "fz-active", "request_id": ""}',
+            "application/json",
+            422,
+        ),
         # text PostgreSQL cannot store (NUL) or no driver can encode (a lone surrogate): a 422, on both backends
         ("/reset", b'{"episode_id": "a\\u0000b"}', "application/json", 422),
         ("/reset", b'{"episode_id": "\\ud800"}', "application/json", 422),
         ("/step", b'{"action": {"reply": "\\u0000"}, "episode_id": "fz-active"}', "application/json", 422),
-        ("/step", b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "request_id": "\\udc00"}', "application/json", 422),
-        ("/step", b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "run_token": "\\u0000"}', "application/json", 422),
+        (
+            "/step",
+            b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "request_id": "\\udc00"}',
+            "application/json",
+            422,
+        ),
+        (
+            "/step",
+            b'{"action": {"lookup": "policy"}, "episode_id": "fz-active", "run_token": "\\u0000"}',
+            "application/json",
+            422,
+        ),
         ("/runs", b'{"agent": "x\\u0000", "split": "dev", "limit_per_task": 1}', "application/json", 422),
         ("/runs", b'{"agent": "a", "model": "\\ud800", "split": "dev", "limit_per_task": 1}', "application/json", 422),
         ("/reset", b'{"run_tokne": "x"}', "application/json", 422),
         ("/reset", b'{"seed": true}', "application/json", 422),
     ]
-    get_cases = ["/state?episode_id=%00", "/grader?episode_id=a%00", "/episodes/%00", "/runs/a%00b", "/state?episode_id=%ED%A0%80"]
+    get_cases = [
+        "/state?episode_id=%00",
+        "/grader?episode_id=a%00",
+        "/episodes/%00",
+        "/runs/a%00b",
+        "/state?episode_id=%ED%A0%80",
+    ]
     with asgi.get_client(fuzz_app) as client:
         Known(client)
         for path in get_cases:
             resp = client.get(path)
             assert resp.status_code in (404, 422), (path, resp.status_code, resp.text[:300])
             assert resp.headers["content-type"].startswith("application/problem+json"), resp.headers
-        for body in (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}',
-                     b'{"jsonrpc": "2.0", "id": "\\u0000", "method": "tools/call", "params": {"name": "state"}}'):
+        for body in (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}',
+            b'{"jsonrpc": "2.0", "id": "\\u0000", "method": "tools/call", "params": {"name": "state"}}',
+        ):
             resp = client.post("/mcp", data=body, headers={"content-type": "application/json"})
             assert resp.status_code == 200 and resp.json()["error"]["code"] == -32602, resp.text[:300]
         for path, body, content_type, expected in cases:
             resp = client.post(path, data=body, headers={"content-type": content_type})
-            assert 400 <= resp.status_code < 500 or resp.status_code == 200, (path, body[:60], resp.status_code, resp.text[:300])
+            assert 400 <= resp.status_code < 500 or resp.status_code == 200, (
+                path,
+                body[:60],
+                resp.status_code,
+                resp.text[:300],
+            )
             if expected is not None:
                 assert resp.status_code == expected, (path, body[:60], resp.status_code, resp.text[:300])
             if resp.status_code >= 400:
@@ -228,8 +281,13 @@ def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
 DOCUMENT_BUGS = [
     pytest.param("POST", "/step", {"episode_id": "nope", "action": {"decision": "reject"}}, {}, id="404-undeclared"),
     pytest.param("POST", "/step", {"action": {"decision": "reject"}}, {}, id="422-undeclared"),
-    pytest.param("POST", "/step", {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": "f" * 40},
-                 {}, id="409-undeclared"),
+    pytest.param(
+        "POST",
+        "/step",
+        {"episode_id": "fz-done", "action": {"decision": "reject"}, "episode_token": "f" * 40},
+        {},
+        id="409-undeclared",
+    ),
     pytest.param("POST", "/step", b"not json", {}, id="400-declared-as-application-json-with-status_code"),
 ]
 
@@ -244,8 +302,12 @@ def test_openapi_document_declares_what_the_api_returns(
     operation = schema[path][method]
     kwargs: dict[str, Any] = {"query": query}
     if body is not None:
-        kwargs.update(body=body, media_type="application/json" if isinstance(body, dict) else "application/octet-stream")
+        kwargs.update(
+            body=body, media_type="application/json" if isinstance(body, dict) else "application/octet-stream"
+        )
     case = operation.Case(**kwargs)
     response = case.call()
     assert response.status_code < 500
-    case.validate_response(response, checks=[status_code_conformance, content_type_conformance, response_schema_conformance])
+    case.validate_response(
+        response, checks=[status_code_conformance, content_type_conformance, response_schema_conformance]
+    )

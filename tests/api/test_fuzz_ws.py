@@ -16,7 +16,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, Phase, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from litestar.testing import TestClient
 
 from service import env as core
@@ -28,9 +30,13 @@ TASK = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 MAX_FRAME = 65_536  # Settings.max_body_bytes default, applied to frames too
 
 # Text includes what PostgreSQL cannot store (NUL) and what no driver can encode (lone surrogates).
-hostile_text = st.text(max_size=20) | st.lists(st.sampled_from(["a", "\x00", "\ud800", "\udfff", "é"]), min_size=1, max_size=4).map("".join)
+hostile_text = st.text(max_size=20) | st.lists(
+    st.sampled_from(["a", "\x00", "\ud800", "\udfff", "é"]), min_size=1, max_size=4
+).map("".join)
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_text
-json_values = st.recursive(json_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4), max_leaves=12)
+json_values = st.recursive(
+    json_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4), max_leaves=12
+)
 action_keys = st.sampled_from([*core.ACTION_FIELDS, "action_type", "bogus", ""])
 bad_actions = st.dictionaries(action_keys, json_values, max_size=4)
 reset_kwargs = st.dictionaries(
@@ -38,7 +44,9 @@ reset_kwargs = st.dictionaries(
     json_values | st.sampled_from([-1, 2**31, "", "x" * 300, "test", True, "nope"]),
     max_size=4,
 )
-frame_types = st.sampled_from(["reset", "step", "state", "mcp", "close", "RESET", "observation", "error", ""]) | json_scalars
+frame_types = (
+    st.sampled_from(["reset", "step", "state", "mcp", "close", "RESET", "observation", "error", ""]) | json_scalars
+)
 
 
 @st.composite
@@ -49,13 +57,25 @@ def frame_objects(draw: st.DrawFn) -> dict[str, Any]:
     elif kind == "reset":
         frame = {"type": "reset", "data": draw(reset_kwargs | json_values)}
     elif kind == "mcp":
-        frame = {"type": "mcp", "data": draw(st.dictionaries(st.sampled_from(["jsonrpc", "method", "params", "id"]), json_values) | json_values)}
+        frame = {
+            "type": "mcp",
+            "data": draw(
+                st.dictionaries(st.sampled_from(["jsonrpc", "method", "params", "id"]), json_values) | json_values
+            ),
+        }
     elif kind == "extra_key":
-        frame = {"type": draw(st.sampled_from(["reset", "step", "state", "close", "mcp"])), "data": {}, draw(st.text(min_size=1, max_size=8).filter(lambda k: k not in ("type", "data"))): draw(json_values)}
+        frame = {
+            "type": draw(st.sampled_from(["reset", "step", "state", "close", "mcp"])),
+            "data": {},
+            draw(st.text(min_size=1, max_size=8).filter(lambda k: k not in ("type", "data"))): draw(json_values),
+        }
     elif kind == "no_type":
         frame = draw(st.dictionaries(st.text(max_size=8).filter(lambda k: k != "type"), json_values, max_size=3))
     else:
-        frame = {"type": draw(frame_types), **draw(st.dictionaries(st.sampled_from(["data", "type"]), json_values, max_size=1))}
+        frame = {
+            "type": draw(frame_types),
+            **draw(st.dictionaries(st.sampled_from(["data", "type"]), json_values, max_size=1)),
+        }
     if frame == {"type": "close"} or (frame.get("type") == "close" and set(frame) <= {"type"}):
         frame["data"] = 1  # a valid close ends the connection without a reply; keep it invalid
     return frame
@@ -109,8 +129,14 @@ async def test_malformed_frames_get_non_fatal_errors_and_the_session_survives(se
     codes: set[str] = set()
     with TestClient(create_app(replace(settings, max_concurrent_envs=8))) as client:
 
-        @hsettings(max_examples=150, derandomize=True, phases=[Phase.explicit, Phase.generate], deadline=None,
-                   database=None, suppress_health_check=list(HealthCheck))
+        @hsettings(
+            max_examples=150,
+            derandomize=True,
+            phases=[Phase.explicit, Phase.generate],
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(frames=st.lists(raw_frames, min_size=1, max_size=8))
         def burst(frames: list[tuple[str, Any]]) -> None:
             with client.websocket_connect("/ws") as ws:
@@ -138,7 +164,21 @@ async def test_huge_deep_and_odd_frames(settings: Settings) -> None:
         ("text", "[" * 30_000 + "]" * 30_000, "INVALID_JSON"),
         ("text", '{"type": "step", "data": ' + '{"a": ' * 8_000 + "1" + "}" * 8_000 + "}", "INVALID_JSON"),
         ("text", deep_ok, "VALIDATION_ERROR"),
-        ("text", json.dumps({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "step", "arguments": {"action": [[[[[]]]]]}}}}), ""),
+        (
+            "text",
+            json.dumps(
+                {
+                    "type": "mcp",
+                    "data": {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "step", "arguments": {"action": [[[[[]]]]]}},
+                    },
+                }
+            ),
+            "",
+        ),
         ("bytes", b"\xff\xfe\xfd", "INVALID_JSON"),
         ("text", "", "INVALID_JSON"),
         ("text", "null", "VALIDATION_ERROR"),
@@ -147,7 +187,11 @@ async def test_huge_deep_and_odd_frames(settings: Settings) -> None:
         ("text", json.dumps({"type": "step"}), "VALIDATION_ERROR"),
         ("text", json.dumps({"type": "step", "data": {"decision": "reject"}}), "EXECUTION_ERROR"),  # before reset
         ("text", json.dumps({"type": "reset", "data": {"resume": True}}), "VALIDATION_ERROR"),
-        ("text", json.dumps({"type": "reset", "data": {"episode_id": "never-made", "resume": True}}), "EXECUTION_ERROR"),
+        (
+            "text",
+            json.dumps({"type": "reset", "data": {"episode_id": "never-made", "resume": True}}),
+            "EXECUTION_ERROR",
+        ),
         ("text", json.dumps({"type": "reset", "data": {"seed": 1e308}}), "VALIDATION_ERROR"),
         ("text", json.dumps({"type": "reset", "data": {"split": "test"}}), "EXECUTION_ERROR"),
         ("text", '{"type": "reset", "data": {"seed": NaN}}', "INVALID_JSON"),  # NaN is not JSON
@@ -168,7 +212,12 @@ async def test_huge_deep_and_odd_frames(settings: Settings) -> None:
                 assert msg["type"] in ("mcp", "error"), msg
         still_usable(ws, counter)
         # after a finished episode, steps are an EXECUTION_ERROR and the session still works
-        ws.send_json({"type": "reset", "data": {"task_id": next(t.id for t in core.TASKS.values() if t.family == "decision"), "seed": 1}})
+        ws.send_json(
+            {
+                "type": "reset",
+                "data": {"task_id": next(t.id for t in core.TASKS.values() if t.family == "decision"), "seed": 1},
+            }
+        )
         assert_well_formed(ws.receive_text(timeout=10))
         ws.send_json({"type": "step", "data": {"decision": "reject"}})
         assert assert_well_formed(ws.receive_text(timeout=10))["data"]["done"] is True

@@ -27,7 +27,11 @@ from service.settings import Settings
 from service.stats import rank_bands
 from tests.api.test_runs import Client, auth, create_run, play_run
 
-STEPS: list[dict[str, Any]] = [{"lookup": "order"}, {"reply": "Hello, we are looking at your order now."}, {"add_tag": "Shipping"}]
+STEPS: list[dict[str, Any]] = [
+    {"lookup": "order"},
+    {"reply": "Hello, we are looking at your order now."},
+    {"add_tag": "Shipping"},
+]
 
 
 @contextmanager
@@ -72,7 +76,9 @@ async def test_leaderboard_reads_only_what_it_shows_and_is_cached_until_a_run_co
     assert {r["run_id"] for r in board["unranked"]} == {first["run_id"], second["run_id"]}
     # so does anything else the leaderboard shows of a finished run: its self-reported usage
     usage = {"prompt_tokens": 10, "completion_tokens": 2}
-    assert (await client.post(f"/runs/{first['run_id']}/usage", json=usage, headers=auth(first["run_token"]))).status_code == 200
+    assert (
+        await client.post(f"/runs/{first['run_id']}/usage", json=usage, headers=auth(first["run_token"]))
+    ).status_code == 200
     board = (await client.get("/leaderboard", params={"split": "dev"})).json()
     assert next(r for r in board["unranked"] if r["run_id"] == first["run_id"])["usage"]["prompt_tokens"] == 10
 
@@ -92,8 +98,10 @@ async def test_leaderboard_cache_follows_runs_completed_in_another_process(setti
 def test_rank_bands_equal_the_definition(bounds: list[tuple[float, float]]) -> None:
     intervals = {f"r{i}": ((lo + hi) / 2, min(lo, hi), max(lo, hi)) for i, (lo, hi) in enumerate(bounds)}
     # rank = 1 + the number of rows whose lower bound lies above this row's upper bound
-    definition = {rid: 1 + sum(1 for o, (_, olo, _) in intervals.items() if o != rid and olo > hi)
-                  for rid, (_, _, hi) in intervals.items()}
+    definition = {
+        rid: 1 + sum(1 for o, (_, olo, _) in intervals.items() if o != rid and olo > hi)
+        for rid, (_, _, hi) in intervals.items()
+    }
     assert rank_bands(intervals) == definition
 
 
@@ -105,8 +113,10 @@ async def test_a_run_episode_step_never_loads_the_manifest(client: Client) -> No
     started = (await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).json()
     episode_id = started["metadata"]["episode_id"]
     with statements() as sql:
-        for i, action in enumerate(STEPS):
-            resp = await client.post("/step", json={"episode_id": episode_id, "action": action}, headers=auth(run["run_token"]))
+        for _i, action in enumerate(STEPS):
+            resp = await client.post(
+                "/step", json={"episode_id": episode_id, "action": action}, headers=auth(run["run_token"])
+            )
             assert resp.status_code == 200, resp.text
         for _ in range(3):  # this process has the manifest already: the next entries need no decode
             assert (await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).status_code == 200
@@ -130,8 +140,12 @@ async def test_run_reads_never_write(settings: Settings) -> None:
             return await original(fn, *args, **kwargs)
 
         database.write = counting_write
-        for path, params in (("/leaderboard", {"split": "dev"}), (f"/runs/{run['run_id']}", {}),
-                             ("/grader", {"run_id": run["run_id"]}), ("/leaderboard", {"split": "dev", "format": "html"})):
+        for path, params in (
+            ("/leaderboard", {"split": "dev"}),
+            (f"/runs/{run['run_id']}", {}),
+            ("/grader", {"run_id": run["run_id"]}),
+            ("/leaderboard", {"split": "dev", "format": "html"}),
+        ):
             resp = await client.get(path, params=params)
             assert resp.status_code == 200, (path, resp.text)
         assert writes == [], f"reads wrote: {writes}"
@@ -152,7 +166,8 @@ async def test_idle_runs_expire_on_a_timer(settings: Settings) -> None:
         try:
             await db.write(age)
             status = lambda: db.read(  # noqa: E731 - the stored status
-                lambda c: c.execute(select(runs_table.c.status).where(runs_table.c.id == idle["run_id"])).scalar_one())
+                lambda c: c.execute(select(runs_table.c.status).where(runs_table.c.id == idle["run_id"])).scalar_one()
+            )
             deadline = time.monotonic() + 10
             while await status() != "expired":
                 assert time.monotonic() < deadline, "the idle run was not expired by the timer"

@@ -16,10 +16,9 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient, TestClient
 
 from service import env as core
-from service.lib.decoding import OPENENV_TOLERATED_STEP_FIELDS
-from service.domain.episodes.schemas import ResetParams
-from service.domain.episodes.schemas import StepRequest
 from service.app import create_app
+from service.domain.episodes.schemas import ResetParams, StepRequest
+from service.lib.decoding import OPENENV_TOLERATED_STEP_FIELDS
 from service.settings import Settings
 
 Client = AsyncTestClient[Litestar]
@@ -53,7 +52,9 @@ HTTP_BAD_TEXT = [
 ]
 
 
-@pytest.mark.parametrize("bad", ["\\u0000", "x\\u0000", SURROGATE_ESCAPE, "\\udfff tail"], ids=["nul", "nul-tail", "high", "low"])
+@pytest.mark.parametrize(
+    "bad", ["\\u0000", "x\\u0000", SURROGATE_ESCAPE, "\\udfff tail"], ids=["nul", "nul-tail", "high", "low"]
+)
 @pytest.mark.parametrize(("path", "template", "field"), HTTP_BAD_TEXT, ids=[f"{p}:{f}" for p, _, f in HTTP_BAD_TEXT])
 async def test_http_text_with_nul_or_lone_surrogate_is_a_422_naming_the_field(
     client: Client, path: str, template: str, field: str, bad: str
@@ -93,7 +94,7 @@ async def test_mcp_bad_text_is_a_jsonrpc_error_never_a_500(client: Client, where
         "reply": '{"episode_id": "m-1", "action": {"reply": "%s"}}',
     }[where] % bad
     assert (await client.post("/reset", json={"episode_id": "m-1", "task_id": TASK, "seed": 1})).status_code == 200
-    body = '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "step", "arguments": %s}}' % args
+    body = f'{{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {{"name": "step", "arguments": {args}}}}}'
     resp = await client.post("/mcp", content=raw(body), headers={"content-type": "application/json"})
     assert resp.status_code == 200, resp.text
     answer = resp.json()
@@ -110,10 +111,10 @@ async def test_mcp_surrogate_in_reset_episode_id(client: Client) -> None:
 @pytest.mark.parametrize("bad", ["\\u0000", SURROGATE_ESCAPE])
 async def test_ws_bad_text_is_a_validation_error_and_the_session_survives(settings: Settings, bad: str) -> None:
     frames = [
-        '{"type": "reset", "data": {"episode_id": "w%s"}}' % bad,
-        '{"type": "step", "data": {"reply": "%s"}}' % bad,
+        f'{{"type": "reset", "data": {{"episode_id": "w{bad}"}}}}',
+        f'{{"type": "step", "data": {{"reply": "{bad}"}}}}',
         '{"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": '
-        '{"name": "state", "arguments": {"episode_id": "%s"}}}}' % bad,
+        f'{{"name": "state", "arguments": {{"episode_id": "{bad}"}}}}}}}}',
     ]
     with TestClient(create_app(settings)) as client, client.websocket_connect("/ws") as ws:
         ws.send_json({"type": "reset", "data": {"episode_id": "ws-ok", "task_id": TASK, "seed": 2}})
@@ -141,8 +142,13 @@ async def test_unknown_reset_and_step_fields_are_named(client: Client) -> None:
 
 async def test_fields_openenv_clients_send_are_accepted(client: Client) -> None:
     assert (await client.post("/reset", json={"episode_id": "c-1", "seed": 1, "task_id": TASK})).status_code == 200
-    body = {"episode_id": "c-1", "action": {"lookup": "policy"}, "timeout_s": 30.0, "request_id": "r-1",
-            **{k: False for k in OPENENV_TOLERATED_STEP_FIELDS}}
+    body = {
+        "episode_id": "c-1",
+        "action": {"lookup": "policy"},
+        "timeout_s": 30.0,
+        "request_id": "r-1",
+        **{k: False for k in OPENENV_TOLERATED_STEP_FIELDS},
+    }
     resp = await client.post("/step", json=body)
     assert resp.status_code == 200, resp.text
 
@@ -166,7 +172,14 @@ async def test_top_level_action_fields_are_accepted_and_typos_still_named(client
 
 def test_the_allowlists_are_written_down_once() -> None:
     assert {"render", "verbose"} <= OPENENV_TOLERATED_STEP_FIELDS
-    assert set(StepRequest.accepted_fields()) >= {"action", "episode_id", "request_id", "timeout_s", "run_token", "render"}
+    assert set(StepRequest.accepted_fields()) >= {
+        "action",
+        "episode_id",
+        "request_id",
+        "timeout_s",
+        "run_token",
+        "render",
+    }
     assert set(StepRequest.accepted_fields()) >= {"action_type", *core.ACTION_FIELDS}  # seed A's top-level action
     assert set(ResetParams.accepted_fields()) >= {"seed", "episode_id", "task_id", "run_token", "resume"}
 
@@ -185,7 +198,9 @@ async def test_ws_reset_rejects_unknown_kwargs_and_bool_seed(settings: Settings)
             assert any(next(iter(data)) in e["field"] for e in msg["data"]["errors"]), msg
 
 
-async def test_ws_internal_error_does_not_show_the_exception_class(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_ws_internal_error_does_not_show_the_exception_class(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app = create_app(settings)
 
     async def broken(*_: Any, **__: Any) -> Any:

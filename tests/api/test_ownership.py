@@ -42,6 +42,7 @@ async def write(settings: Settings, fn) -> None:
 
 # ------------------------------------------------------------------ finding 1: run id namespace
 
+
 async def test_a_client_cannot_create_an_episode_under_a_run_episode_id(client: Client, settings: Settings) -> None:
     run = await create_run(client, split="dev", limit_per_task=1)
     squatted = f"{run['run_id']}-00000"
@@ -56,9 +57,25 @@ async def test_a_run_episode_id_already_taken_answers_409_not_500(client: Client
     run = await create_run(client, split="dev", limit_per_task=1)
     squatted = f"{run['run_id']}-00000"
     now = utcnow()
-    await write(settings, lambda conn: conn.execute(insert(ep_table).values(
-        id=squatted, task_id="decision-easy", split="dev", seed=0, ticket_id="t", run_id=None, status="active",
-        step_count=0, state={}, version=1, created_at=now, updated_at=now)))
+    await write(
+        settings,
+        lambda conn: conn.execute(
+            insert(ep_table).values(
+                id=squatted,
+                task_id="decision-easy",
+                split="dev",
+                seed=0,
+                ticket_id="t",
+                run_id=None,
+                status="active",
+                step_count=0,
+                state={},
+                version=1,
+                created_at=now,
+                updated_at=now,
+            )
+        ),
+    )
     resp = await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))
     body = assert_problem(resp, 409, squatted)
     assert body["code"] == "run_episode_id_taken"
@@ -66,8 +83,11 @@ async def test_a_run_episode_id_already_taken_answers_409_not_500(client: Client
 
 # ------------------------------------------------------------------ finding 2: ownership
 
+
 async def test_a_client_chosen_episode_id_needs_the_token_returned_at_reset(client: Client) -> None:
-    reset = await client.post("/reset", json={"episode_id": "my-episode", "task_id": "decision-easy", "seed": 3, "split": "dev"})
+    reset = await client.post(
+        "/reset", json={"episode_id": "my-episode", "task_id": "decision-easy", "seed": 3, "split": "dev"}
+    )
     assert reset.status_code == 200, reset.text
     token = reset.json()["metadata"]["episode_token"]
     assert isinstance(token, str) and len(token) >= 32
@@ -116,7 +136,9 @@ async def test_the_reset_cookies_carry_a_chosen_ids_token_for_that_episode_only(
         assert_problem(await stranger.get("/grader"), 401)
         # the stranger's own chosen id: the owner's token cookie is not offered for it (401, not a wrong-token 403)
         stranger.cookies.clear()
-        assert (await stranger.post("/reset", json={"episode_id": "their-ep", "task_id": "decision-easy"})).status_code == 200
+        assert (
+            await stranger.post("/reset", json={"episode_id": "their-ep", "task_id": "decision-easy"})
+        ).status_code == 200
         assert_problem(await owner.post("/step", json={"episode_id": "their-ep", "action": STEP}), 401)
         assert (await stranger.post("/step", json={"action": STEP})).status_code == 200
         # an explicit token still wins over the cookie
@@ -166,15 +188,33 @@ def test_a_websocket_session_owns_what_it_reset(settings: Settings) -> None:
             ws.send_json({"type": "step", "data": STEP})
             assert ws.receive_json()["data"]["metadata"]["step_count"] == 2
         assert client.post("/step", json={"episode_id": "ws-owned", "action": STEP}).status_code == 401
-        mcp = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                        "params": {"name": "step", "arguments": {"episode_id": "ws-owned", "action": STEP}}})
+        mcp = client.post(
+            "/mcp",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "step", "arguments": {"episode_id": "ws-owned", "action": STEP}},
+            },
+        )
         assert mcp.json()["result"]["isError"] is True and mcp.json()["result"]["structuredContent"]["status"] == 401
-        mcp = client.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "step", "arguments": {"episode_id": "ws-owned", "action": STEP, "episode_token": token}}})
+        mcp = client.post(
+            "/mcp",
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "step",
+                    "arguments": {"episode_id": "ws-owned", "action": STEP, "episode_token": token},
+                },
+            },
+        )
         assert mcp.json()["result"]["isError"] is False
 
 
 # ------------------------------------------------------------------ finding 7: run TTL on step
+
 
 async def test_an_idle_run_past_its_ttl_can_neither_step_nor_resume(settings: Settings) -> None:
     short = replace(settings, run_ttl_s=1.0)
@@ -185,7 +225,9 @@ async def test_an_idle_run_past_its_ttl_can_neither_step_nor_resume(settings: Se
         step = {"episode_id": episode_id, "action": STEP}
         assert (await client.post("/step", json=step, headers=auth(run["run_token"]))).status_code == 200
         await asyncio.sleep(1.2)  # idle past the TTL; nobody reads the run meanwhile
-        body = assert_problem(await client.post("/step", json=step, headers=auth(run["run_token"])), 409, "expired", "POST /runs")
+        body = assert_problem(
+            await client.post("/step", json=step, headers=auth(run["run_token"])), 409, "expired", "POST /runs"
+        )
         assert body["run_status"] == "expired"
         resume = {"episode_id": episode_id, "resume": True, "run_token": run["run_token"]}
         assert_problem(await client.post("/reset", json=resume), 409, "expired")
@@ -200,12 +242,17 @@ async def test_an_active_run_within_its_ttl_still_steps(client: Client, settings
     step = {"episode_id": first["metadata"]["episode_id"], "action": STEP}
     # the run row itself is old, but its episode moved a moment ago: still live
     long_ago = utcnow() - timedelta(seconds=settings.run_ttl_s * 2)
-    await write(settings, lambda conn: conn.execute(
-        update(runs_table).where(runs_table.c.id == run["run_id"]).values(updated_at=long_ago)))
+    await write(
+        settings,
+        lambda conn: conn.execute(
+            update(runs_table).where(runs_table.c.id == run["run_id"]).values(updated_at=long_ago)
+        ),
+    )
     assert (await client.post("/step", json=step, headers=auth(run["run_token"]))).status_code == 200
 
 
 # ------------------------------------------------------------------ finding 8: no tokens in URLs
+
 
 async def test_tokens_in_the_query_string_are_refused(client: Client) -> None:
     run = await create_run(client, split="dev", limit_per_task=1)

@@ -15,7 +15,9 @@ from tests.api.test_runs import auth, create_run, manifest_of, play_run
 Client = AsyncTestClient[Litestar]
 
 
-async def test_a_run_stores_its_parameters_and_returns_a_summary_with_a_paged_manifest(client: Client, settings: Settings) -> None:
+async def test_a_run_stores_its_parameters_and_returns_a_summary_with_a_paged_manifest(
+    client: Client, settings: Settings
+) -> None:
     resp = await client.post("/runs", json={"agent": "a", "split": "dev", "trials": 8})
     assert resp.status_code == 201
     run = resp.json()
@@ -23,8 +25,13 @@ async def test_a_run_stores_its_parameters_and_returns_a_summary_with_a_paged_ma
     assert len(resp.content) < 2_000  # was ~201 kB: the whole manifest, stored and returned
     db = settings.database()
     try:
-        stored = await db.read(lambda conn: conn.execute(
-            select(runs_table.c.manifest, runs_table.c.trials, runs_table.c.limit_per_task).where(runs_table.c.id == run["run_id"])).one())
+        stored = await db.read(
+            lambda conn: conn.execute(
+                select(runs_table.c.manifest, runs_table.c.trials, runs_table.c.limit_per_task).where(
+                    runs_table.c.id == run["run_id"]
+                )
+            ).one()
+        )
     finally:
         await db.dispose()
     assert stored.manifest is None and stored.trials == 8 and stored.limit_per_task is None
@@ -36,7 +43,12 @@ async def test_a_run_stores_its_parameters_and_returns_a_summary_with_a_paged_ma
     # and it is what the run hands out, in order
     for entry in expected[:3]:
         meta = (await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).json()["metadata"]
-        assert (meta["task_id"], meta["seed"], meta["trial"], meta["index"]) == (entry["task_id"], entry["seed"], entry["trial"], entry["index"])
+        assert (meta["task_id"], meta["seed"], meta["trial"], meta["index"]) == (
+            entry["task_id"],
+            entry["seed"],
+            entry["trial"],
+            entry["index"],
+        )
     assert (await client.get(f"/runs/{run['run_id']}/manifest", params={"limit": 5000})).status_code == 422
 
 
@@ -45,8 +57,13 @@ async def test_run_pages_are_paged(client: Client) -> None:
     await play_run(client, run, stop_after=2)
     first = (await client.get(f"/runs/{run['run_id']}")).json()
     assert len(first["episodes"]) == 200 and first["page"] == {
-        "number": 1, "per_page": 200, "pages": 4, "first_index": 0, "prev_url": None,
-        "next_url": f"/runs/{run['run_id']}?page=2&per_page=200"}
+        "number": 1,
+        "per_page": 200,
+        "pages": 4,
+        "first_index": 0,
+        "prev_url": None,
+        "next_url": f"/runs/{run['run_id']}?page=2&per_page=200",
+    }
     assert [e["status"] for e in first["episodes"][:3]] == ["done", "done", "pending"]
     last = (await client.get(f"/runs/{run['run_id']}", params={"page": 4, "per_page": 200})).json()
     assert [e["index"] for e in last["episodes"]] == list(range(600, 800)) and last["page"]["next_url"] is None
@@ -78,6 +95,7 @@ async def test_run_pages_answer_304_until_the_run_changes(client: Client) -> Non
 
 # ------------------------------------------------------------------ finding 9: names and rank 1
 
+
 async def test_an_agent_name_run_with_a_submitter_key_is_that_submitters(settings: Settings) -> None:
     from dataclasses import replace
 
@@ -93,8 +111,11 @@ async def test_an_agent_name_run_with_a_submitter_key_is_that_submitters(setting
         mine = await client.post("/runs", json=body, headers=auth(ALICE_KEY))
         assert mine.status_code == 201 and mine.json()["submitter"] == "alice"
         for impostor, headers in ((" acme  AGENT", auth(BOB_KEY)), ("ACME agent", {})):
-            problem = assert_problem(await client.post("/runs", json={**body, "agent": impostor}, headers=headers),
-                                     409, "belongs to submitter 'alice'")
+            problem = assert_problem(
+                await client.post("/runs", json={**body, "agent": impostor}, headers=headers),
+                409,
+                "belongs to submitter 'alice'",
+            )
             assert problem["owner"] == "alice"
         assert (await client.post("/runs", json=body, headers=auth(ALICE_KEY))).status_code == 201
         assert_problem(await client.post("/runs", json=body, headers=auth("sk_not_a_key_" + "x" * 30)), 403)
@@ -112,9 +133,21 @@ async def test_one_entrant_is_one_leaderboard_row(client: Client, settings: Sett
         now = utcnow()
         for i, (agent, resolved) in enumerate((("twice", 0.9), ("Twice ", 0.8), ("other", 0.5))):
             await run_store.insert_run(
-                db, id=f"run_fake{i}", token_sha256="0" * 64, agent=agent, model="m", split="dev", trials=1,
-                task_ids=list(core.TASKS), full_split=True, limit_per_task=None, manifest=None, episodes_total=400,
-                dataset_version=core.DATASET_VERSION, grader_version=core.GRADER_VERSION, status="complete",
+                db,
+                id=f"run_fake{i}",
+                token_sha256="0" * 64,
+                agent=agent,
+                model="m",
+                split="dev",
+                trials=1,
+                task_ids=list(core.TASKS),
+                full_split=True,
+                limit_per_task=None,
+                manifest=None,
+                episodes_total=400,
+                dataset_version=core.DATASET_VERSION,
+                grader_version=core.GRADER_VERSION,
+                status="complete",
                 finished_at=now - timedelta(minutes=i),
                 summary={"resolved": resolved, "resolved_ci95": [resolved - 0.01, resolved + 0.01], "mean": resolved},
             )

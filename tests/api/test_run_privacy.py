@@ -52,7 +52,9 @@ async def start_and_act(client: Client, run: dict) -> str:
     body = (await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).json()
     episode_id = body["metadata"]["episode_id"]
     for action in ACTIONS:
-        resp = await client.post("/step", json={"episode_id": episode_id, "action": action}, headers=auth(run["run_token"]))
+        resp = await client.post(
+            "/step", json={"episode_id": episode_id, "action": action}, headers=auth(run["run_token"])
+        )
         assert resp.status_code == 200, resp.text
         if resp.json()["done"]:
             break
@@ -63,8 +65,11 @@ async def finish(client: Client, run: dict, episode_id: str) -> dict[str, Any]:
     """Play the episode to its end (reject and close until done); returns the last step's body."""
     body: dict[str, Any] = {"done": False}
     while not body["done"]:
-        resp = await client.post("/step", json={"episode_id": episode_id, "action": {"decision": "reject", "close_ticket": True}},
-                                 headers=auth(run["run_token"]))
+        resp = await client.post(
+            "/step",
+            json={"episode_id": episode_id, "action": {"decision": "reject", "close_ticket": True}},
+            headers=auth(run["run_token"]),
+        )
         assert resp.status_code == 200, resp.text
         body = resp.json()
     return body
@@ -83,7 +88,9 @@ async def mcp(client: Client, method: str, params: dict[str, Any]) -> dict[str, 
     return resp.json()
 
 
-async def mcp_tool(client: Client, name: str, arguments: dict[str, Any], session_id: str | None = None) -> dict[str, Any]:
+async def mcp_tool(
+    client: Client, name: str, arguments: dict[str, Any], session_id: str | None = None
+) -> dict[str, Any]:
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     if session_id is not None:
         params["session_id"] = session_id
@@ -99,7 +106,9 @@ def ws_states(settings: Settings, episode_id: str, run: dict) -> list[dict[str, 
         ws.send_json({"type": "reset", "data": {"episode_id": episode_id, "resume": True}})
         refused = ws.receive_json()
         assert refused["type"] == "error" and refused["data"]["status"] == 401, refused
-        ws.send_json({"type": "reset", "data": {"episode_id": episode_id, "resume": True, "run_token": run["run_token"]}})
+        ws.send_json(
+            {"type": "reset", "data": {"episode_id": episode_id, "resume": True, "run_token": run["run_token"]}}
+        )
         assert ws.receive_json()["type"] == "observation"
         ws.send_json({"type": "state"})
         frame = ws.receive_json()
@@ -123,7 +132,9 @@ async def states_everywhere(client: Client, settings: Settings, episode_id: str,
     return states
 
 
-async def test_a_test_episodes_state_shows_only_progress_during_and_after_the_run(keyed_client: Client, keyed: Settings) -> None:
+async def test_a_test_episodes_state_shows_only_progress_during_and_after_the_run(
+    keyed_client: Client, keyed: Settings
+) -> None:
     client = keyed_client
     run = await create_run(client, ALICE_KEY, split="test", agent="closer")
     episode_id = await start_and_act(client, run)
@@ -144,15 +155,25 @@ async def test_a_dev_run_reveals_nothing_per_episode_until_it_completes(client: 
         progress_only(state, episode_id, run)
 
     # one finished episode of the run, played to its end: its final observation has no verdict
-    finished = (await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).json()["metadata"]["episode_id"]
+    finished = (await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).json()["metadata"][
+        "episode_id"
+    ]
     body = await finish(client, run, finished)
     final = body["observation"]
     assert final["final"] is True and final["score"] is None and final["resolved"] is None and body["reward"] == 0.0
     for headers in ({}, auth(run["run_token"])):  # not even for the run's own agent
-        assert_problem(await client.get("/grader", params={"episode_id": finished}, headers=headers), 409, "in progress")
+        assert_problem(
+            await client.get("/grader", params={"episode_id": finished}, headers=headers), 409, "in progress"
+        )
         assert_problem(await client.get(f"/episodes/{finished}", headers=headers), 409, "in progress")
-    assert_problem(await client.get(f"/runs/{run['run_id']}/trajectories.jsonl", headers=auth(run["run_token"])), 409, "in progress")
-    resumed = (await client.post("/reset", json={"episode_id": finished, "resume": True}, headers=auth(run["run_token"]))).json()
+    assert_problem(
+        await client.get(f"/runs/{run['run_id']}/trajectories.jsonl", headers=auth(run["run_token"])),
+        409,
+        "in progress",
+    )
+    resumed = (
+        await client.post("/reset", json={"episode_id": finished, "resume": True}, headers=auth(run["run_token"]))
+    ).json()
     assert resumed["observation"]["score"] is None and resumed["observation"]["resolved"] is None
     detail = (await client.get(f"/runs/{run['run_id']}")).json()
     assert detail["per_episode_results"] is False
@@ -168,7 +189,9 @@ async def test_a_dev_run_reveals_nothing_per_episode_until_it_completes(client: 
     grade = (await client.get("/grader", params={"episode_id": finished})).json()
     assert isinstance(grade["resolved"], bool) and grade["episode_id"] == finished
     assert (await client.get(f"/episodes/{finished}")).status_code == 200
-    after = (await client.post("/reset", json={"episode_id": finished, "resume": True}, headers=auth(run["run_token"]))).json()
+    after = (
+        await client.post("/reset", json={"episode_id": finished, "resume": True}, headers=auth(run["run_token"]))
+    ).json()
     assert after["observation"]["score"] == grade["score"] and after["observation"]["resolved"] == grade["resolved"]
     state = (await client.get("/state", params={"episode_id": episode_id})).json()
     assert {"seed", "ticket_id", "tags", "queue"} <= set(state) and state["run_id"] == run["run_id"]  # now public

@@ -34,7 +34,9 @@ def auth(token: str) -> dict[str, str]:
 
 
 async def create_run(client: Client, key: str | None = None, **body) -> dict:
-    resp = await client.post("/runs", json={"agent": "heuristic", "model": "", **body}, headers=auth(key) if key else {})
+    resp = await client.post(
+        "/runs", json={"agent": "heuristic", "model": "", **body}, headers=auth(key) if key else {}
+    )
     assert resp.status_code == 201, resp.text
     return resp.json()
 
@@ -58,7 +60,9 @@ def close_at_once() -> object:
     return Closer()
 
 
-async def play_run(client: Client, run: dict, stop_after: int | None = None, agent: Callable[[], object] = HeuristicAgent) -> list[dict]:
+async def play_run(
+    client: Client, run: dict, stop_after: int | None = None, agent: Callable[[], object] = HeuristicAgent
+) -> list[dict]:
     """Play the run's episodes over HTTP (the heuristic agent by default); returns every step response."""
     steps, played = [], 0
     while stop_after is None or played < stop_after:
@@ -73,7 +77,9 @@ async def play_run(client: Client, run: dict, stop_after: int | None = None, age
             fields = core.Observation.model_fields
             obs = core.Observation.model_validate({k: v for k, v in body["observation"].items() if k in fields})
             action = player.act(obs).model_dump(exclude_defaults=True)
-            resp = await client.post("/step", json={"episode_id": episode_id, "action": action}, headers=auth(run["run_token"]))
+            resp = await client.post(
+                "/step", json={"episode_id": episode_id, "action": action}, headers=auth(run["run_token"])
+            )
             assert resp.status_code == 200, resp.text
             body = resp.json()
             steps.append(body)
@@ -90,7 +96,9 @@ def independent_items(manifest: list[dict], split: str) -> list[list[Trial]]:
     return list(items.values())
 
 
-async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_numbers(client: Client, settings: Settings) -> None:
+async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_numbers(
+    client: Client, settings: Settings
+) -> None:
     run = await create_run(client, split="dev")
     manifest = await manifest_of(client, run)
     assert run["episodes_total"] == 400 and len(manifest) == 400
@@ -120,7 +128,11 @@ async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_num
     assert row["ci95"] == pytest.approx(list(bootstrap_ci(scores)), abs=1e-4)
     assert row["pass_hat_k"] == {"1": pytest.approx(pass_hat_k([[t.resolved for t in v] for v in items], 1), abs=1e-4)}
     assert row["episodes"] == 400
-    assert set(row["per_family"]) == {"decision", "workflow"} and set(row["per_difficulty"]) == {"easy", "medium", "hard"}
+    assert set(row["per_family"]) == {"decision", "workflow"} and set(row["per_difficulty"]) == {
+        "easy",
+        "medium",
+        "hard",
+    }
     assert set(row["per_task"]) == set(core.TASKS)
     assert row["dataset_version"] == core.DATASET_VERSION and row["grader_version"] == core.GRADER_VERSION
     assert "resolved rate" in board["method"]
@@ -167,11 +179,15 @@ async def test_rewards_are_withheld_until_a_dev_run_completes(client: Client) ->
     grade = (await client.get("/grader", params={"episode_id": first})).json()
     assert isinstance(grade["resolved"], bool)  # the run is complete: dev episodes open up (dev labels are public)
     page = (await client.get(f"/episodes/{first}")).json()
-    assert not page["rewards_hidden"] and sum(s["reward"] for s in page["steps"]) == pytest.approx(grade["raw"], abs=1e-6)
+    assert not page["rewards_hidden"] and sum(s["reward"] for s in page["steps"]) == pytest.approx(
+        grade["raw"], abs=1e-6
+    )
     # plain episodes keep dense rewards for RL
     body = (await client.post("/reset", json={"task_id": "workflow-triage", "seed": 0, "split": "dev"})).json()
     expected_tag = evaluate(core.PUBLIC.ticket(body["observation"]["ticket_id"])).tag
-    step = await client.post("/step", json={"episode_id": body["metadata"]["episode_id"], "action": {"add_tag": expected_tag}})
+    step = await client.post(
+        "/step", json={"episode_id": body["metadata"]["episode_id"], "action": {"add_tag": expected_tag}}
+    )
     assert step.json()["reward"] == pytest.approx(0.6)
 
 
@@ -203,7 +219,9 @@ async def test_unfinished_and_expired_runs_are_not_ranked(client: Client, settin
 async def test_run_episodes_need_the_run_token(client: Client) -> None:
     run = await create_run(client, split="dev", limit_per_task=1)
     assert_problem(await client.post(f"/runs/{run['run_id']}/next"), 401, "Authorization: Bearer")
-    assert_problem(await client.post(f"/runs/{run['run_id']}/next", headers=auth("not-the-token")), 403, "not the token")
+    assert_problem(
+        await client.post(f"/runs/{run['run_id']}/next", headers=auth("not-the-token")), 403, "not the token"
+    )
     first = (await client.post(f"/runs/{run['run_id']}/next", headers=auth(run["run_token"]))).json()
     episode_id = first["metadata"]["episode_id"]
     step = {"episode_id": episode_id, "action": {"lookup": "policy"}}
@@ -221,7 +239,9 @@ async def test_run_episodes_need_the_run_token(client: Client) -> None:
 
 
 async def test_the_manifest_is_handed_out_once_in_order(client: Client) -> None:
-    run = await create_run(client, split="dev", task_ids=["decision-easy", "workflow-triage"], limit_per_task=2, trials=2)
+    run = await create_run(
+        client, split="dev", task_ids=["decision-easy", "workflow-triage"], limit_per_task=2, trials=2
+    )
     assert run["ranked"] is False and run["episodes_total"] == 8
     got = []
     for _ in range(8):
@@ -233,6 +253,7 @@ async def test_the_manifest_is_handed_out_once_in_order(client: Client) -> None:
 
 
 # --------------------------------------------------------------------------------- test split
+
 
 @pytest.fixture
 async def secret_client(settings: Settings) -> Client:
@@ -248,16 +269,26 @@ async def test_test_runs_need_a_submitter_key_and_the_whole_split(secret_client:
     body = {"agent": "a", "split": "test"}
     assert_problem(await client.post("/runs", json=body), 401, "submitter key")
     assert_problem(await client.post("/runs", json=body, headers=auth("sk_wrong_" + "x" * 30)), 403, "not valid")
-    assert_problem(await client.post("/runs", json={**body, "limit_per_task": 2}, headers=auth(ALICE_KEY)), 422, "whole test split")
-    assert_problem(await client.post("/runs", json={**body, "task_ids": ["decision-easy"]}, headers=auth(ALICE_KEY)), 422, "whole test split")
+    assert_problem(
+        await client.post("/runs", json={**body, "limit_per_task": 2}, headers=auth(ALICE_KEY)), 422, "whole test split"
+    )
+    assert_problem(
+        await client.post("/runs", json={**body, "task_ids": ["decision-easy"]}, headers=auth(ALICE_KEY)),
+        422,
+        "whole test split",
+    )
     # the agent name is free text; the quota belongs to the key
     for i in range(3):
         run = await create_run(client, ALICE_KEY, split="test", agent=f"alias-{i}")
         assert run["submitter"] == "alice" and run["test_key_fingerprint"] and run["episodes_total"] == 400
     resp = await client.post("/runs", json={**body, "agent": "yet-another-name"}, headers=auth(ALICE_KEY))
     problem = assert_problem(resp, 429, "test run")
-    assert 0 < int(resp.headers["retry-after"]) <= 24 * 3600 and problem["retry_after_s"] == int(resp.headers["retry-after"])
-    assert (await client.post("/runs", json=body, headers=auth(BOB_KEY))).status_code == 201  # another key, its own quota
+    assert 0 < int(resp.headers["retry-after"]) <= 24 * 3600 and problem["retry_after_s"] == int(
+        resp.headers["retry-after"]
+    )
+    assert (
+        await client.post("/runs", json=body, headers=auth(BOB_KEY))
+    ).status_code == 201  # another key, its own quota
 
 
 async def test_a_test_run_publishes_only_rounded_aggregates_released_by_the_ladder(secret_client: Client) -> None:
@@ -320,17 +351,30 @@ async def test_a_test_run_publishes_only_rounded_aggregates_released_by_the_ladd
 def test_a_test_rows_resolved_is_what_the_ladder_released() -> None:
     """At a tie the published rounding and the Ladder's margin steps differ (0.885: 0.89 vs 0.88); the
     test above met one with a random deployment key. The row shows the released score."""
-    from service.domain.runs.services import RunService
     from service.db.run_store import BoardRun
+    from service.domain.runs.services import RunService
     from service.stats import ladder, published
 
     summary = {"resolved": 0.885, "mean": 0.9, "resolved_ci95": [0.8, 0.95]}
     assert published(summary)["resolved"] != ladder(0.885, None)  # the tie itself
     now = utcnow()
-    run = BoardRun(id="run_x", agent="a", model="", split=core.HIDDEN_SPLIT, trials=1, full_split=True,
-                   dataset_version=core.DATASET_VERSION, grader_version=core.GRADER_VERSION, usage=None,
-                   summary=summary, finished_at=now, submitter="alice", key_fingerprint="f", released=ladder(0.885, None),
-                   created_at=now)
+    run = BoardRun(
+        id="run_x",
+        agent="a",
+        model="",
+        split=core.HIDDEN_SPLIT,
+        trials=1,
+        full_split=True,
+        dataset_version=core.DATASET_VERSION,
+        grader_version=core.GRADER_VERSION,
+        usage=None,
+        summary=summary,
+        finished_at=now,
+        submitter="alice",
+        key_fingerprint="f",
+        released=ladder(0.885, None),
+        created_at=now,
+    )
     row = RunService._row(None, run, 1)  # type: ignore[arg-type]  # uses nothing of the service
     assert row["resolved"] == run.released == 0.88 and row["mean"] == 0.9
 
@@ -376,9 +420,15 @@ async def test_submitter_keys_from_the_operator_command(settings: Settings) -> N
     app = create_app(settings)
     async with AsyncTestClient(app=app) as client:
         await create_run(client, created["key"], split="test")
-        assert_problem(await client.post("/runs", json={"agent": "c", "split": "test"}, headers=auth(created["key"])), 429)
+        assert_problem(
+            await client.post("/runs", json={"agent": "c", "split": "test"}, headers=auth(created["key"])), 429
+        )
         assert (await command("revoke", "carol"))[0] == 0
-        assert_problem(await client.post("/runs", json={"agent": "c", "split": "test"}, headers=auth(created["key"])), 403, "revoked")
+        assert_problem(
+            await client.post("/runs", json={"agent": "c", "split": "test"}, headers=auth(created["key"])),
+            403,
+            "revoked",
+        )
     code, out, _ = await command("list")
     listed = json.loads(out)
     assert code == 0 and listed[0]["name"] == "carol" and listed[0]["revoked_at"] and "key" not in listed[0]
@@ -396,9 +446,26 @@ async def test_submitter_keys_from_the_operator_command(settings: Settings) -> N
 
 async def test_self_reported_usage_is_shown_as_such(client: Client) -> None:
     run = await create_run(client, split="dev", limit_per_task=1)
-    resp = await client.post(f"/runs/{run['run_id']}/usage", json={"prompt_tokens": 1200, "completion_tokens": 300}, headers=auth(run["run_token"]))
-    assert resp.status_code == 200 and resp.json()["usage"] == {"prompt_tokens": 1200, "completion_tokens": 300, "cost_usd": None, "self_reported": True}
-    assert_problem(await client.post(f"/runs/{run['run_id']}/usage", json={"prompt_tokens": -1, "completion_tokens": 0}, headers=auth(run["run_token"])), 422, "prompt_tokens")
+    resp = await client.post(
+        f"/runs/{run['run_id']}/usage",
+        json={"prompt_tokens": 1200, "completion_tokens": 300},
+        headers=auth(run["run_token"]),
+    )
+    assert resp.status_code == 200 and resp.json()["usage"] == {
+        "prompt_tokens": 1200,
+        "completion_tokens": 300,
+        "cost_usd": None,
+        "self_reported": True,
+    }
+    assert_problem(
+        await client.post(
+            f"/runs/{run['run_id']}/usage",
+            json={"prompt_tokens": -1, "completion_tokens": 0},
+            headers=auth(run["run_token"]),
+        ),
+        422,
+        "prompt_tokens",
+    )
 
 
 async def test_bad_run_requests_get_problem_details(client: Client) -> None:
@@ -453,9 +520,14 @@ async def test_dev_runs_with_a_submitter_key_leave_its_test_quota_alone(secret_c
         assert run["submitter"] == "alice"
     for i in range(3):
         await create_run(client, ALICE_KEY, split="test", agent=f"test-{i}")
-    assert_problem(await client.post("/runs", json={"agent": "t", "split": "test"}, headers=auth(ALICE_KEY)), 429, "test run")
-    assert (await client.post("/runs", json={"agent": "dev-more", "split": "dev", "limit_per_task": 1},
-                              headers=auth(ALICE_KEY))).status_code == 201  # dev runs stay open
+    assert_problem(
+        await client.post("/runs", json={"agent": "t", "split": "test"}, headers=auth(ALICE_KEY)), 429, "test run"
+    )
+    assert (
+        await client.post(
+            "/runs", json={"agent": "dev-more", "split": "dev", "limit_per_task": 1}, headers=auth(ALICE_KEY)
+        )
+    ).status_code == 201  # dev runs stay open
 
 
 def test_settings_repr_shows_no_secret() -> None:

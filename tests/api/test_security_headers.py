@@ -16,7 +16,10 @@ Client = AsyncTestClient[Litestar]
 async def test_html_pages_send_csp_nosniff_frame_and_referrer_headers(client: Client) -> None:
     for path in ("/leaderboard?format=html", "/docs"):
         resp = await client.get(path)
-        assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/html"), (path, resp.status_code)
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/html"), (
+            path,
+            resp.status_code,
+        )
         assert resp.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
         assert "frame-ancestors 'none'" in CONTENT_SECURITY_POLICY and "script-src 'self'" in CONTENT_SECURITY_POLICY
         assert resp.headers["x-content-type-options"] == "nosniff"

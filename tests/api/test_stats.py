@@ -29,7 +29,7 @@ def test_pass_hat_k_by_hand() -> None:
 @given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=20))
 def test_pass_hat_k_is_non_increasing_in_k(items) -> None:
     values = [pass_hat_k(items, k) for k in range(1, 5)]
-    assert all(a >= b - 1e-12 for a, b in zip(values, values[1:]))
+    assert all(a >= b - 1e-12 for a, b in zip(values, values[1:], strict=False))
 
 
 def test_bootstrap_ci_contains_the_mean_and_narrows_with_more_items() -> None:
@@ -48,12 +48,14 @@ def test_bootstrap_of_constant_scores_is_a_point() -> None:
 
 
 def test_rank_bands_tie_overlapping_intervals() -> None:
-    ranks = rank_bands({
-        "a": (0.90, 0.85, 0.95),
-        "b": (0.88, 0.83, 0.93),  # overlaps a: tie
-        "c": (0.60, 0.55, 0.65),  # clearly behind a and b
-        "d": (0.58, 0.50, 0.70),  # overlaps c
-    })
+    ranks = rank_bands(
+        {
+            "a": (0.90, 0.85, 0.95),
+            "b": (0.88, 0.83, 0.93),  # overlaps a: tie
+            "c": (0.60, 0.55, 0.65),  # clearly behind a and b
+            "d": (0.58, 0.50, 0.70),  # overlaps c
+        }
+    )
     assert ranks == {"a": 1, "b": 1, "c": 3, "d": 3}
 
 
@@ -66,7 +68,10 @@ def test_summarize_ranks_on_resolved_and_groups() -> None:
     out = summarize(items, trials=2, groups={"per_task": lambda key: key[0]})
     assert out["resolved"] == pytest.approx(round((1.0 + 0.5 + 0.0) / 3, 4))
     assert out["mean"] == pytest.approx(round((0.95 + 0.8 + 0.5) / 3, 4))
-    assert out["per_task"] == {"t1": {"resolved": 0.75, "mean": 0.875, "n": 2}, "t2": {"resolved": 0.0, "mean": 0.5, "n": 1}}
+    assert out["per_task"] == {
+        "t1": {"resolved": 0.75, "mean": 0.875, "n": 2},
+        "t2": {"resolved": 0.0, "mean": 0.5, "n": 1},
+    }
     assert out["pass_hat_k"] == {"1": round((1 + 0.5 + 0) / 3, 4), "2": round((1 + 0 + 0) / 3, 4)}
     assert out["episodes"] == 6 and out["items"] == 3
     lo, hi = out["resolved_ci95"]
@@ -74,8 +79,18 @@ def test_summarize_ranks_on_resolved_and_groups() -> None:
 
 
 def test_published_rounds_every_rate_to_two_decimals() -> None:
-    summary = {"resolved": 0.71234, "resolved_ci95": [0.6666, 0.7777], "per_task": {"t": {"resolved": 0.123456, "n": 67}}, "items": 400}
-    assert published(summary) == {"resolved": 0.71, "resolved_ci95": [0.67, 0.78], "per_task": {"t": {"resolved": 0.12, "n": 67}}, "items": 400}
+    summary = {
+        "resolved": 0.71234,
+        "resolved_ci95": [0.6666, 0.7777],
+        "per_task": {"t": {"resolved": 0.123456, "n": 67}},
+        "items": 400,
+    }
+    assert published(summary) == {
+        "resolved": 0.71,
+        "resolved_ci95": [0.67, 0.78],
+        "per_task": {"t": {"resolved": 0.12, "n": 67}},
+        "items": 400,
+    }
 
 
 def test_the_ladder_releases_only_clear_improvements() -> None:

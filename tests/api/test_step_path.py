@@ -10,13 +10,13 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from service import env as core
-from service.domain.episodes.services import EpisodeService
-from service.domain.episodes.schemas import ResetParams
-from service.domain.runs.services import RunService
 from service.db import repository as repo
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, grades, transitions
 from service.db.prepared import Prepared
+from service.domain.episodes.schemas import ResetParams
+from service.domain.episodes.services import EpisodeService
+from service.domain.runs.services import RunService
 from service.env.agents import play_episode
 from service.settings import Settings
 
@@ -25,9 +25,20 @@ NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 def _episode_values(episode_id: str) -> dict:
     return dict(
-        id=episode_id, task_id="decision-easy", split="train", seed=7, ticket_id="train-100007", run_id=None,
-        status="active", step_count=0, state={"nested": {"list": [1, 2.5, None, True], "text": "é ✓"}}, version=1,
-        created_at=NOW, updated_at=NOW, token_sha256="0" * 64, client_address="192.0.2.1",
+        id=episode_id,
+        task_id="decision-easy",
+        split="train",
+        seed=7,
+        ticket_id="train-100007",
+        run_id=None,
+        status="active",
+        step_count=0,
+        state={"nested": {"list": [1, 2.5, None, True], "text": "é ✓"}},
+        version=1,
+        created_at=NOW,
+        updated_at=NOW,
+        token_sha256="0" * 64,
+        client_address="192.0.2.1",
     )
 
 
@@ -39,7 +50,9 @@ async def test_prepared_statements_store_what_core_statements_store(settings: Se
         await db.write(lambda c: c.execute(insert(episodes).values(**_episode_values("core"))))
         await db.write(repo._INSERT_EPISODE.execute, _episode_values("prepared"))
         rows = await db.read(lambda c: {r.id: dict(r._mapping) for r in c.execute(select(episodes))})
-        assert {k: v for k, v in rows["core"].items() if k != "id"} == {k: v for k, v in rows["prepared"].items() if k != "id"}
+        assert {k: v for k, v in rows["core"].items() if k != "id"} == {
+            k: v for k, v in rows["prepared"].items() if k != "id"
+        }
         assert rows["prepared"]["created_at"] == NOW and rows["prepared"]["state"]["nested"]["text"] == "é ✓"
 
         # the guarded bump: literals of the statement are bound, the rowcount says who won
@@ -91,7 +104,11 @@ async def test_grader_from_cache_equals_grader_from_the_database(settings: Setti
         from_db = await EpisodeService(db, runs=runs).grade(episode_id)  # a fresh process: no cache
         assert from_cache == from_db
         assert from_db.score == core.grade_episode(cached.state).score
-        assert await repo.count_rows(db) == {"episodes": 1, "transitions": len(await repo.list_transitions(db, episode_id)), "grades": 1}
+        assert await repo.count_rows(db) == {
+            "episodes": 1,
+            "transitions": len(await repo.list_transitions(db, episode_id)),
+            "grades": 1,
+        }
     finally:
         await db.dispose()
 
@@ -112,6 +129,9 @@ async def test_grader_after_another_process_finished_the_episode(settings: Setti
         assert await first.grade(episode_id) == await second.grade(episode_id)
         assert (await first.grade(episode_id)).step_count == finished.metadata["step_count"]
         rows = await db.read(lambda c: c.execute(select(grades.c.episode_id)).all())
-        assert len(rows) == 1 and len(await db.read(lambda c: c.execute(select(transitions)).all())) == finished.metadata["step_count"]
+        assert (
+            len(rows) == 1
+            and len(await db.read(lambda c: c.execute(select(transitions)).all())) == finished.metadata["step_count"]
+        )
     finally:
         await db.dispose()

@@ -10,9 +10,9 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
 from service import env as core
-from service.domain.episodes.services import EpisodeService
 from service.app import create_app
 from service.db.engine import Database
+from service.domain.episodes.services import EpisodeService
 from service.settings import Settings
 
 TASK = list(core.TASKS)[0]
@@ -68,7 +68,11 @@ async def test_full_episode_over_ws_is_persisted(settings: Settings) -> None:
             assert isinstance(frame["data"]["done"], bool)
             assert frame["data"]["reward"] == result.reward and frame["data"]["done"] == result.done
             ws.send_json({"type": "state"})
-            assert ws.receive_json()["data"] == {**ws_state_expectation(client, "ws-1", first["data"]["metadata"]["episode_token"]), "episode_id": "ws-1", "step_count": steps}
+            assert ws.receive_json()["data"] == {
+                **ws_state_expectation(client, "ws-1", first["data"]["metadata"]["episode_token"]),
+                "episode_id": "ws-1",
+                "step_count": steps,
+            }
             if result.done:
                 break
         ws.send_json({"type": "close"})
@@ -128,11 +132,29 @@ async def test_mcp_frames_act_on_the_session_episode(settings: Settings) -> None
         ws.send_json({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}})
         frame = ws.receive_json()
         assert frame["type"] == "mcp" and len(frame["data"]["result"]["tools"]) == 4
-        ws.send_json({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                              "params": {"name": "reset", "arguments": {"task_id": TASK, "seed": 5}}}})
+        ws.send_json(
+            {
+                "type": "mcp",
+                "data": {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "reset", "arguments": {"task_id": TASK, "seed": 5}},
+                },
+            }
+        )
         eid = ws.receive_json()["data"]["result"]["structuredContent"]["metadata"]["episode_id"]
-        ws.send_json({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                                              "params": {"name": "step", "arguments": {"action": {"lookup": "policy"}}}}})
+        ws.send_json(
+            {
+                "type": "mcp",
+                "data": {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "tools/call",
+                    "params": {"name": "step", "arguments": {"action": {"lookup": "policy"}}},
+                },
+            }
+        )
         assert ws.receive_json()["data"]["result"]["isError"] is False
         ws.send_json({"type": "state"})
         assert ws.receive_json()["data"] == {**client.get("/state", params={"episode_id": eid}).json(), "step_count": 1}

@@ -56,8 +56,14 @@ def render(kind: str, action: dict[str, Any]) -> str:
 
 
 class StubLLM:
-    def __init__(self, *, delay_s: float = 0.0, slow_s: float = 3.0, default_kind: str = "json",
-                 behaviours: dict[str, list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        delay_s: float = 0.0,
+        slow_s: float = 3.0,
+        default_kind: str = "json",
+        behaviours: dict[str, list[str]] | None = None,
+    ) -> None:
         self.delay_s, self.slow_s, self.default_kind = delay_s, slow_s, default_kind
         self.behaviours = behaviours or {}
         self._cursor: Counter[str] = Counter()
@@ -76,7 +82,7 @@ class StubLLM:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
@@ -134,7 +140,13 @@ class StubLLM:
         if self.delay_s:
             time.sleep(self.delay_s)
         if kind == "429":
-            return 429, {"error": {"message": "Rate limit reached, slow down", "type": "rate_limit_error", "code": "rate_limited"}}
+            return 429, {
+                "error": {
+                    "message": "Rate limit reached, slow down",
+                    "type": "rate_limit_error",
+                    "code": "rate_limited",
+                }
+            }
         if kind == "500":
             return 500, {"error": {"message": "upstream model crashed", "type": "server_error"}}
         if kind == "slow":
@@ -146,6 +158,9 @@ class StubLLM:
             "created": int(time.time()),
             "model": request.get("model", "stub"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": len(json.dumps(messages)) // 4, "completion_tokens": len(content) // 4,
-                      "total_tokens": len(json.dumps(messages)) // 4 + len(content) // 4},
+            "usage": {
+                "prompt_tokens": len(json.dumps(messages)) // 4,
+                "completion_tokens": len(content) // 4,
+                "total_tokens": len(json.dumps(messages)) // 4 + len(content) // 4,
+            },
         }

@@ -18,7 +18,9 @@ def run_baseline(args: list[str], env_url: str | None) -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "API_KEY", "ENV_URL")}
     if env_url:
         env["ENV_URL"] = env_url
-    return subprocess.run([sys.executable, "baseline.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=150)
+    return subprocess.run(
+        [sys.executable, "baseline.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=150
+    )
 
 
 def test_baseline_is_deterministic_with_its_own_service_or_a_given_one(live_server: Any) -> None:
@@ -59,12 +61,16 @@ def test_baseline_on_the_test_split_reports_published_aggregates() -> None:
     overall = result["rows"][0]
     assert overall["scope"] == "all" and round(overall["resolved"], 2) == overall["resolved"] > 0.5
     assert all(row["resolved_ci95"] is None for row in result["rows"][1:])  # no per-ticket data to bootstrap
-    skipped = run_baseline(["--splits", "test", "--agents", "heuristic"], "http://127.0.0.1:9")  # unreachable: own service
+    skipped = run_baseline(
+        ["--splits", "test", "--agents", "heuristic"], "http://127.0.0.1:9"
+    )  # unreachable: own service
     assert skipped.returncode == 0
 
 
 def test_baseline_markdown_table(live_server: Any) -> None:
-    proc = run_baseline(["--limit-per-task", "1", "--trials", "1", "--splits", "dev", "--agents", "heuristic"], live_server.url)
+    proc = run_baseline(
+        ["--limit-per-task", "1", "--trials", "1", "--splits", "dev", "--agents", "heuristic"], live_server.url
+    )
     assert proc.returncode == 0, proc.stderr
     table = [line for line in proc.stdout.splitlines() if line.startswith("|")]
     assert table[0] == "| agent | split | scope | tickets | resolved | 95% CI | mean score | pass^1 |"

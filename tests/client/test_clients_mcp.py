@@ -44,8 +44,10 @@ async def test_mcp_tool_client_0_10_lists_and_calls_tools(live_server: Any) -> N
         session_id = env._production_session_id
         assert session_id
     # closed on exit: the session id is gone
-    reply = httpx.post(live_server.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-                                                       "params": {"session_id": session_id}}).json()
+    reply = httpx.post(
+        live_server.url + "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"session_id": session_id}},
+    ).json()
     assert reply["error"]["code"] == -32602 and "Unknown session_id" in reply["error"]["message"]
 
 
@@ -110,11 +112,15 @@ async def test_tool_schemas_are_the_bodies_models(client: Any) -> None:
     from service.domain.episodes.mcp import TOOL_MODELS
     from service.domain.episodes.schemas import ResetParams
 
-    listed = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json()["result"]["tools"]
+    listed = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).json()["result"][
+        "tools"
+    ]
     assert {t["name"] for t in listed} == TOOLS == set(TOOL_MODELS)
     for tool in listed:
         assert tool["inputSchema"] == TOOL_MODELS[tool["name"]][1].model_json_schema()
     reset = next(t for t in listed if t["name"] == "reset")["inputSchema"]
-    assert set(reset["properties"]) == set(ResetParams.model_fields) >= {"run_id", "run_token", "resume", "episode_token"}
+    assert (
+        set(reset["properties"]) == set(ResetParams.model_fields) >= {"run_id", "run_token", "resume", "episode_token"}
+    )
     step = next(t for t in listed if t["name"] == "step")["inputSchema"]
     assert step["required"] == ["action"] and step["additionalProperties"] is False

@@ -37,8 +37,9 @@ with OpenEnvClient(base_url=url) as a, OpenEnvClient(base_url=url) as b:
 
 def test_openenv_agent_client_plays_its_own_episode(live_server: Any) -> None:
     python = client_venv(OPENENV_AGENT)
-    proc = subprocess.run([str(python), "-c", textwrap.dedent(SCRIPT), live_server.url],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(python), "-c", textwrap.dedent(SCRIPT), live_server.url], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     assert out["style"] == "gym" and out["a"] != out["b"]

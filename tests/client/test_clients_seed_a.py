@@ -27,6 +27,7 @@ would happen about once in 10^5 runs.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,9 +37,9 @@ import pytest
 import requests
 from openai import OpenAI
 
-from tests.conftest import LiveServer
 from service.settings import Settings
 from tests.client.stub_openai import StubLLM
+from tests.conftest import LiveServer
 
 SEED_A_ACTIONS = ("approve_refund", "approve_replacement", "reject", "request_info")
 EPISODES = 30
@@ -46,7 +47,9 @@ EPISODES = 30
 
 @pytest.fixture
 def single_session_server(settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
-    server = LiveServer(settings, tmp_path / "server.log", extra_env={"SINGLE_SESSION": "1", "DEFAULT_TASKS": "easy,medium,hard"})
+    server = LiveServer(
+        settings, tmp_path / "server.log", extra_env={"SINGLE_SESSION": "1", "DEFAULT_TASKS": "easy,medium,hard"}
+    )
     try:
         yield server
     finally:
@@ -60,7 +63,10 @@ def seed_a_model_action(llm: OpenAI, ticket: str) -> str:
     try:
         answer = llm.chat.completions.create(
             model="stub-model",
-            messages=[{"role": "system", "content": "You are a customer support agent."}, {"role": "user", "content": ticket}],
+            messages=[
+                {"role": "system", "content": "You are a customer support agent."},
+                {"role": "user", "content": ticket},
+            ],
         )
         text = (answer.choices[0].message.content or "").lower()
         return next((a for a in SEED_A_ACTIONS if a in text), "request_info")
@@ -82,8 +88,13 @@ def seed_a_inference_run(env: str, llm: OpenAI, session: Any = requests) -> dict
         done = bool(res.get("done", True))
     score = max(0.0, min(1.0, float(session.get(f"{env}/grader").json().get("score", 0.0))))
     # not seed A's: what the test checks its score against
-    return {"episode_id": reset.get("metadata", {}).get("episode_id"), "rewards": rewards, "score": score,
-            "done": done, "steps": steps}
+    return {
+        "episode_id": reset.get("metadata", {}).get("episode_id"),
+        "rewards": rewards,
+        "score": score,
+        "done": done,
+        "steps": steps,
+    }
 
 
 def seed_a_keyword_action(ticket: str) -> str:
@@ -91,10 +102,8 @@ def seed_a_keyword_action(ticket: str) -> str:
     damaged = "damaged" in text or "broken" in text
     returns = 0
     if "past returns:" in text:
-        try:
+        with contextlib.suppress(IndexError, ValueError):
             returns = int(text.split("past returns:")[1].split()[0])
-        except (IndexError, ValueError):
-            pass
     if returns > 4:
         return "reject"
     if damaged and "images provided: false" in text:

@@ -72,12 +72,20 @@ def test_typed_action_dump_over_http(live_server: Any) -> None:
         decision: str | None = None
 
     url = live_server.url
-    episode_id = httpx.post(url + "/reset", json={"task_id": "decision-easy", "seed": 3}, timeout=30).json()["metadata"]["episode_id"]
-    for bad, field in (({"decision": "reject", "metadata": "x"}, "action.metadata"),
-                       ({"decision": "reject", "metadata": {}, "bogus": 1}, "action.bogus")):
+    episode_id = httpx.post(url + "/reset", json={"task_id": "decision-easy", "seed": 3}, timeout=30).json()[
+        "metadata"
+    ]["episode_id"]
+    for bad, field in (
+        ({"decision": "reject", "metadata": "x"}, "action.metadata"),
+        ({"decision": "reject", "metadata": {}, "bogus": 1}, "action.bogus"),
+    ):
         resp = httpx.post(url + "/step", json={"episode_id": episode_id, "action": bad}, timeout=30)
         assert resp.status_code == 422 and field in resp.json()["detail"], resp.text
-    resp = httpx.post(url + "/step", json={"episode_id": episode_id, "action": EcommAction(decision="reject").model_dump()}, timeout=30)
+    resp = httpx.post(
+        url + "/step",
+        json={"episode_id": episode_id, "action": EcommAction(decision="reject").model_dump()},
+        timeout=30,
+    )
     assert resp.status_code == 200 and resp.json()["done"] is True, resp.text
     schema = httpx.get(url + "/schema", timeout=30).json()["action"]
     assert schema["properties"]["metadata"]["type"] == "object"

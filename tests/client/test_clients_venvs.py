@@ -34,7 +34,11 @@ def client_venv(*requirements: str, name: str | None = None, fingerprint: str = 
     created on first use. ``fingerprint`` is what else decides its content (a requirements file's
     text when ``requirements`` name the file)."""
     key = hashlib.sha256("\n".join([sys.version.split()[0], fingerprint, *requirements]).encode()).hexdigest()[:12]
-    name = (name or "-".join(r.replace("==", "-").replace("[", "_").replace("]", "") for r in requirements)[:60]) + "-" + key
+    name = (
+        (name or "-".join(r.replace("==", "-").replace("[", "_").replace("]", "") for r in requirements)[:60])
+        + "-"
+        + key
+    )
     target = CACHE / name
     python = target / "bin" / "python"
     if (target / ".complete").exists():
@@ -49,8 +53,20 @@ def client_venv(*requirements: str, name: str | None = None, fingerprint: str = 
             # Created at its final path's sibling and renamed: `python -m ...` works from a moved
             # venv (pyvenv.cfg sits next to bin/), console-script shebangs would not — use -m.
             subprocess.run([sys.executable, "-m", "venv", str(build)], check=True, timeout=120)
-            subprocess.run([str(build / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                            *requirements], check=True, timeout=INSTALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    str(build / "bin" / "python"),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    *requirements,
+                ],
+                check=True,
+                timeout=INSTALL_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
             (build / ".complete").write_text("\n".join(requirements) + "\n")
             if target.exists():
                 shutil.rmtree(target)
@@ -63,8 +79,13 @@ def client_venv(*requirements: str, name: str | None = None, fingerprint: str = 
 
 def test_client_venv_is_built_once_and_holds_only_what_was_asked() -> None:
     python = client_venv(OPENENV_CORE_030)
-    version = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('openenv-core'))"],
-                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    version = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('openenv-core'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
     assert version == "0.3.0"
     # the project's own venv keeps openenv 0.10 (both distributions install the `openenv` package)
     import importlib.metadata

@@ -120,20 +120,33 @@ def interleaved_counts(stdout: str, concurrency: int) -> tuple[int, int]:
     return ends, max_open
 
 
-def run_inference(args: list[str], env_url: str, *, extra_env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def run_inference(
+    args: list[str], env_url: str, *, extra_env: dict[str, str] | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
     env = _env(env_url, extra_env)
-    return subprocess.run([sys.executable, "inference.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "inference.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _env(env_url: str, extra_env: dict[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "API_KEY", "RUN_TOKEN", "MODEL_NAME", "API_BASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HF_TOKEN", "API_KEY", "RUN_TOKEN", "MODEL_NAME", "API_BASE_URL")
+    }
     env.update(ENV_URL=env_url, LLM_TIMEOUT_S="1", LLM_BACKOFF_S="0.02", LLM_MAX_ATTEMPTS="3", PYTHONUNBUFFERED="1")
     env.update(extra_env or {})
     return env
 
 
 def llm_env(stub: StubLLM, tmp_path: Path) -> dict[str, str]:
-    return {"API_BASE_URL": stub.url, "HF_TOKEN": "test-token", "MODEL_NAME": "stub/model-1", "INFERENCE_STATE_DIR": str(tmp_path / "runs")}
+    return {
+        "API_BASE_URL": stub.url,
+        "HF_TOKEN": "test-token",
+        "MODEL_NAME": "stub/model-1",
+        "INFERENCE_STATE_DIR": str(tmp_path / "runs"),
+    }
 
 
 def ticket_of(task_id: str, seed: int, split: str = "dev") -> str:
@@ -142,14 +155,20 @@ def ticket_of(task_id: str, seed: int, split: str = "dev") -> str:
 
 # ------------------------------------------------------------------------------ unit: parsing
 
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
         ('{"decision": "reject"}', {"decision": "reject"}),
         ('```json\n{"lookup": "policy"}\n```', {"lookup": "policy"}),
-        ('Sure! Here you go:\n```\n{"add_tag": "Refund", "close_ticket": true}\n```\nAnything else?', {"add_tag": "Refund", "close_ticket": True}),
-        ('I think {"decision": "request_info", "reply": "Could you send {photos}?"} is right. {"x": 1}',
-         {"decision": "request_info", "reply": "Could you send {photos}?"}),
+        (
+            'Sure! Here you go:\n```\n{"add_tag": "Refund", "close_ticket": true}\n```\nAnything else?',
+            {"add_tag": "Refund", "close_ticket": True},
+        ),
+        (
+            'I think {"decision": "request_info", "reply": "Could you send {photos}?"} is right. {"x": 1}',
+            {"decision": "request_info", "reply": "Could you send {photos}?"},
+        ),
         ('{"action": {"decision": "approve_refund"}}', {"decision": "approve_refund"}),
         ('{not json} then {"lookup": "order"}', {"lookup": "order"}),
         ('  \n{"reply": "line one\\nline two"}  trailing', {"reply": "line one\nline two"}),
@@ -168,8 +187,13 @@ def test_parse_action_rejects_replies_without_an_object(reply: str) -> None:
 def test_log_lines_are_single_lines_in_the_exact_format() -> None:
     step = logformat.step_line(3, {"reply": "a\nb", "close_ticket": True}, -0.5, True, "bad\nthing\r\nhappened")
     assert "\n" not in step and STEP_RE.match(step)
-    assert step == '[STEP] step=3 action={"reply":"a\\nb","close_ticket":true} reward=-0.50 done=true error=bad thing happened'
-    assert logformat.step_line(1, None, 0.0, False, None) == "[STEP] step=1 action=null reward=0.00 done=false error=null"
+    assert (
+        step
+        == '[STEP] step=3 action={"reply":"a\\nb","close_ticket":true} reward=-0.50 done=true error=bad thing happened'
+    )
+    assert (
+        logformat.step_line(1, None, 0.0, False, None) == "[STEP] step=1 action=null reward=0.00 done=false error=null"
+    )
     # The hackathon checker rejects a task score of exactly 0 or 1: the printed score is clamped
     # into [0.001, 0.999] (the exact score is GET /grader's). Step rewards are printed as sent.
     assert logformat.end_line(False, 0, 0.0, []) == "[END] success=false steps=0 score=0.001 rewards="
@@ -198,9 +222,14 @@ def test_prompt_carries_instructions_schema_and_trimmed_history() -> None:
 
 # ------------------------------------------------------------------------- unit: LLM retries
 
+
 async def test_llm_client_retries_429_and_timeouts_then_gives_up_on_persistent_500() -> None:
-    cfg = config.Config.from_env({"HF_TOKEN": "t", "LLM_TIMEOUT_S": "0.5", "LLM_BACKOFF_S": "0.01", "LLM_MAX_ATTEMPTS": "3"})
-    with StubLLM(slow_s=1.5, behaviours={"A-429": ["429", "json"], "B-slow": ["slow", "json"], "C-500": ["500"]}) as stub:
+    cfg = config.Config.from_env(
+        {"HF_TOKEN": "t", "LLM_TIMEOUT_S": "0.5", "LLM_BACKOFF_S": "0.01", "LLM_MAX_ATTEMPTS": "3"}
+    )
+    with StubLLM(
+        slow_s=1.5, behaviours={"A-429": ["429", "json"], "B-slow": ["slow", "json"], "C-500": ["500"]}
+    ) as stub:
         cfg = config.Config(**{**cfg.__dict__, "api_base_url": stub.url})
         usage = llm.TokenUsage()
         chat = llm.LLMClient(cfg, usage)
@@ -229,10 +258,18 @@ def test_llm_agent_without_credentials_exits_2_naming_both_variables(tmp_path: P
 
 # ---------------------------------------------------------------------------- end to end
 
+
 def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_path: Path) -> None:
     """Good JSON, fenced JSON, prose, garbage, a rejected action, a 429 and a slow reply: every
     episode still completes, the problems show up as [STEP] errors, stdout stays pure."""
-    tasks = ["decision-easy", "decision-medium", "workflow-triage", "workflow-routing", "workflow-resolution", "decision-hard"]
+    tasks = [
+        "decision-easy",
+        "decision-medium",
+        "workflow-triage",
+        "workflow-routing",
+        "workflow-resolution",
+        "decision-hard",
+    ]
     behaviours = {
         ticket_of("decision-easy", 0): ["fenced"],
         ticket_of("decision-medium", 0): ["prose"],
@@ -242,8 +279,11 @@ def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_pa
         ticket_of("decision-hard", 0): ["slow", "json"],
     }
     with StubLLM(slow_s=2.0, behaviours=behaviours) as stub:
-        proc = run_inference(["--direct", "--split", "dev", "--tasks", ",".join(tasks), "--limit-per-task", "1", "--concurrency", "1"],
-                             live_server.url, extra_env=llm_env(stub, tmp_path))
+        proc = run_inference(
+            ["--direct", "--split", "dev", "--tasks", ",".join(tasks), "--limit-per-task", "1", "--concurrency", "1"],
+            live_server.url,
+            extra_env=llm_env(stub, tmp_path),
+        )
     assert proc.returncode == 0, proc.stderr
     episodes = sequential_episodes(proc.stdout)
     assert [e.task for e in episodes] == tasks
@@ -253,7 +293,9 @@ def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_pa
     triage = by_task["workflow-triage"].steps
     assert triage[0]["action"] == "null" and "unparseable model reply" in triage[0]["error"]
     routing = by_task["workflow-routing"].steps
-    assert json.loads(routing[0]["action"]) == {"decision": "maybe_later"} and routing[0]["error"].startswith("action rejected:")
+    assert json.loads(routing[0]["action"]) == {"decision": "maybe_later"} and routing[0]["error"].startswith(
+        "action rejected:"
+    )
     assert routing[0]["reward"] == "0.00"
     for task in ("decision-easy", "decision-medium", "workflow-resolution", "decision-hard"):
         assert by_task[task].steps[0]["error"] == "null"
@@ -265,8 +307,11 @@ def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_pa
 def test_end_is_printed_after_a_failure_mid_episode(live_server: Any, tmp_path: Path) -> None:
     broken = ticket_of("decision-medium", 1)
     with StubLLM(behaviours={broken: ["json", "500"]}) as stub:  # first turn fine, then 500 forever
-        proc = run_inference(["--direct", "--tasks", "decision-medium", "--limit-per-task", "3", "--concurrency", "1"],
-                             live_server.url, extra_env=llm_env(stub, tmp_path))
+        proc = run_inference(
+            ["--direct", "--tasks", "decision-medium", "--limit-per-task", "3", "--concurrency", "1"],
+            live_server.url,
+            extra_env=llm_env(stub, tmp_path),
+        )
     assert proc.returncode == 1  # an episode did not finish
     episodes = sequential_episodes(proc.stdout)
     assert len(episodes) == 3
@@ -280,8 +325,11 @@ def test_end_is_printed_after_a_failure_mid_episode(live_server: Any, tmp_path: 
 
 def test_requested_concurrency_is_reached(live_server: Any, tmp_path: Path) -> None:
     with StubLLM(delay_s=0.3) as stub:
-        proc = run_inference(["--direct", "--tasks", "decision-easy,workflow-triage", "--limit-per-task", "6", "--concurrency", "6"],
-                             live_server.url, extra_env=llm_env(stub, tmp_path))
+        proc = run_inference(
+            ["--direct", "--tasks", "decision-easy,workflow-triage", "--limit-per-task", "6", "--concurrency", "6"],
+            live_server.url,
+            extra_env=llm_env(stub, tmp_path),
+        )
     assert proc.returncode == 0, proc.stderr
     ends, max_open = interleaved_counts(proc.stdout, 6)
     assert ends == 12
@@ -290,8 +338,11 @@ def test_requested_concurrency_is_reached(live_server: Any, tmp_path: Path) -> N
 
 
 def test_heuristic_agent_needs_no_credentials_and_respects_max_episodes(live_server: Any, tmp_path: Path) -> None:
-    proc = run_inference(["--direct", "--agent", "heuristic", "--limit-per-task", "2", "--max-episodes", "5"], live_server.url,
-                         extra_env={"INFERENCE_STATE_DIR": str(tmp_path)})
+    proc = run_inference(
+        ["--direct", "--agent", "heuristic", "--limit-per-task", "2", "--max-episodes", "5"],
+        live_server.url,
+        extra_env={"INFERENCE_STATE_DIR": str(tmp_path)},
+    )
     assert proc.returncode == 0, proc.stderr
     ends, _ = interleaved_counts(proc.stdout, 8)
     assert ends == 5
@@ -299,6 +350,7 @@ def test_heuristic_agent_needs_no_credentials_and_respects_max_episodes(live_ser
 
 
 # ------------------------------------------------------------------------------- run mode
+
 
 def _require_runs_api(url: str) -> None:
     paths = httpx.get(url + "/openapi.json", timeout=10).json().get("paths", {})
@@ -315,13 +367,18 @@ def _run_file(tmp_path: Path) -> dict[str, Any]:
 
 def test_run_mode_creates_a_ranked_run_and_completes_it(live_server: Any, tmp_path: Path) -> None:
     _require_runs_api(live_server.url)
-    proc = run_inference(["--agent", "heuristic", "--tasks", "decision-easy,workflow-triage", "--limit-per-task", "2", "--trials", "2"],
-                         live_server.url, extra_env={"INFERENCE_STATE_DIR": str(tmp_path / "runs")})
+    proc = run_inference(
+        ["--agent", "heuristic", "--tasks", "decision-easy,workflow-triage", "--limit-per-task", "2", "--trials", "2"],
+        live_server.url,
+        extra_env={"INFERENCE_STATE_DIR": str(tmp_path / "runs")},
+    )
     assert proc.returncode == 0, proc.stderr
     ends, _ = interleaved_counts(proc.stdout, 8)
     assert ends == 8
     saved = _run_file(tmp_path)
-    run = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers={"Authorization": f"Bearer {saved['run_token']}"}).json()
+    run = httpx.get(
+        f"{live_server.url}/runs/{saved['run_id']}", headers={"Authorization": f"Bearer {saved['run_token']}"}
+    ).json()
     assert run["status"] == "complete"
     assert len(run["episodes"]) == 8 and all(e["status"] == "done" for e in run["episodes"])
     assert run["summary"] is not None
@@ -339,16 +396,32 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
     extra = {"INFERENCE_STATE_DIR": str(tmp_path / "runs")}
     with StubLLM(delay_s=0.15) as stub:
         extra.update(llm_env(stub, tmp_path))
-        first = subprocess.Popen([sys.executable, "inference.py", "--tasks", "decision-easy,workflow-triage,workflow-resolution",
-                                  "--limit-per-task", "2", "--concurrency", "2"],
-                                 cwd=ROOT, env=_env(live_server.url, extra), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        first = subprocess.Popen(
+            [
+                sys.executable,
+                "inference.py",
+                "--tasks",
+                "decision-easy,workflow-triage,workflow-resolution",
+                "--limit-per-task",
+                "2",
+                "--concurrency",
+                "2",
+            ],
+            cwd=ROOT,
+            env=_env(live_server.url, extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         # A run's blocks are printed when it completes, so the crash is timed by the server's count.
         deadline = time.monotonic() + 60
         while first.poll() is None and time.monotonic() < deadline:
             if list((tmp_path / "runs").glob("*.json")):
                 saved = _run_file(tmp_path)
-                page = httpx.get(f"{live_server.url}/runs/{saved['run_id']}",
-                                 headers={"Authorization": f"Bearer {saved['run_token']}"}).json()
+                page = httpx.get(
+                    f"{live_server.url}/runs/{saved['run_id']}",
+                    headers={"Authorization": f"Bearer {saved['run_token']}"},
+                ).json()
                 if page.get("episodes_done", 0) >= 2:
                     first.send_signal(signal.SIGKILL)  # this exact child, a crash mid-run
                     break
@@ -360,8 +433,10 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
         before = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers=auth).json()
         done_before = {e["index"]: e for e in before["episodes"] if e["status"] == "done"}
         assert len(done_before) >= 2 and before["status"] == "active"
-        steps_before = {i: httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()["step_count"]
-                        for i, e in done_before.items()}
+        steps_before = {
+            i: httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()["step_count"]
+            for i, e in done_before.items()
+        }
 
         second = run_inference(["--resume", saved["run_id"]], live_server.url, extra_env=extra)
     assert second.returncode == 0, second.stderr
@@ -381,6 +456,7 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
 
 # ------------------------------------------------------ the hackathon checker's reading of stdout
 
+
 def hackathon_blocks(stdout: str) -> list[Episode]:
     """stdout read the way the hackathon's checker reads it: one ``[START]`` … ``[END]`` block at a
     time, nothing between blocks, every block's ``steps`` equal to its ``[STEP]`` lines and its
@@ -394,8 +470,11 @@ def test_default_concurrency_prints_each_episode_as_one_block(live_server: Any, 
     assert evaluation.DEFAULT_CONCURRENCY == 16
     tasks = ["decision-easy", "workflow-triage"]
     with StubLLM(delay_s=0.25) as stub:
-        proc = run_inference(["--direct", "--tasks", ",".join(tasks), "--limit-per-task", "16"],
-                             live_server.url, extra_env=llm_env(stub, tmp_path))
+        proc = run_inference(
+            ["--direct", "--tasks", ",".join(tasks), "--limit-per-task", "16"],
+            live_server.url,
+            extra_env=llm_env(stub, tmp_path),
+        )
     assert proc.returncode == 0, proc.stderr
     assert stub.max_in_flight == 16  # sixteen episodes were waiting on the model at once
     episodes = hackathon_blocks(proc.stdout)
@@ -409,9 +488,14 @@ def test_default_concurrency_prints_each_episode_as_one_block(live_server: Any, 
 
 # ------------------------------------------------------------- no service behind ENV_URL
 
+
 def test_unreachable_env_url_exits_2_and_says_so(tmp_path: Path) -> None:
-    proc = run_inference(["--agent", "heuristic", "--direct", "--limit-per-task", "1"], "http://127.0.0.1:9",
-                         extra_env={"INFERENCE_STATE_DIR": str(tmp_path)}, timeout=60)
+    proc = run_inference(
+        ["--agent", "heuristic", "--direct", "--limit-per-task", "1"],
+        "http://127.0.0.1:9",
+        extra_env={"INFERENCE_STATE_DIR": str(tmp_path)},
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     assert "http://127.0.0.1:9" in proc.stderr and "ENV_URL" in proc.stderr
@@ -423,8 +507,24 @@ def test_without_env_url_a_local_service_is_started(tmp_path: Path) -> None:
         pytest.skip(f"something already serves {config.DEFAULT_ENV_URL}: the default URL is taken, not a local start")
     env = _env("", {"INFERENCE_STATE_DIR": str(tmp_path)})
     env.pop("ENV_URL")
-    proc = subprocess.run([sys.executable, "inference.py", "--agent", "heuristic", "--direct", "--tasks", "decision-easy",
-                           "--limit-per-task", "2"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "inference.py",
+            "--agent",
+            "heuristic",
+            "--direct",
+            "--tasks",
+            "decision-easy",
+            "--limit-per-task",
+            "2",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "starting a local service" in proc.stderr
     assert len(hackathon_blocks(proc.stdout)) == 2
@@ -432,10 +532,22 @@ def test_without_env_url_a_local_service_is_started(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ integrity: what the model sees
 
+
 def test_the_model_never_sees_rewards(live_server: Any, tmp_path: Path) -> None:
     with StubLLM() as stub:
-        proc = run_inference(["--direct", "--tasks", "workflow-resolution,decision-medium", "--limit-per-task", "2",
-                              "--concurrency", "1"], live_server.url, extra_env=llm_env(stub, tmp_path))
+        proc = run_inference(
+            [
+                "--direct",
+                "--tasks",
+                "workflow-resolution,decision-medium",
+                "--limit-per-task",
+                "2",
+                "--concurrency",
+                "1",
+            ],
+            live_server.url,
+            extra_env=llm_env(stub, tmp_path),
+        )
     assert proc.returncode == 0, proc.stderr
     episodes = hackathon_blocks(proc.stdout)
     assert any(float(s["reward"]) != 0.0 for e in episodes for s in e.steps)  # there were rewards to leak
@@ -445,6 +557,7 @@ def test_the_model_never_sees_rewards(live_server: Any, tmp_path: Path) -> None:
 
 
 # -------------------------------------------------------- success means the episode was resolved
+
 
 class _ScriptedEnv:
     """Answers play_episode's service calls from a script: one step result per call, then /grader."""
@@ -468,13 +581,17 @@ class _LookupAgent:
         pass
 
 
-def _play(results: list[dict[str, Any]], grader: dict[str, Any] | None) -> tuple[runner.Outcome, list[str], _ScriptedEnv]:
+def _play(
+    results: list[dict[str, Any]], grader: dict[str, Any] | None
+) -> tuple[runner.Outcome, list[str], _ScriptedEnv]:
     import asyncio
 
     env = _ScriptedEnv(results, grader)
     lines: list[str] = []
     start = runner.Started("ep-1", "decision-easy", 0, 0, {"step_count": 0}, False, "dev")
-    outcome = asyncio.run(runner.play_episode(env, _LookupAgent(), start, "b", "m", runner.Deadline(None), lines.append))  # type: ignore[arg-type]
+    outcome = asyncio.run(
+        runner.play_episode(env, _LookupAgent(), start, "b", "m", runner.Deadline(None), lines.append)
+    )  # type: ignore[arg-type]
     return outcome, lines, env
 
 
@@ -498,8 +615,9 @@ def _obs(**final: Any) -> dict[str, Any]:
         ({}, None, False, 1.0),
     ],
 )
-def test_success_is_resolved_when_the_server_says_so(final: dict[str, Any], grader: dict[str, Any] | None,
-                                                     success: bool, score: float) -> None:
+def test_success_is_resolved_when_the_server_says_so(
+    final: dict[str, Any], grader: dict[str, Any] | None, success: bool, score: float
+) -> None:
     outcome, lines, env = _play([{"observation": _obs(**final), "reward": 1.0, "done": True}], grader)
     assert outcome.success is success and outcome.score == pytest.approx(score)
     assert lines[-1].startswith(f"[END] success={'true' if success else 'false'} steps=1 ")

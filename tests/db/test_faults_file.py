@@ -33,8 +33,20 @@ JOURNAL_MODES = ["WAL", "DELETE"]
 
 def _episode(i: int) -> dict:
     now = utcnow()
-    return dict(id=f"ep-{i}", task_id="decision-easy", split="dev", seed=i, ticket_id="dev-200000", run_id=None,
-                status="active", step_count=0, state={}, version=1, created_at=now, updated_at=now)
+    return dict(
+        id=f"ep-{i}",
+        task_id="decision-easy",
+        split="dev",
+        seed=i,
+        ticket_id="dev-200000",
+        run_id=None,
+        status="active",
+        step_count=0,
+        state={},
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def _add(conn, i: int) -> int:
@@ -98,7 +110,9 @@ async def test_writes_after_the_file_is_deleted_are_never_acknowledged(tmp_path:
             assert fault.status == 503, repr(fault)
         fault = await _fails(db.ping, "ping (GET /ready) after the file was deleted")
         assert fault.status == 503
-        await _fails(lambda: db.read(lambda c: c.execute(select(episodes.c.id)).all()), "a read after the file was deleted")
+        await _fails(
+            lambda: db.read(lambda c: c.execute(select(episodes.c.id)).all()), "a read after the file was deleted"
+        )
         assert not path.exists(), "a reconnect created a new (empty) database where the deleted one was"
 
         os.replace(tmp_path / "backup.db", path)  # the backup is restored
@@ -108,8 +122,10 @@ async def test_writes_after_the_file_is_deleted_are_never_acknowledged(tmp_path:
     finally:
         await db.dispose()
     stored = ids_in_file(path)
-    print(f"\nfile deleted [{journal_mode}]: {len(acked)} acknowledged, {len(acked & stored)} of them in the file at the path; "
-          f"4 writes while it was missing all answered 503")
+    print(
+        f"\nfile deleted [{journal_mode}]: {len(acked)} acknowledged, {len(acked & stored)} of them in the file at the path; "
+        f"4 writes while it was missing all answered 503"
+    )
     assert acked == {1, 6} and acked <= stored, f"acknowledged {sorted(acked)}, in the file {sorted(stored)}"
     assert read == stored
 
@@ -130,13 +146,17 @@ async def test_a_replaced_file_is_the_one_read_and_written(tmp_path: Path, journ
         os.replace(tmp_path / "backup.db", path)
         for stale in (path.with_name("x.db-wal"), path.with_name("x.db-shm")):
             stale.unlink(missing_ok=True)
-        read = await _until_answered(lambda: db.read(lambda c: {int(r[0][3:]) for r in c.execute(select(episodes.c.id))}),
-                                     "a read after the file was replaced")
+        read = await _until_answered(
+            lambda: db.read(lambda c: {int(r[0][3:]) for r in c.execute(select(episodes.c.id))}),
+            "a read after the file was replaced",
+        )
         acked = await _until_answered(lambda: db.write(_add, 3), "a write after the file was replaced")
     finally:
         await db.dispose()
     stored = ids_in_file(path)
-    assert read == {1}, f"read {sorted(read)} after the replace: that is the old file's content, not the file at the path"
+    assert read == {1}, (
+        f"read {sorted(read)} after the replace: that is the old file's content, not the file at the path"
+    )
     assert acked == 3 and 3 in stored, f"write 3 was acknowledged but the file at the path holds {sorted(stored)}"
 
 
@@ -145,7 +165,9 @@ async def test_ready_says_not_ready_while_the_database_is_not_at_the_migration_h
     async with AsyncTestClient(app=app) as client:
         resp = await client.get("/ready")
         assert resp.status_code == 503, f"/ready answered {resp.status_code} on an unmigrated database: {resp.text}"
-        assert resp.json()["type"].endswith("/database-not-migrated") and "alembic upgrade head" in resp.json()["detail"]
+        assert (
+            resp.json()["type"].endswith("/database-not-migrated") and "alembic upgrade head" in resp.json()["detail"]
+        )
         assert resp.headers["retry-after"].isdigit()
         await upgrade_to_head(app.state.database)  # the operator migrates: ready without a restart
         resp = await client.get("/ready")

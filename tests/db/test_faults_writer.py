@@ -42,8 +42,20 @@ WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 
 def _episode(i: int) -> dict:
     now = utcnow()
-    return dict(id=f"ep-{i}", task_id="decision-easy", split="dev", seed=i, ticket_id="dev-200000", run_id=None,
-                status="active", step_count=0, state={}, version=1, created_at=now, updated_at=now)
+    return dict(
+        id=f"ep-{i}",
+        task_id="decision-easy",
+        split="dev",
+        seed=i,
+        ticket_id="dev-200000",
+        run_id=None,
+        status="active",
+        step_count=0,
+        state={},
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def _add(conn, i: int) -> int:
@@ -103,11 +115,19 @@ async def test_a_write_that_had_started_when_its_wait_ran_out_is_answered_outcom
         await db.dispose()
 
 
-def test_a_websocket_step_whose_outcome_is_unknown_says_how_to_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_websocket_step_whose_outcome_is_unknown_says_how_to_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The step's write runs past the wait bound (its COMMIT comes later): the error frame says it may
     have been applied and to send a state frame; the state frame then shows it was."""
-    settings = Settings.from_env({"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'ws.db'}", "BASELINE_SEEDS_PER_TASK": "1",
-                                  "DB_POOL_TIMEOUT_S": "0.3", "DB_STATEMENT_TIMEOUT_S": "0.3"})
+    settings = Settings.from_env(
+        {
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'ws.db'}",
+            "BASELINE_SEEDS_PER_TASK": "1",
+            "DB_POOL_TIMEOUT_S": "0.3",
+            "DB_STATEMENT_TIMEOUT_S": "0.3",
+        }
+    )
     gate = Gate()
     record_step = repository._record_step
     with TestClient(create_app(settings)) as client, client.websocket_connect("/ws") as ws:
@@ -196,8 +216,14 @@ async def test_a_job_queued_behind_the_stop_sentinel_is_answered(tmp_path: Path)
 async def test_ready_reports_a_stalled_writer_at_once(tmp_path: Path) -> None:
     """Statement timeout 0.2 s, pool timeout 30 s: a caller would wait 30 s for the stuck writer, but
     readiness says "stalled" as soon as its batch has run longer than the statement timeout."""
-    settings = Settings.from_env({"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'r.db'}", "BASELINE_SEEDS_PER_TASK": "1",
-                                  "DB_POOL_TIMEOUT_S": "30", "DB_STATEMENT_TIMEOUT_S": "0.2"})
+    settings = Settings.from_env(
+        {
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'r.db'}",
+            "BASELINE_SEEDS_PER_TASK": "1",
+            "DB_POOL_TIMEOUT_S": "30",
+            "DB_STATEMENT_TIMEOUT_S": "0.2",
+        }
+    )
     gate = Gate()
     app = create_app(settings)
     async with AsyncTestClient(app=app) as client:
@@ -250,7 +276,9 @@ async def test_a_postgresql_deadlock_is_run_once_more(settings: Settings) -> Non
         def cross(conn) -> int:
             attempts.append(1)
             conn.execute(update(episodes).where(episodes.c.id == "ep-2").values(seed=episodes.c.seed + 10))
-            conn.execute(update(episodes).where(episodes.c.id == "ep-1").values(seed=episodes.c.seed + 10))  # waits for `other`
+            conn.execute(
+                update(episodes).where(episodes.c.id == "ep-1").values(seed=episodes.c.seed + 10)
+            )  # waits for `other`
             return len(attempts)
 
         write = asyncio.ensure_future(db.write(cross))

@@ -10,11 +10,11 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from sqlalchemy import select, update
 
-from service.domain.runs.services import RunService
 from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import transitions, utcnow
+from service.domain.runs.services import RunService
 from service.housekeeping import retention_pass
 from service.settings import Settings
 from tests.api.test_runs import auth, create_run, play_run
@@ -43,7 +43,9 @@ async def _age(settings: Settings, *, episode_ids: list[str] = (), run_ids: list
 async def _mark_ranked(settings: Settings, run_id: str) -> None:
     db = settings.database()
     try:
-        await db.write(lambda conn: conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(full_split=True)))
+        await db.write(
+            lambda conn: conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(full_split=True))
+        )
     finally:
         await db.dispose()
 
@@ -66,7 +68,9 @@ async def _plain(client: Client, task: str, finish: bool) -> str:
     return episode_id
 
 
-async def test_retention_deletes_stale_plain_episodes_and_expired_runs_never_a_ranked_run(app: Litestar, settings: Settings) -> None:
+async def test_retention_deletes_stale_plain_episodes_and_expired_runs_never_a_ranked_run(
+    app: Litestar, settings: Settings
+) -> None:
     async with AsyncTestClient(app=app) as client:
         stale_open = await _plain(client, "decision-easy", finish=False)
         fresh_open = await _plain(client, "decision-easy", finish=False)
@@ -84,7 +88,12 @@ async def test_retention_deletes_stale_plain_episodes_and_expired_runs_never_a_r
         await _age(settings, run_ids=[ranked["run_id"]], by=400 * DAY)
 
         purged = await _pass(settings)
-        assert (purged.unfinished_episodes, purged.finished_episodes, purged.expired_runs, purged.run_episodes) == (1, 1, 1, 1)
+        assert (purged.unfinished_episodes, purged.finished_episodes, purged.expired_runs, purged.run_episodes) == (
+            1,
+            1,
+            1,
+            1,
+        )
 
         for gone in (stale_open, stale_done):
             assert (await client.get("/state", params={"episode_id": gone})).status_code == 404
@@ -117,10 +126,20 @@ async def test_retention_runs_by_itself_in_the_app_lifespan(settings: Settings) 
 
 
 def test_retention_settings_come_from_the_environment() -> None:
-    s = Settings.from_env({"RETAIN_UNFINISHED_EPISODES_S": "3600", "RETAIN_FINISHED_EPISODES_S": "off",
-                           "RETAIN_EXPIRED_RUNS_S": "60", "RETENTION_INTERVAL_S": "5"})
-    assert (s.retain_unfinished_episodes_s, s.retain_finished_episodes_s, s.retain_expired_runs_s, s.retention_interval_s) == (
-        3600.0, None, 60.0, 5.0)
+    s = Settings.from_env(
+        {
+            "RETAIN_UNFINISHED_EPISODES_S": "3600",
+            "RETAIN_FINISHED_EPISODES_S": "off",
+            "RETAIN_EXPIRED_RUNS_S": "60",
+            "RETENTION_INTERVAL_S": "5",
+        }
+    )
+    assert (
+        s.retain_unfinished_episodes_s,
+        s.retain_finished_episodes_s,
+        s.retain_expired_runs_s,
+        s.retention_interval_s,
+    ) == (3600.0, None, 60.0, 5.0)
     defaults = Settings.from_env({})
     assert defaults.retain_unfinished_episodes_s == 86400.0 and defaults.retain_finished_episodes_s == 30 * 86400.0
 

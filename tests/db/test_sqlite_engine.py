@@ -25,21 +25,44 @@ async def _db(tmp_path: Path, **kw) -> Database:
 
 def _episode(i: int) -> dict:
     now = utcnow()
-    return dict(id=f"ep-{i}", task_id="decision-easy", split="dev", seed=i, ticket_id="dev-200000", run_id=None,
-                status="active", step_count=0, state={}, version=1, created_at=now, updated_at=now)
+    return dict(
+        id=f"ep-{i}",
+        task_id="decision-easy",
+        split="dev",
+        seed=i,
+        ticket_id="dev-200000",
+        run_id=None,
+        status="active",
+        step_count=0,
+        state={},
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 async def test_pragmas_are_applied_on_every_connection(tmp_path: Path) -> None:
     db = await _db(tmp_path)
     try:
-        pragmas = await db.read(lambda c: [c.execute(text(f"PRAGMA {p}")).scalar() for p in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")])
+        pragmas = await db.read(
+            lambda c: [
+                c.execute(text(f"PRAGMA {p}")).scalar()
+                for p in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+            ]
+        )
         assert pragmas == ["wal", 2, 1, 10_000]  # synchronous=FULL is 2: fsync at every commit
     finally:
         await db.dispose()
 
 
 async def test_network_file_system_settings(tmp_path: Path) -> None:
-    settings = Settings.from_env({"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'n.db'}", "SQLITE_JOURNAL_MODE": "delete", "SQLITE_SYNCHRONOUS": "full"})
+    settings = Settings.from_env(
+        {
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'n.db'}",
+            "SQLITE_JOURNAL_MODE": "delete",
+            "SQLITE_SYNCHRONOUS": "full",
+        }
+    )
     db = settings.database()
     try:
         await upgrade_to_head(db)
@@ -144,7 +167,9 @@ async def loop_errors() -> list[dict]:
 
 
 @pytest.mark.parametrize("journal_mode", ["WAL", "DELETE"])
-async def test_a_batch_sqlite_rolled_back_is_never_acknowledged(tmp_path: Path, journal_mode: str, loop_errors: list[dict]) -> None:
+async def test_a_batch_sqlite_rolled_back_is_never_acknowledged(
+    tmp_path: Path, journal_mode: str, loop_errors: list[dict]
+) -> None:
     db = await _db(tmp_path, sqlite_journal_mode=journal_mode)
     try:
         await db.write(_limit_file, 8)
@@ -166,12 +191,17 @@ async def test_a_batch_sqlite_rolled_back_is_never_acknowledged(tmp_path: Path, 
 
         await db.write(_unlimit_file)  # space returns: the same writer stores again
         assert await db.write(add, 1000) == 1000
-        assert await db.read(lambda c: c.execute(select(episodes.c.id).where(episodes.c.id == "ep-1000")).scalar()) == "ep-1000"
+        assert (
+            await db.read(lambda c: c.execute(select(episodes.c.id).where(episodes.c.id == "ep-1000")).scalar())
+            == "ep-1000"
+        )
     finally:
         await db.dispose()
 
 
-async def test_a_job_that_hides_a_rolled_back_transaction_is_never_acknowledged(tmp_path: Path, loop_errors: list[dict]) -> None:
+async def test_a_job_that_hides_a_rolled_back_transaction_is_never_acknowledged(
+    tmp_path: Path, loop_errors: list[dict]
+) -> None:
     """A job catches the database's error itself, so nothing raises — but SQLite has already rolled the
     transaction back (and the savepoint RELEASE after it fails). Every job is answered exactly once, that
     job fails (the others run again without it), none is reported committed unless it is stored, and the
@@ -195,7 +225,14 @@ async def test_a_job_that_hides_a_rolled_back_transaction_is_never_acknowledged(
             conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
             conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
 
-        jobs = [db.write(add, 0), db.write(add, 1), db.write(add_and_swallow, 2), db.write(add, 3), db.write(add_twice, 4), db.write(add, 5)]
+        jobs = [
+            db.write(add, 0),
+            db.write(add, 1),
+            db.write(add_and_swallow, 2),
+            db.write(add, 3),
+            db.write(add_twice, 4),
+            db.write(add, 5),
+        ]
         outcomes = await _one_batch(db, jobs)
         assert not [c for c in loop_errors if "InvalidStateError" in repr(c)], "a job was resolved twice"
         assert "unanswered" not in outcomes, f"jobs left unanswered: {outcomes}"

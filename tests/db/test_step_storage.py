@@ -28,10 +28,15 @@ from tests.api.test_runs import Client, create_run, play_run
 WORKFLOW = "workflow-triage"
 # Ten steps that never close the ticket: the episode ends truncated at the task's max_steps (10).
 TEN_STEPS: list[dict[str, Any]] = [
-    {"lookup": "order"}, {"reply": "Hello, thanks for writing. We are looking at your order now."},
-    {"add_tag": "Shipping"}, {"reassign_queue": "Returns"}, {"lookup": "policy"},
+    {"lookup": "order"},
+    {"reply": "Hello, thanks for writing. We are looking at your order now."},
+    {"add_tag": "Shipping"},
+    {"reassign_queue": "Returns"},
+    {"lookup": "policy"},
     {"decision": "request_info", "reply": "Could you send photos of the item and confirm delivery?"},
-    {"lookup": "customer"}, {"add_tag": "Damaged"}, {"reply": "Thanks, one more moment please."},
+    {"lookup": "customer"},
+    {"add_tag": "Damaged"},
+    {"reply": "Thanks, one more moment please."},
     {"reassign_queue": "Escalations"},
 ]
 
@@ -40,12 +45,21 @@ async def stored_bytes(settings: Settings, episode_id: str) -> dict[str, int]:
     """What one episode occupies, as JSON text: its transitions, state snapshot and grade."""
 
     def read(conn: Any) -> dict[str, int]:
-        rows = conn.execute(select(tr_table.c.action, tr_table.c.observation).where(tr_table.c.episode_id == episode_id)).all()
+        rows = conn.execute(
+            select(tr_table.c.action, tr_table.c.observation).where(tr_table.c.episode_id == episode_id)
+        ).all()
         state = conn.execute(select(ep_table.c.state).where(ep_table.c.id == episode_id)).scalar_one()
-        grade = conn.execute(select(grade_table.c.breakdown).where(grade_table.c.episode_id == episode_id)).scalars().all()
+        grade = (
+            conn.execute(select(grade_table.c.breakdown).where(grade_table.c.episode_id == episode_id)).scalars().all()
+        )
         size = lambda v: len(json_serializer(v).encode())  # noqa: E731
-        return {"steps": len(rows), "observations": sum(size(r.observation) for r in rows),
-                "actions": sum(size(r.action) for r in rows), "state": size(state), "grade": sum(size(g) for g in grade)}
+        return {
+            "steps": len(rows),
+            "observations": sum(size(r.observation) for r in rows),
+            "actions": sum(size(r.action) for r in rows),
+            "state": size(state),
+            "grade": sum(size(g) for g in grade),
+        }
 
     db = settings.database()
     try:
@@ -82,21 +96,39 @@ async def play_scripted(client: Client, prefix: str) -> dict[str, Any]:
     for t, task in enumerate(core.TASKS):
         eid = f"{prefix}-{task}"
         # a chosen id with the client's own token, the same in both databases (a made one would differ)
-        got[f"{task}/reset"] = (await client.post("/reset", json={"task_id": task, "seed": 3 + t, "split": "dev", "episode_id": eid,
-                                                                  "episode_token": EPISODE_TOKEN})).json()
+        got[f"{task}/reset"] = (
+            await client.post(
+                "/reset",
+                json={
+                    "task_id": task,
+                    "seed": 3 + t,
+                    "split": "dev",
+                    "episode_id": eid,
+                    "episode_token": EPISODE_TOKEN,
+                },
+            )
+        ).json()
         for i, action in enumerate(TEN_STEPS + [{"close_ticket": True}]):
-            resp = await client.post("/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"}, headers=OWNER)
+            resp = await client.post(
+                "/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"}, headers=OWNER
+            )
             got[f"{task}/step{i}"] = (resp.status_code, resp.json())
             if resp.status_code != 200 or resp.json()["done"]:
                 break
         for i, action in enumerate(TEN_STEPS):  # retried request ids answer the stored step
-            resp = await client.post("/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"}, headers=OWNER)
+            resp = await client.post(
+                "/step", json={"episode_id": eid, "action": action, "request_id": f"r{i}"}, headers=OWNER
+            )
             got[f"{task}/replay{i}"] = (resp.status_code, resp.json())
-        got[f"{task}/resume"] = (await client.post("/reset", json={"episode_id": eid, "resume": True}, headers=OWNER)).json()
+        got[f"{task}/resume"] = (
+            await client.post("/reset", json={"episode_id": eid, "resume": True}, headers=OWNER)
+        ).json()
         got[f"{task}/view"] = (await client.get(f"/episodes/{eid}", headers=OWNER)).json()
     run = await create_run(client, split="dev", limit_per_task=1, trials=2)
     await play_run(client, run)
-    got["trajectories"] = [json.loads(line) for line in (await client.get(f"/runs/{run['run_id']}/trajectories.jsonl")).text.splitlines()]
+    got["trajectories"] = [
+        json.loads(line) for line in (await client.get(f"/runs/{run['run_id']}/trajectories.jsonl")).text.splitlines()
+    ]
     return normalized(got, {prefix: "EP", run["run_id"]: "RUN"})
 
 
@@ -112,7 +144,9 @@ def normalized(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
-async def test_compact_steps_read_back_exactly_what_whole_steps_did(settings: Settings, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_compact_steps_read_back_exactly_what_whole_steps_did(
+    settings: Settings, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before: every step stored its whole observation. After: only what changed. Every read of the
     same episodes — step replies, retried request ids, resume, the episode page, trajectories — is equal."""
     from service.db import observations
@@ -128,11 +162,20 @@ async def test_compact_steps_read_back_exactly_what_whole_steps_did(settings: Se
     assert json.dumps(after) == json.dumps(before)  # key order included
 
 
-@given(st.lists(st.dictionaries(
-    st.sampled_from(["a", "b", "history", "n", "x"]),
-    st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.text(max_size=3),
-                 lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=3), max_leaves=8),
-), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["a", "b", "history", "n", "x"]),
+            st.recursive(
+                st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.text(max_size=3),
+                lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+                max_leaves=8,
+            ),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 @hsettings(max_examples=300, deadline=None)
 def test_compact_then_expand_gives_back_every_observation_exactly(sequence: list[dict[str, Any]]) -> None:
     previous = None

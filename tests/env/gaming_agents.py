@@ -28,7 +28,12 @@ CATCH_ALL_QUESTION = (
     "and describe exactly what the problem is?"
 )
 _ORDER_ID = re.compile(r"ORD-\d+")
-_TAG_OF = {"approve_refund": "Refund", "approve_replacement": "Replacement", "reject": "Policy_Denied", "request_info": "Needs_Info"}
+_TAG_OF = {
+    "approve_refund": "Refund",
+    "approve_replacement": "Replacement",
+    "reject": "Policy_Denied",
+    "request_info": "Needs_Info",
+}
 
 
 def order_id(obs: Observation) -> str:
@@ -37,11 +42,13 @@ def order_id(obs: Observation) -> str:
 
 
 def polite_reply(obs: Observation) -> str:
-    return (f"Thank you for contacting us about order {order_id(obs)}. I'm sorry for the trouble; "
-            "the right team will look into it and get back to you shortly.")
+    return (
+        f"Thank you for contacting us about order {order_id(obs)}. I'm sorry for the trouble; "
+        "the right team will look into it and get back to you shortly."
+    )
 
 
-def matching_reply(answer: "Answer", obs: Observation) -> str:
+def matching_reply(answer: Answer, obs: Observation) -> str:
     """The plain, courteous reply for a constant answer, written without reading the ticket: an approval
     says what is approved, a denial gives the one reason the constant names."""
     oid = order_id(obs)
@@ -49,8 +56,10 @@ def matching_reply(answer: "Answer", obs: Observation) -> str:
     if decision == "approve_refund":
         return f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. We have approved a full refund for order {oid}."
     if decision == "approve_replacement":
-        return (f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. We have approved a replacement "
-                f"for order {oid}: the new item ships today.")
+        return (
+            f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. We have approved a replacement "
+            f"for order {oid}: the new item ships today."
+        )
     return f"Thank you for contacting us about order {oid}. I'm sorry, but {_DENIALS.get(reason, _DENIALS['unverifiable'])}."
 
 
@@ -69,10 +78,12 @@ _DENIALS = {
 
 def stuffed_reply(obs: Observation) -> str:
     """Every reason and approval word the old substring grader looked for, in one courteous reply."""
-    return (f"Thank you for contacting us about order {order_id(obs)}, and I'm sorry. Under our 30-day return "
-            "window, used or worn items, final sale and hygiene items, the warranty, parcels still in transit and "
-            "on their way, a payment record with a single charge, and items found, we are unable to approve some "
-            "claims; otherwise we arrange a refund or a replacement.")
+    return (
+        f"Thank you for contacting us about order {order_id(obs)}, and I'm sorry. Under our 30-day return "
+        "window, used or worn items, final sale and hygiene items, the warranty, parcels still in transit and "
+        "on their way, a payment record with a single charge, and items found, we are unable to approve some "
+        "claims; otherwise we arrange a refund or a replacement."
+    )
 
 
 # ------------------------------------------------------------------------------- answers
@@ -100,12 +111,17 @@ def answers_for(task_id: str) -> list[Answer]:
         return [q for q in QUEUES if q != "General"]
     decisions = ["approve_refund", "approve_replacement", "reject"]
     if task_id == "workflow-resolution":
-        return (["approve_refund/Refund", "approve_replacement/Replacement"]
-                + [f"reject/Policy_Denied/{r}" for r in REASONS if r != "unverifiable"] + ["reject/Fraud_Risk/unverifiable"])
+        return (
+            ["approve_refund/Refund", "approve_replacement/Replacement"]
+            + [f"reject/Policy_Denied/{r}" for r in REASONS if r != "unverifiable"]
+            + ["reject/Fraud_Risk/unverifiable"]
+        )
     return decisions + ["request_info"]
 
 
-def answer_script(task_id: str, answer: Answer, obs: Observation, reply: Callable[[Observation], str] | None = None) -> list[Action]:
+def answer_script(
+    task_id: str, answer: Answer, obs: Observation, reply: Callable[[Observation], str] | None = None
+) -> list[Action]:
     """The actions that give ``answer`` on ``task_id`` with a complete-looking workflow; the reply is the
     one that matches the answer unless another is given."""
     family = get_task(task_id).family
@@ -137,6 +153,7 @@ class Scripted:
 
 # ---------------------------------------------------------------------------- strategies
 
+
 @dataclass(frozen=True)
 class Strategy:
     name: str
@@ -145,12 +162,17 @@ class Strategy:
     note: str = ""
 
 
-def constant(answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] | None = None) -> Callable[[str, int], object]:
+def constant(
+    answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] | None = None
+) -> Callable[[str, int], object]:
     return lambda task_id, seed: Scripted(lambda obs: answer_script(task_id, answer_by_task[task_id], obs, reply))
 
 
-def ask_then_constant(answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] | None = None) -> Callable[[str, int], object]:
+def ask_then_constant(
+    answer_by_task: dict[str, Answer], reply: Callable[[Observation], str] | None = None
+) -> Callable[[str, int], object]:
     """Look up the policy, ask the catch-all question, then give the constant answer (with its reply)."""
+
     def plan(task_id: str, obs: Observation) -> list[Action]:
         answer = answer_by_task[task_id]
         if answer == "request_info":
@@ -164,8 +186,14 @@ def ask_then_constant(answer_by_task: dict[str, Answer], reply: Callable[[Observ
 
 # The audit's agent: it never reads the ticket — policy lookup, the catch-all question, then an approved
 # refund with the Refund tag and a plain approval reply, close. Each task's version of "approve a refund".
-APPROVE_REFUND = {"decision-easy": "approve_refund", "decision-medium": "approve_refund", "decision-hard": "approve_refund",
-                  "workflow-triage": "Refund", "workflow-routing": "Returns", "workflow-resolution": "approve_refund/Refund"}
+APPROVE_REFUND = {
+    "decision-easy": "approve_refund",
+    "decision-medium": "approve_refund",
+    "decision-hard": "approve_refund",
+    "workflow-triage": "Refund",
+    "workflow-routing": "Returns",
+    "workflow-resolution": "approve_refund/Refund",
+}
 
 
 def every_tag(task_id: str, seed: int) -> object:
@@ -173,12 +201,20 @@ def every_tag(task_id: str, seed: int) -> object:
 
 
 def outcome_tags(task_id: str, seed: int) -> object:
-    return Scripted(lambda obs: [Action(add_tag=t) for t in ("Refund", "Replacement", "Policy_Denied")] + [Action(close_ticket=True)])
+    return Scripted(
+        lambda obs: (
+            [Action(add_tag=t) for t in ("Refund", "Replacement", "Policy_Denied")] + [Action(close_ticket=True)]
+        )
+    )
 
 
 def every_queue(task_id: str, seed: int) -> object:
-    return Scripted(lambda obs: [Action(reassign_queue=q) for q in QUEUES if q != "General"]
-                    + [Action(reply=polite_reply(obs), close_ticket=True)])
+    return Scripted(
+        lambda obs: (
+            [Action(reassign_queue=q) for q in QUEUES if q != "General"]
+            + [Action(reply=polite_reply(obs), close_ticket=True)]
+        )
+    )
 
 
 def close_immediately(task_id: str, seed: int) -> object:
@@ -203,12 +239,15 @@ def policy_text_reply(task_id: str, seed: int) -> object:
             family = get_task(task_id).family
             if family == "decision":
                 return Action(decision="reject", reply=text)
-            return Action(decision="reject", add_tag="Policy_Denied", reassign_queue="Returns", reply=text, close_ticket=True)
+            return Action(
+                decision="reject", add_tag="Policy_Denied", reassign_queue="Returns", reply=text, close_ticket=True
+            )
 
     return Agent()
 
 
 # ------------------------------------------------------------------ learned from train labels
+
 
 def majority_answers(rows_by_task: dict[str, list[tuple[int, str, Answer]]]) -> dict[str, Answer]:
     return {t: Counter(a for *_, a in rows).most_common(1)[0][0] for t, rows in rows_by_task.items()}
@@ -265,7 +304,9 @@ def labelled_rows(task_id: str, split: str, dataset: Dataset) -> list[tuple[int,
     return [(k, tid, answer_of(task_id, dataset.ticket(tid))) for k, tid in enumerate(pool)]
 
 
-def position_lookup(classifiers: dict[str, PositionClassifier], dataset: Dataset, split: str) -> Callable[[str, int], object]:
+def position_lookup(
+    classifiers: dict[str, PositionClassifier], dataset: Dataset, split: str
+) -> Callable[[str, int], object]:
     def make(task_id: str, seed: int) -> object:
         task = TASKS[task_id]
         pool = dataset.pool(split, task.family, task.difficulty)
@@ -317,9 +358,15 @@ class RewardProber:
         if self.tried and (obs.reward or 0) > 0:
             tag = self.tried[-1].split("/")[1]
             return Action(add_tag=tag, reply=matching_reply(self.tried[-1], obs), close_ticket=True)
-        candidates = [a for a in answers_for(self.task_id) if a not in self.tried and a.split("/")[0] not in {t.split("/")[0] for t in self.tried}]
+        candidates = [
+            a
+            for a in answers_for(self.task_id)
+            if a not in self.tried and a.split("/")[0] not in {t.split("/")[0] for t in self.tried}
+        ]
         if not candidates:
-            return Action(reply=matching_reply(self.tried[-1], obs) if self.tried else stuffed_reply(obs), close_ticket=True)
+            return Action(
+                reply=matching_reply(self.tried[-1], obs) if self.tried else stuffed_reply(obs), close_ticket=True
+            )
         self.tried.append(candidates[0])
         return Action(decision=candidates[0].split("/")[0])
 
@@ -336,8 +383,11 @@ def strategies(train: dict[str, list[tuple[int, str, Answer]]], dataset: Dataset
         Strategy("every tag, then close", False, every_tag),
         Strategy("the three outcome tags, then close", False, outcome_tags),
         Strategy("every queue in turn, polite reply, close", False, every_queue),
-        Strategy("constant queue (Returns) + polite reply", True,
-                 constant({t: ("Returns" if t == "workflow-routing" else majority[t]) for t in TASKS}, polite_reply)),
+        Strategy(
+            "constant queue (Returns) + polite reply",
+            True,
+            constant({t: ("Returns" if t == "workflow-routing" else majority[t]) for t in TASKS}, polite_reply),
+        ),
         Strategy("policy text as the reply, constant reject", True, policy_text_reply),
         Strategy("keyword-stuffed reply + constant decision", True, constant(majority, stuffed_reply)),
         Strategy("close immediately", False, close_immediately),
@@ -346,6 +396,7 @@ def strategies(train: dict[str, list[tuple[int, str, Answer]]], dataset: Dataset
 
 
 # ------------------------------------------------------------------------------- evaluation
+
 
 def play_pool(make: Callable[[str, int], object], task_id: str, split: str, dataset: Dataset) -> tuple[float, float]:
     """(resolved rate, mean score) of an agent factory over every ticket of a task's pool."""

@@ -53,7 +53,9 @@ def fields(ticket: Any) -> dict[str, Any]:
 
 
 def _numeric(values: list[Any]) -> bool:
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values if v is not None) and any(v is not None for v in values)
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values if v is not None) and any(
+        v is not None for v in values
+    )
 
 
 def fit_rule(rows: list[tuple[dict[str, Any], str]], name: str) -> Callable[[dict[str, Any]], str]:
@@ -79,12 +81,17 @@ def fit_rule(rows: list[tuple[dict[str, Any], str]], name: str) -> Callable[[dic
     return lambda f: mapping.get(f.get(name), fallback)
 
 
-def best_single_field(task_id: str, dataset: Dataset, train: str = "train", held_out: str = "dev") -> tuple[str, float, float]:
+def best_single_field(
+    task_id: str, dataset: Dataset, train: str = "train", held_out: str = "dev"
+) -> tuple[str, float, float]:
     """(field, its dev accuracy, the dev majority share) of the single-field rule that fits train best."""
     task = TASKS[task_id]
 
     def rows(split: str) -> list[tuple[dict[str, Any], str]]:
-        return [(fields(dataset.ticket(t)), answer(task_id, dataset.ticket(t))) for t in dataset.pool(split, task.family, task.difficulty)]
+        return [
+            (fields(dataset.ticket(t)), answer(task_id, dataset.ticket(t)))
+            for t in dataset.pool(split, task.family, task.difficulty)
+        ]
 
     train_rows, dev_rows = rows(train), rows(held_out)
     names = sorted({k for f, _ in train_rows for k in f})

@@ -47,8 +47,10 @@ def test_observable_oracle_reads_only_observations() -> None:
     import service.env.agents as agents
     import service.env.readers as readers
 
-    sources = [Path(readers.__file__).read_text(),
-               Path(agents.__file__).read_text().split("class ObservableOracleAgent")[1].split("# ----")[0]]
+    sources = [
+        Path(readers.__file__).read_text(),
+        Path(agents.__file__).read_text().split("class ObservableOracleAgent")[1].split("# ----")[0],
+    ]
     for source in sources:
         for forbidden in (".hidden", "PUBLIC", "dataset.ticket", "Dataset(", "gold ==", ".ticket_id)"):
             assert forbidden not in source, forbidden
@@ -69,16 +71,25 @@ def test_random_below_heuristic_below_oracle_per_family_and_the_ladder_descends(
     """#12.6: the heuristic does worse as difficulty grows, in both families, by a real margin, and stays
     clearly below the observable oracle on hard tickets. Every ticket of every pool counts (train and
     dev: 267 per task, so one ticket moves a rate by 0.004 and the margin is ten tickets)."""
-    results = {a: {t: [_whole_pool(a, t, split) for split in ("train", "dev")] for t in TASKS}
-               for a in ("random", "heuristic", "observable-oracle")}
-    rate = {a: {t: sum(r for r, _, _ in cells) / sum(n for _, n, _ in cells) for t, cells in by_task.items()}
-            for a, by_task in results.items()}
-    mean = {a: {t: sum(m for _, _, m in cells) / sum(n for _, n, _ in cells) for t, cells in by_task.items()}
-            for a, by_task in results.items()}
+    results = {
+        a: {t: [_whole_pool(a, t, split) for split in ("train", "dev")] for t in TASKS}
+        for a in ("random", "heuristic", "observable-oracle")
+    }
+    rate = {
+        a: {t: sum(r for r, _, _ in cells) / sum(n for _, n, _ in cells) for t, cells in by_task.items()}
+        for a, by_task in results.items()
+    }
+    mean = {
+        a: {t: sum(m for _, _, m in cells) / sum(n for _, n, _ in cells) for t, cells in by_task.items()}
+        for a, by_task in results.items()
+    }
     for family in FAMILIES:
         ids = [t.id for t in TASKS.values() if t.family == family]  # easy, medium, hard
         family_mean = {a: sum(mean[a][i] for i in ids) / len(ids) for a in results}
-        assert family_mean["random"] < family_mean["heuristic"] < family_mean["observable-oracle"] == 1.0, (family, family_mean)
+        assert family_mean["random"] < family_mean["heuristic"] < family_mean["observable-oracle"] == 1.0, (
+            family,
+            family_mean,
+        )
         ladder = [rate["heuristic"][i] for i in ids]
         assert ladder[0] >= ladder[1] + LADDER_MARGIN and ladder[1] >= ladder[2] + LADDER_MARGIN, (family, ladder)
         assert ladder[2] <= 0.85, (family, ladder)
@@ -108,6 +119,7 @@ def test_reference_replies_state_every_denial_reason_as_the_grader_reads_it() ->
 
 # ----------------------------------------------------------------------- scripted customer
 
+
 def _first(pred) -> Any:
     return next(t for t in PUBLIC.tickets("train") if pred(t))
 
@@ -120,14 +132,20 @@ def test_customer_answers_what_was_asked_and_reveals_what_it_states() -> None:
     assert nothing_hidden == frozenset()  # nothing hidden about photos on this ticket
     _, nothing = answer(t, None, 1)
     assert nothing == frozenset()
-    assert answer(t, "Could you check with your neighbours?", 1) == answer(t, "Could you check with your neighbours?", 1)
+    assert answer(t, "Could you check with your neighbours?", 1) == answer(
+        t, "Could you check with your neighbours?", 1
+    )
 
 
 def test_in_live_episodes_every_single_topic_corpus_question_reveals_its_topic() -> None:
     """#12.3 in real episodes: each human-written single-topic question of the dev question corpus, asked
     with request_info on a dev ticket that needs that topic, reveals it (the #12 audit found 5 of 22 that
     revealed nothing). The step records what the customer revealed."""
-    corpus = [json.loads(line) for line in (ROOT / "tests" / "env" / "corpus" / "questions.jsonl").read_text().splitlines() if line.strip()]
+    corpus = [
+        json.loads(line)
+        for line in (ROOT / "tests" / "env" / "corpus" / "questions.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     needing: dict[str, tuple[str, int]] = {}
     for task_id in ("decision-easy", "decision-medium", "decision-hard"):
         task = TASKS[task_id]
@@ -149,9 +167,16 @@ def test_in_live_episodes_every_single_topic_corpus_question_reveals_its_topic()
 
 
 def test_customer_answer_depends_on_hidden_facts() -> None:
-    t = _first(lambda t: t.claim.issue in ("damaged", "defective") and not t.claim.images_provided
-               and t.hidden.photos_show is not None and not t.customer.high_risk and t.claim.second_issue is None
-               and evaluate(t).ask_topic == "photos")
+    t = _first(
+        lambda t: (
+            t.claim.issue in ("damaged", "defective")
+            and not t.claim.images_provided
+            and t.hidden.photos_show is not None
+            and not t.customer.high_risk
+            and t.claim.second_issue is None
+            and evaluate(t).ask_topic == "photos"
+        )
+    )
     damage = t.model_copy(update={"hidden": t.hidden.model_copy(update={"photos_show": "damage"})})
     wear = t.model_copy(update={"hidden": t.hidden.model_copy(update={"photos_show": "normal_wear"})})
     q = "Could you share a picture of it?"
@@ -160,14 +185,17 @@ def test_customer_answer_depends_on_hidden_facts() -> None:
     assert evaluate(wear, frozenset({"photos"})).gold == "reject"
 
 
-@pytest.mark.parametrize(("question", "topics"), [
-    ("Can you send a picture and tell me if it was worn?", {"photos", "usage"}),
-    ("Has it turned up since?", {"delivery"}),
-    ("Can you tell me more?", {"details"}),
-    ("Is it still brand new in the box?", {"usage"}),
-    ("ok", set()),
-    ("Thanks for your patience, we'll be in touch.", set()),
-])
+@pytest.mark.parametrize(
+    ("question", "topics"),
+    [
+        ("Can you send a picture and tell me if it was worn?", {"photos", "usage"}),
+        ("Has it turned up since?", {"delivery"}),
+        ("Can you tell me more?", {"details"}),
+        ("Is it still brand new in the box?", {"usage"}),
+        ("ok", set()),
+        ("Thanks for your patience, we'll be in touch.", set()),
+    ],
+)
 def test_topics_are_read_from_natural_questions(question: str, topics: set[str]) -> None:
     assert topics_asked(question) == topics
 
@@ -226,15 +254,25 @@ def test_a_parcel_that_never_arrived_is_never_also_remembered_arriving() -> None
     and the consistency check refuses such a draw even when the carrier says "delivered"."""
     from service.env.messages import inconsistencies
 
-    incoherent = [t.ticket_id for split in ("train", "dev") for t in PUBLIC.tickets(split)
-                  if t.claim.issue == "not_received" and (t.claim.stated_days_ago is not None or t.claim.remark == "slow_delivery")]
+    incoherent = [
+        t.ticket_id
+        for split in ("train", "dev")
+        for t in PUBLIC.tickets(split)
+        if t.claim.issue == "not_received"
+        and (t.claim.stated_days_ago is not None or t.claim.remark == "slow_delivery")
+    ]
     assert incoherent == []
-    delivered = next(t for t in PUBLIC.tickets("train") if t.claim.issue == "not_received" and t.order.carrier_status == "delivered")
+    delivered = next(
+        t for t in PUBLIC.tickets("train") if t.claim.issue == "not_received" and t.order.carrier_status == "delivered"
+    )
     for change in ({"stated_days_ago": 7}, {"remark": "slow_delivery"}):
-        assert inconsistencies(delivered.model_copy(update={"claim": delivered.claim.model_copy(update=change)})), change
+        assert inconsistencies(delivered.model_copy(update={"claim": delivered.claim.model_copy(update=change)})), (
+            change
+        )
 
 
 # ------------------------------------------------------------------------------- dataset
+
 
 def test_splits_have_the_promised_sizes_and_are_balanced() -> None:
     dataset = Dataset(test_key=derive_test_key("balance"))
@@ -257,7 +295,7 @@ def test_every_pool_deals_its_tasks_outcomes_evenly(split: str) -> None:
     (to within one ticket), and no outcome is dealt to more than 2/7 of a pool — the four decisions
     and tags a quarter each, routing's Returns, Fraud and Escalations 2/7 each and Billing 1/7 (the
     claim type alone names Billing). The test split is checked under a fresh key."""
-    from service.env.generator import OUTCOMES, _ANSWER_OF
+    from service.env.generator import _ANSWER_OF, OUTCOMES
 
     dataset = Dataset(test_key=derive_test_key("balance per pool"))
     for task in TASKS.values():
@@ -273,7 +311,9 @@ def test_every_pool_deals_its_tasks_outcomes_evenly(split: str) -> None:
 def test_no_task_implies_its_answer() -> None:
     """The task's own answer (decision, tag or queue) is never mostly one value."""
     for task in TASKS.values():
-        answers = Counter(task_answer(task.id, PUBLIC.ticket(t)) for t in PUBLIC.pool("dev", task.family, task.difficulty))
+        answers = Counter(
+            task_answer(task.id, PUBLIC.ticket(t)) for t in PUBLIC.pool("dev", task.family, task.difficulty)
+        )
         assert len(answers) >= 3 and max(answers.values()) / sum(answers.values()) < 0.5, (task.id, answers)
 
 
@@ -282,7 +322,9 @@ def test_messages_do_not_give_the_decision_away() -> None:
     by_sentence: dict[str, Counter] = {}
     for t in PUBLIC.tickets("train"):
         gold = evaluate(t).gold
-        for sentence in {s.strip().lower() for s in t.message.replace("!", ".").replace("?", ".").split(".") if len(s.strip()) > 12}:
+        for sentence in {
+            s.strip().lower() for s in t.message.replace("!", ".").replace("?", ".").split(".") if len(s.strip()) > 12
+        }:
             by_sentence.setdefault(sentence, Counter())[gold] += 1
     giveaways = [s for s, c in by_sentence.items() if sum(c.values()) >= 25 and len(c) == 1]
     assert not giveaways, giveaways[:5]

@@ -32,6 +32,7 @@ def _play(task_id: str, seed: int, actions: list[Action], split: str = "dev"):
 
 # ------------------------------------------------------------------------------ determinism
 
+
 @pytest.mark.parametrize("task_id", list(TASKS))
 @pytest.mark.parametrize("agent", ["random", "heuristic"])
 def test_same_task_and_seed_give_identical_episodes(task_id: str, agent: str) -> None:
@@ -59,10 +60,13 @@ def test_tickets_are_regenerated_identically() -> None:
     key = public_split_key("train")
     pool = PUBLIC.pool("train", "decision", "hard")
     assert generate_ticket(key, "train", "decision", "hard", 42) == PUBLIC.ticket(pool[42])
-    assert generate_ticket(key, "train", "decision", "hard", 42) != generate_ticket(key, "train", "decision", "hard", 43)
+    assert generate_ticket(key, "train", "decision", "hard", 42) != generate_ticket(
+        key, "train", "decision", "hard", 43
+    )
 
 
 # ------------------------------------------------------------------------------- validation
+
 
 def test_action_rejects_unknown_fields_and_values() -> None:
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
@@ -94,6 +98,7 @@ def test_unknown_task_and_split_are_clear_errors() -> None:
 
 
 # ------------------------------------------------------------------------------ step rules
+
 
 def test_steps_after_done_are_refused() -> None:
     state, _ = reset("decision-easy", 0, "dev")
@@ -150,19 +155,32 @@ def test_the_ticket_header_prints_seed_as_labels_true_or_false() -> None:
 
 # ----------------------------------------------------------------------------- score bounds
 
-_action_fields = st.fixed_dictionaries({}, optional=dict(
-    decision=st.none() | st.sampled_from(DECISIONS),
-    reply=st.none() | st.sampled_from(["Thank you, sorry for the trouble.", "Send photos please", "whatever, not our problem", "We will refund you."]),
-    reassign_queue=st.none() | st.sampled_from(QUEUES),
-    add_tag=st.none() | st.sampled_from(TAGS),
-    close_ticket=st.booleans(),
-    lookup=st.none() | st.sampled_from(LOOKUP_TARGETS),
-))
+_action_fields = st.fixed_dictionaries(
+    {},
+    optional=dict(
+        decision=st.none() | st.sampled_from(DECISIONS),
+        reply=st.none()
+        | st.sampled_from(
+            [
+                "Thank you, sorry for the trouble.",
+                "Send photos please",
+                "whatever, not our problem",
+                "We will refund you.",
+            ]
+        ),
+        reassign_queue=st.none() | st.sampled_from(QUEUES),
+        add_tag=st.none() | st.sampled_from(TAGS),
+        close_ticket=st.booleans(),
+        lookup=st.none() | st.sampled_from(LOOKUP_TARGETS),
+    ),
+)
 _actions = _action_fields.filter(lambda d: any(v not in (None, False) for v in d.values())).map(Action.model_validate)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(task_id=st.sampled_from(list(TASKS)), seed=st.integers(0, 500), actions=st.lists(_actions, min_size=1, max_size=12))
+@given(
+    task_id=st.sampled_from(list(TASKS)), seed=st.integers(0, 500), actions=st.lists(_actions, min_size=1, max_size=12)
+)
 def test_any_valid_action_sequence_scores_in_unit_interval(task_id: str, seed: int, actions: list[Action]) -> None:
     state, _, rewards = _play(task_id, seed, actions)
     grade = grade_episode(state)
@@ -177,13 +195,21 @@ def test_a_step_that_would_drop_the_raw_score_by_more_than_one_pays_the_rest_lat
     """Several penalties in one step (a changed decision, a rude, leaking reply, a second outcome tag) moved
     the raw score by -1.03: the reward stays at -1 and the remainder arrives with the next step."""
     pool = PUBLIC.pool("dev", "workflow", "hard")
-    seed = next(k for k, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).gold == "reject")  # the first decision is right
+    seed = next(
+        k for k, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).gold == "reject"
+    )  # the first decision is right
     oid = PUBLIC.ticket(pool[seed]).order.order_id
     actions = [
         Action(lookup="policy"),
-        Action(decision="reject", add_tag="Policy_Denied", reply=f"Thank you, order {oid}: sorry, we can't accept this."),
-        Action(decision="approve_refund", add_tag="Refund", reassign_queue="Fraud",
-               reply="Stupid request, your fraud flag and chargebacks are noted. Not our problem."),
+        Action(
+            decision="reject", add_tag="Policy_Denied", reply=f"Thank you, order {oid}: sorry, we can't accept this."
+        ),
+        Action(
+            decision="approve_refund",
+            add_tag="Refund",
+            reassign_queue="Fraud",
+            reply="Stupid request, your fraud flag and chargebacks are noted. Not our problem.",
+        ),
         Action(close_ticket=True),
     ]
     state, _, rewards = _play("workflow-resolution", seed, actions)
@@ -194,9 +220,20 @@ def test_a_step_that_would_drop_the_raw_score_by_more_than_one_pays_the_rest_lat
 
 # ---------------------------------------------------------------------------------- no leak
 
+
 def _secret_strings(ticket) -> list[str]:
     v = evaluate(ticket)
-    secrets = [v.rationale, '"gold":', '"alternatives":', '"hidden":', '"harmful":', '"rationale":', "photos_show", "parcel_found", "actual_issue"]
+    secrets = [
+        v.rationale,
+        '"gold":',
+        '"alternatives":',
+        '"hidden":',
+        '"harmful":',
+        '"rationale":',
+        "photos_show",
+        "parcel_found",
+        "actual_issue",
+    ]
     return secrets
 
 
@@ -222,11 +259,13 @@ def test_hidden_facts_do_not_change_what_the_agent_sees_before_asking() -> None:
 
     for ticket in PUBLIC.tickets("dev")[:200]:
         h = ticket.hidden
-        flipped = h.model_copy(update={
-            "photos_show": {"damage": "normal_wear", "normal_wear": "damage"}.get(h.photos_show),
-            "item_used": None if h.item_used is None else not h.item_used,
-            "parcel_found": None if h.parcel_found is None else not h.parcel_found,
-        })
+        flipped = h.model_copy(
+            update={
+                "photos_show": {"damage": "normal_wear", "normal_wear": "damage"}.get(h.photos_show),
+                "item_used": None if h.item_used is None else not h.item_used,
+                "parcel_found": None if h.parcel_found is None else not h.parcel_found,
+            }
+        )
         assert core.ticket_text(ticket) == core.ticket_text(ticket.model_copy(update={"hidden": flipped}))
 
 

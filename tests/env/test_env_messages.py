@@ -16,8 +16,15 @@ from service.env.messages import ANSWER_TOPICS, render_customer_answer, render_m
 from service.env.world import Claim, Customer, HiddenFacts, Order, OrderLine, Product
 
 ISSUES = (
-    "damaged", "defective", "wrong_item", "not_received", "size_issue",
-    "changed_mind", "item_used", "duplicate_charge", "vague",
+    "damaged",
+    "defective",
+    "wrong_item",
+    "not_received",
+    "size_issue",
+    "changed_mind",
+    "item_used",
+    "duplicate_charge",
+    "vague",
 )
 TONES = ("calm", "angry", "vague", "multi_issue", "typos")
 CATEGORIES = ("apparel", "footwear", "electronics", "home", "beauty", "grocery", "toys", "sports")
@@ -26,22 +33,42 @@ ORDER_ID = "ORD-48213"
 
 def make_product(category: str = "home", name: str = "Ceramic Kettle") -> Product:
     return Product(
-        sku="SKU-1", name=name, category=category, price=49.99, in_stock=False, final_sale=True,
-        hygiene=False, perishable=False, warranty_days=365,
+        sku="SKU-1",
+        name=name,
+        category=category,
+        price=49.99,
+        in_stock=False,
+        final_sale=True,
+        hygiene=False,
+        perishable=False,
+        warranty_days=365,
     )
 
 
 CUSTOMER = Customer(
-    customer_id="C-1", name="Maria Lopez", tier="gold", account_age_days=812, orders_12m=7,
-    returns_12m=6, chargebacks=2, fraud_flag=True,
+    customer_id="C-1",
+    name="Maria Lopez",
+    tier="gold",
+    account_age_days=812,
+    orders_12m=7,
+    returns_12m=6,
+    chargebacks=2,
+    fraud_flag=True,
 )
 
 
 def make_order(product: Product | None = None) -> Order:
     return Order(
-        order_id=ORDER_ID, lines=(OrderLine(product=product or make_product(), quantity=1),), amount=49.99,
-        order_date="2024-03-01", delivery_date="2024-03-05", days_since_delivery=37,
-        carrier_status="delivered", days_past_estimate=0, payment_method="card", charges=1,
+        order_id=ORDER_ID,
+        lines=(OrderLine(product=product or make_product(), quantity=1),),
+        amount=49.99,
+        order_date="2024-03-01",
+        delivery_date="2024-03-05",
+        days_since_delivery=37,
+        carrier_status="delivered",
+        days_past_estimate=0,
+        payment_method="card",
+        charges=1,
     )
 
 
@@ -65,9 +92,7 @@ ISSUE_PATTERNS = {
     "item_used": r"(used|tried|trying|using|worn|a proper try).*(don't like|didn't like|not for me|doesn't suit me)",
     "duplicate_charge": r"twice|two payments|double|two times",
 }
-UNUSED_PATTERN = (
-    r"haven't used|hasn't been used|never been used|unused|not used at all|still sealed|tags are still on|original packaging|unopened"
-)
+UNUSED_PATTERN = r"haven't used|hasn't been used|never been used|unused|not used at all|still sealed|tags are still on|original packaging|unopened"
 USED_PATTERN = r"\bused\b|\buse it\b|\bworn\b|\bwore\b|washed|tried|been using|a proper try"
 PHOTO_PATTERN = r"photo|picture|image|\bpics?\b|attach"
 FORBIDDEN = r"\$|£|€|\bprice|final sale|warrant|fraud|chargeback|in stock|out of stock|\bdays?\b|refund history|returns? history"
@@ -119,7 +144,11 @@ def test_answers_do_not_depend_on_set_iteration_order():
     root = Path(__file__).resolve().parents[2]
     outs = {
         subprocess.run(
-            [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+            [sys.executable, "-c", code],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
             env={"PYTHONHASHSEED": str(h), "PATH": ""},
         ).stdout
         for h in (0, 1, 2, 3)
@@ -245,7 +274,9 @@ def test_side_remarks_and_second_claims_come_after_the_main_claim():
         assert re.search(ISSUE_PATTERNS["size_issue"], low).start() < side.start()
         both = body_of(seed, claim("changed_mind", tone="calm", secondary="damaged")).lower()
         assert {"changed_mind", "damaged"} <= read_issues(both), both
-        assert re.search(ISSUE_PATTERNS["changed_mind"], both).start() < re.search(ISSUE_PATTERNS["damaged"], both).start()
+        assert (
+            re.search(ISSUE_PATTERNS["changed_mind"], both).start() < re.search(ISSUE_PATTERNS["damaged"], both).start()
+        )
 
 
 def test_typos_add_noise_to_about_eight_percent_of_words_but_never_the_order_id():
@@ -255,7 +286,7 @@ def test_typos_add_noise_to_about_eight_percent_of_words_but_never_the_order_id(
         noisy = body_of(seed, claim("defective", True, False, "typos"))
         a, b = plain.split(), noisy.split()
         assert len(a) == len(b)
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=False):
             total += 1
             changed += x != y
             if ORDER_ID in x or any(ch.isdigit() for ch in x) or x.strip(".,()#") in ("Ceramic", "Kettle"):
@@ -275,7 +306,10 @@ def answer(topics, hidden, c=None, seed=0, order=None):
 
 def answer_and_facts(topics, hidden, c=None, seed=0, order=None):
     return render_customer_answer(
-        random.Random(seed), topics=frozenset(topics), hidden=hidden, claim=c or claim("damaged", tone="calm"),
+        random.Random(seed),
+        topics=frozenset(topics),
+        hidden=hidden,
+        claim=c or claim("damaged", tone="calm"),
         order=order or make_order(),
     )
 

@@ -3,9 +3,9 @@ ordering, and the document rendered from the same clauses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -55,8 +55,9 @@ def _with(t: Ticket, **changes: Any) -> Ticket:
 
 def _find(pred: Callable[[Ticket], bool]) -> Ticket:
     """The first plain train ticket (one claim, a low-risk customer) that ``pred`` accepts."""
-    return next(t for t in PUBLIC.tickets("train")
-                if t.claim.second_issue is None and not t.customer.high_risk and pred(t))
+    return next(
+        t for t in PUBLIC.tickets("train") if t.claim.second_issue is None and not t.customer.high_risk and pred(t)
+    )
 
 
 def _in_window(t: Ticket) -> bool:
@@ -70,7 +71,9 @@ def _plain_item(t: Ticket) -> bool:
 
 
 def unused_change_of_mind() -> Ticket:
-    return _find(lambda t: t.claim.issue == "changed_mind" and t.claim.item_used is False and _in_window(t) and _plain_item(t))
+    return _find(
+        lambda t: t.claim.issue == "changed_mind" and t.claim.item_used is False and _in_window(t) and _plain_item(t)
+    )
 
 
 def wrong_item() -> Ticket:
@@ -91,6 +94,7 @@ def _values(t: Ticket, revealed: frozenset[str] = frozenset()) -> dict[str, floa
 
 
 # ---------------------------------------------------------------------------- P1 and P6
+
 
 def test_day_30_is_inside_the_return_window_and_day_31_is_not() -> None:
     t = unused_change_of_mind()
@@ -127,6 +131,7 @@ def test_the_policy_document_names_every_hygiene_item_the_catalog_flags() -> Non
 
 # ------------------------------------------------------------------------------ P2 / P3 / P11
 
+
 def test_photos_turn_a_question_into_an_approval_and_wear_into_a_denial() -> None:
     t = _with(defect_with_photos(), **{"claim.images_provided": False, "hidden.photos_show": "damage"})
     assert (evaluate(t).gold, evaluate(t).ask_topic) == ("request_info", "photos")
@@ -145,8 +150,15 @@ def test_deciding_without_the_photos_is_wrong_whatever_they_would_show() -> None
 def test_a_warranty_defect_whose_photos_show_ordinary_wear_is_declined() -> None:
     """#12.6: P11 covers P3 as well as P2; approving it is harmful, declining it is gold."""
     t = defect_with_photos()
-    late = _with(t, **{"order.days_since_delivery": 200, "product.warranty_days": 365, "claim.images_provided": False,
-                       "hidden.photos_show": "normal_wear"})
+    late = _with(
+        t,
+        **{
+            "order.days_since_delivery": 200,
+            "product.warranty_days": 365,
+            "claim.images_provided": False,
+            "hidden.photos_show": "normal_wear",
+        },
+    )
     v = evaluate(late, frozenset({"photos"}))
     assert (v.gold, v.clauses[0], v.reason) == ("reject", "P3", "normal_wear")
     values = _values(late, frozenset({"photos"}))
@@ -185,6 +197,7 @@ def test_stock_decides_between_replacement_and_refund() -> None:
 
 # ------------------------------------------------------------------------------------- P5
 
+
 def test_non_delivery_has_no_time_limit() -> None:
     t = not_received("lost")
     assert t.order.days_since_delivery is None
@@ -211,7 +224,10 @@ def test_carrier_delivered_is_asked_then_found_or_lost() -> None:
 
 # ------------------------------------------------------------------------------------- P7
 
-@pytest.mark.parametrize("change", [{"customer.returns_12m": 5}, {"customer.chargebacks": 1}, {"customer.fraud_flag": True}])
+
+@pytest.mark.parametrize(
+    "change", [{"customer.returns_12m": 5}, {"customer.chargebacks": 1}, {"customer.fraud_flag": True}]
+)
 def test_a_high_risk_customer_turns_an_unverifiable_claim_into_a_fraud_routed_denial(change: dict[str, Any]) -> None:
     t = wrong_item()
     v = evaluate(_with(t, **change))
@@ -232,6 +248,7 @@ def test_p7_exempts_carrier_confirmed_loss_and_billing_errors_which_keep_their_o
 
 
 # ------------------------------------------------------------------------------ P8 and P10
+
 
 def test_escalation_is_decided_by_the_claimed_items_amount_not_the_order_total() -> None:
     t = _with(wrong_item(), **{"product.in_stock": False})
@@ -254,6 +271,7 @@ def test_a_duplicate_charge_refund_above_the_threshold_stays_with_billing() -> N
 
 # ---------------------------------------------------------------------------- P9, P12, P13
 
+
 def test_a_vague_message_is_asked_about_then_decided_on_the_answer() -> None:
     t = next(t for t in PUBLIC.tickets("train") if t.claim.issue == "vague" and t.hidden.actual_issue is not None)
     assert (evaluate(t).gold, evaluate(t).ask_topic, evaluate(t).clauses[0]) == ("request_info", "details", "P9")
@@ -267,8 +285,10 @@ def test_records_decide_not_the_customers_recollection() -> None:
 
 
 def test_of_two_claims_the_one_first_in_the_resolution_order_decides_and_remarks_change_nothing() -> None:
-    t = _with(defect_with_photos(), **{"claim.issue": "changed_mind", "claim.second_issue": "damaged",
-                                        "claim.item_used": True})
+    t = _with(
+        defect_with_photos(),
+        **{"claim.issue": "changed_mind", "claim.second_issue": "damaged", "claim.item_used": True},
+    )
     v = evaluate(t)
     assert v.issue == "damaged" and v.clauses[0] == "P2" and v.gold.startswith("approve")
     alone = evaluate(_with(t, **{"claim.second_issue": None}))
@@ -278,6 +298,7 @@ def test_of_two_claims_the_one_first_in_the_resolution_order_decides_and_remarks
 
 
 # ------------------------------------------------------------------------- reward ordering
+
 
 def test_reward_ordering_gold_alternative_wrong_harmful_on_every_dev_ticket() -> None:
     for t in PUBLIC.tickets("dev"):
@@ -297,8 +318,11 @@ def test_reward_ordering_gold_alternative_wrong_harmful_on_every_dev_ticket() ->
 
 def test_decision_step_rewards_are_ordered_on_real_episodes() -> None:
     pool = PUBLIC.pool("dev", "decision", "easy")
-    seed = next(i for i, tid in enumerate(pool) if (lambda v: v.gold == "approve_replacement" and v.clauses[0] == "P4")(
-        evaluate(PUBLIC.ticket(tid))))
+    seed = next(
+        i
+        for i, tid in enumerate(pool)
+        if (lambda v: v.gold == "approve_replacement" and v.clauses[0] == "P4")(evaluate(PUBLIC.ticket(tid)))
+    )
     rewards = {}
     for d in ("approve_replacement", "approve_refund", "reject"):
         state, _ = reset("decision-easy", seed, "dev")
@@ -308,6 +332,7 @@ def test_decision_step_rewards_are_ordered_on_real_episodes() -> None:
 
 
 # --------------------------------------------------------------------------- the document
+
 
 def test_policy_document_is_rendered_from_the_clauses_and_committed_fresh() -> None:
     doc = render_policy_markdown()
@@ -340,8 +365,9 @@ def test_every_verdict_on_every_public_ticket_names_its_clauses_reason_and_quest
     final_sale=st.booleans(),
     returns=st.integers(0, 12),
 )
-def test_policy_is_total_and_consistent_on_perturbed_tickets(index: int, days: int, in_stock: bool, final_sale: bool,
-                                                             returns: int) -> None:
+def test_policy_is_total_and_consistent_on_perturbed_tickets(
+    index: int, days: int, in_stock: bool, final_sale: bool, returns: int
+) -> None:
     t = PUBLIC.tickets("train")[index]
     if t.order.days_since_delivery is not None:
         t = _with(t, **{"order.days_since_delivery": days})
@@ -357,6 +383,7 @@ def test_policy_is_total_and_consistent_on_perturbed_tickets(index: int, days: i
 
 # ------------------------------------------------------------------- P14 reply rules, metamorphic
 
+
 def _reply_passes(t: Ticket, decision: str, reply: str) -> bool:
     from service.env.replies import judge
 
@@ -365,8 +392,10 @@ def _reply_passes(t: Ticket, decision: str, reply: str) -> bool:
 
 
 _UNVERIFIABLE = "Thank you for contacting us about order {oid}. I'm sorry, but we couldn't verify this claim, so we can't approve it."
-_RISK_NAMED = ("Thank you for contacting us about order {oid}. I'm sorry, but because of the number of returns on your account, "
-               "we can't approve this claim.")
+_RISK_NAMED = (
+    "Thank you for contacting us about order {oid}. I'm sorry, but because of the number of returns on your account, "
+    "we can't approve this claim."
+)
 _APPROVED = "Thank you for contacting us about order {oid}, and sorry for the trouble. We have approved a full refund for order {oid}."
 
 
@@ -376,7 +405,11 @@ def test_p7_declines_say_the_claim_cannot_be_verified_and_never_why() -> None:
     fails as a leak, and the approval reply no longer fits. Without the flag, the decline wording fails."""
     t = unused_change_of_mind()
     flagged = _with(t, **{"customer.fraud_flag": True})
-    assert evaluate(t).gold == "approve_refund" and evaluate(flagged).gold == "reject" and evaluate(flagged).reason == "unverifiable"
+    assert (
+        evaluate(t).gold == "approve_refund"
+        and evaluate(flagged).gold == "reject"
+        and evaluate(flagged).reason == "unverifiable"
+    )
     assert _reply_passes(flagged, "reject", _UNVERIFIABLE)
     assert not _reply_passes(flagged, "reject", _RISK_NAMED)
     assert not _reply_passes(flagged, "approve_refund", _UNVERIFIABLE)
@@ -384,8 +417,10 @@ def test_p7_declines_say_the_claim_cannot_be_verified_and_never_why() -> None:
 
 
 _USED = "Thank you for contacting us about order {oid}. I'm sorry, but the item has been used, so we can't accept the return."
-_WINDOW = ("Thank you for contacting us about order {oid}. I'm sorry, but it is outside our 30-day return window, "
-           "so we can't accept the return.")
+_WINDOW = (
+    "Thank you for contacting us about order {oid}. I'm sorry, but it is outside our 30-day return window, "
+    "so we can't accept the return."
+)
 
 
 def test_the_window_is_required_only_when_the_time_limit_is_the_reason() -> None:

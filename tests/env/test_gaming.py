@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from service.env import PUBLIC, TASKS, Dataset, derive_test_key
+from service.env.agents import make_agent
 from tests.env.gaming_agents import (
     GUESS_MEAN,
     GUESS_RESOLVED,
@@ -33,8 +35,6 @@ from tests.env.gaming_agents import (
     play_pool,
     strategies,
 )
-from service.env import PUBLIC, TASKS, Dataset, derive_test_key
-from service.env.agents import make_agent
 
 TEST_DATASET = Dataset(test_key=derive_test_key("a deployment key for the gaming suite"))
 README = (Path(__file__).resolve().parents[2] / "docs" / "methodology.md").read_text(encoding="utf-8")
@@ -61,7 +61,9 @@ def _held_out(task_id: str, label) -> list[tuple[int, str, str]]:
 
 
 def _claim_kind(task_id: str, ticket) -> str:
-    return ticket.claim.issue if ticket.claim.second_issue is None else f"{ticket.claim.issue}+{ticket.claim.second_issue}"
+    return (
+        ticket.claim.issue if ticket.claim.second_issue is None else f"{ticket.claim.issue}+{ticket.claim.second_issue}"
+    )
 
 
 @pytest.mark.parametrize("label", [answer_of, _claim_kind], ids=["answer", "claim_kind"])
@@ -73,7 +75,10 @@ def test_position_predicts_neither_the_answer_nor_the_scenario(task_id: str, lab
     a positional deal — outcome ``i % 4`` at position ``i``, or the old ``(i // 6) % len(kinds)`` — makes
     the table exact: 1.00.)"""
     task = TASKS[task_id]
-    train = [(k, tid, label(task_id, PUBLIC.ticket(tid))) for k, tid in enumerate(PUBLIC.pool("train", task.family, task.difficulty))]
+    train = [
+        (k, tid, label(task_id, PUBLIC.ticket(tid)))
+        for k, tid in enumerate(PUBLIC.pool("train", task.family, task.difficulty))
+    ]
     classifier = PositionClassifier.fit(train)
     rows = _held_out(task_id, label)
     majority = Counter(answer for *_, answer in rows).most_common(1)[0][1] / len(rows)
@@ -88,10 +93,14 @@ def _surface(ticket) -> dict[str, object]:
     line = ticket.order.lines[ticket.claim.line]
     digits = int(ticket.order.order_id.removeprefix("ORD-"))
     return {
-        "length": len(ticket.message) // 40, "words": len(words) // 8,
+        "length": len(ticket.message) // 40,
+        "words": len(words) // 8,
         "sentences": len([s for s in re.split(r"(?<=[.!?])\s+|\n+", ticket.message) if s.strip()]),
-        "first_word": words[0].lower().strip(",.!?"), "last_word": words[-1].lower().strip(",.!?"),
-        "subject": ticket.subject, "tone": ticket.claim.tone, "items": len(ticket.order.lines),
+        "first_word": words[0].lower().strip(",.!?"),
+        "last_word": words[-1].lower().strip(",.!?"),
+        "subject": ticket.subject,
+        "tone": ticket.claim.tone,
+        "items": len(ticket.order.lines),
         "price_cents": round(line.product.price * 100) % 100,
         **{f"order_id%{p}": digits % p for p in (2, 3, 5, 7, 10, 12, 60)},
     }
@@ -134,8 +143,11 @@ def test_no_surface_feature_predicts_the_answer(task_id: str) -> None:
         return sum(rule(f) == a for f, a in held) / len(held)
 
     claim = max(majority, accuracy("claim_kind"))
-    over = {name: round(acc, 3) for name in _surface(PUBLIC.ticket(PUBLIC.pool("dev", task.family, task.difficulty)[0]))
-            if (acc := accuracy(name)) > (claim if name in _CARRIES_THE_CLAIM else majority) + MARGIN}
+    over = {
+        name: round(acc, 3)
+        for name in _surface(PUBLIC.ticket(PUBLIC.pool("dev", task.family, task.difficulty)[0]))
+        if (acc := accuracy(name)) > (claim if name in _CARRIES_THE_CLAIM else majority) + MARGIN
+    }
     assert not over, (task_id, round(majority, 3), round(claim, 3), over)
 
 
@@ -166,7 +178,11 @@ def suite(train_rows: dict, report: dict) -> dict:
         for task_id in TASKS:
             cell = rows[strategy.name]["tasks"][task_id]
             best = ceiling["tasks"][task_id]
-            results[(strategy.name, task_id)] = (strategy, (cell["resolved"], cell["mean"]), (best["resolved"], best["mean"]))
+            results[(strategy.name, task_id)] = (
+                strategy,
+                (cell["resolved"], cell["mean"]),
+                (best["resolved"], best["mean"]),
+            )
     return results
 
 
@@ -176,14 +192,16 @@ def test_the_readme_shows_the_gaming_table_bench_gaming_prints(report: dict) -> 
 
     block = re.search(r"<!-- gaming:start -->\n(.*?)<!-- gaming:end -->", README, re.S)
     assert block, "README.md lacks the gaming block"
-    assert block.group(1).strip() == markdown(report).strip(), "README's gaming table drifted: paste `python -m bench.gaming --markdown`"
+    assert block.group(1).strip() == markdown(report).strip(), (
+        "README's gaming table drifted: paste `python -m bench.gaming --markdown`"
+    )
 
 
 def test_no_constant_answer_beats_the_cap(suite: dict) -> None:
     """The best constant answer of every pool (plain or after a catch-all question, with the reply that
     matches it) stays under the absolute caps, on dev and train. The resolution pool's constant once
     resolved 0.38 of dev (policy, question, approve_refund + a plain approval reply)."""
-    for (name, task_id), (_, _, ceiling) in suite.items():
+    for (_name, task_id), (_, _, ceiling) in suite.items():
         assert ceiling[0] <= GUESS_RESOLVED and ceiling[1] <= GUESS_MEAN, (task_id, "dev", ceiling)
     for task_id in TASKS:
         for split, dataset in (("train", PUBLIC), ("test", TEST_DATASET)):
@@ -193,10 +211,12 @@ def test_no_constant_answer_beats_the_cap(suite: dict) -> None:
 
 def test_no_degenerate_strategy_beats_its_bound(suite: dict) -> None:
     over = []
-    for (name, task_id), (strategy, (resolved, mean), ceiling) in suite.items():
+    for (name, task_id), (strategy, (resolved, mean), _ceiling) in suite.items():
         max_resolved, max_mean = bounds(strategy)
         if resolved > max_resolved or mean > max_mean:
-            over.append(f"{name} on {task_id}: resolved {resolved:.2f} (bound {max_resolved:.2f}), mean {mean:.2f} (bound {max_mean:.2f})")
+            over.append(
+                f"{name} on {task_id}: resolved {resolved:.2f} (bound {max_resolved:.2f}), mean {mean:.2f} (bound {max_mean:.2f})"
+            )
     assert not over, "\n".join(over)
 
 

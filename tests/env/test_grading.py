@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.env.shortcuts import best_single_field
 
 from service.env import TASKS, Action, grade_episode, reset, step
 from service.env.core import lookup_record, ticket_text
@@ -17,12 +16,14 @@ from service.env.messages import inconsistencies
 from service.env.policy import evaluate
 from service.env.tasks import render_rubrics_markdown
 from service.env.world import Ticket
+from tests.env.shortcuts import best_single_field
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "docs" / "methodology.md").read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------- single-field shortcuts
+
 
 @pytest.mark.parametrize("task_id", [t for t, spec in TASKS.items() if spec.difficulty != "easy"])
 def test_no_single_visible_field_decides_a_medium_or_hard_pool(task_id: str) -> None:
@@ -33,6 +34,7 @@ def test_no_single_visible_field_decides_a_medium_or_hard_pool(task_id: str) -> 
 
 
 # ------------------------------------------------------------------------ hard tickets
+
 
 def test_hard_tickets_give_dates_and_leave_the_counting_to_the_agent() -> None:
     """#12.6: order, delivery and opening dates instead of "delivered N days ago"."""
@@ -53,13 +55,18 @@ def test_the_hard_pools_hold_the_reasoning_they_promise() -> None:
     hard = [t for t in PUBLIC.tickets("dev") if t.difficulty == "hard"]
     assert sum(len(t.order.lines) > 1 for t in hard) >= 40
     assert sum(t.claim.second_issue is not None for t in hard) >= 15
-    assert sum(t.claim.stated_days_ago is not None and t.claim.stated_days_ago != t.order.days_since_delivery
-               for t in hard) >= 15
+    assert (
+        sum(
+            t.claim.stated_days_ago is not None and t.claim.stated_days_ago != t.order.days_since_delivery for t in hard
+        )
+        >= 15
+    )
     assert sum(evaluate(t).gold == "request_info" for t in hard) >= 15
     assert sum(t.customer.high_risk for t in hard) >= 10
 
 
 # ------------------------------------------------------------------------- coherent messages
+
 
 def _changed(t: Ticket, **claim: object) -> Ticket:
     return t.model_copy(update={"claim": t.claim.model_copy(update=claim)})
@@ -70,13 +77,19 @@ def test_the_consistency_check_refuses_incoherent_combinations() -> None:
     generator redraws them: every public ticket passes, see test_env_agents_and_data)."""
     lost = next(t for t in PUBLIC.tickets("train") if t.claim.issue == "not_received")
     assert inconsistencies(_changed(lost, second_issue="damaged"))
-    fresh = next(t for t in PUBLIC.tickets("train") if t.order.days_since_delivery is not None
-                 and t.order.days_since_delivery < 10 and t.claim.issue in ("damaged", "defective"))
+    fresh = next(
+        t
+        for t in PUBLIC.tickets("train")
+        if t.order.days_since_delivery is not None
+        and t.order.days_since_delivery < 10
+        and t.claim.issue in ("damaged", "defective")
+    )
     worn = fresh.model_copy(update={"hidden": fresh.hidden.model_copy(update={"photos_show": "normal_wear"})})
     assert any("wear" in p for p in inconsistencies(worn))
 
 
 # ---------------------------------------------------------------- replies in full episodes
+
 
 def _resolution(pred) -> tuple[tuple[str, int], Ticket]:
     """The first single-item, single-claim resolution ticket (dev, then train) that ``pred`` accepts."""
@@ -104,29 +117,42 @@ def test_a_self_contradicting_reply_earns_no_reply_credit() -> None:
     """#12.1: "We approve your refund. We decline your refund: outside the 30-day window." on a reject."""
     seed, t = _resolution(lambda t, v: v.gold == "reject" and v.reason == "window")
     oid = t.order.order_id
-    good = _resolve(seed, "reject", "Policy_Denied",
-                    f"Thank you for writing about order {oid}. I'm sorry, but it's outside our 30-day return window, "
-                    "so we can't accept the return.")
+    good = _resolve(
+        seed,
+        "reject",
+        "Policy_Denied",
+        f"Thank you for writing about order {oid}. I'm sorry, but it's outside our 30-day return window, "
+        "so we can't accept the return.",
+    )
     assert good.resolved, good.components
-    bad = _resolve(seed, "reject", "Policy_Denied",
-                   f"Thanks for order {oid}. We approve your refund. We decline your refund: outside the 30-day return window.")
+    bad = _resolve(
+        seed,
+        "reject",
+        "Policy_Denied",
+        f"Thanks for order {oid}. We approve your refund. We decline your refund: outside the 30-day return window.",
+    )
     assert not bad.resolved and not _check(bad, "reply_clean")
 
 
 def test_a_refusal_on_an_approved_ticket_does_not_state_the_outcome() -> None:
     """#12.1: "Sorry, we cannot offer a refund." after deciding approve_refund."""
     seed, t = _resolution(lambda t, v: v.gold == "approve_refund" and v.queue == "Returns")
-    grade = _resolve(seed, "approve_refund", "Refund",
-                     f"Sorry about order {t.order.order_id}, we cannot offer a refund.")
+    grade = _resolve(
+        seed, "approve_refund", "Refund", f"Sorry about order {t.order.order_id}, we cannot offer a refund."
+    )
     assert not grade.resolved and not _check(grade, "reply_outcome")
 
 
 def test_the_reply_is_graded_against_the_agents_own_decision_and_any_true_reason() -> None:
     """#12.1-2: a used-item denial inside the window need not quote the 30-day window."""
     seed, t = _resolution(lambda t, v: v.gold == "reject" and v.reason == "used" and "window" not in v.reasons)
-    grade = _resolve(seed, "reject", "Policy_Denied",
-                     f"Hi, thanks for getting in touch about order {t.order.order_id}. I'm sorry, but as the item has "
-                     "been worn we can't take it back.")
+    grade = _resolve(
+        seed,
+        "reject",
+        "Policy_Denied",
+        f"Hi, thanks for getting in touch about order {t.order.order_id}. I'm sorry, but as the item has "
+        "been worn we can't take it back.",
+    )
     assert grade.resolved, [c.detail for c in grade.components if not c.passed]
 
 
@@ -136,21 +162,36 @@ def test_a_holding_reply_that_grants_is_not_a_holding_reply() -> None:
     seed = next(i for i, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).queue == "Returns")
     t = PUBLIC.ticket(pool[seed])
     state, _ = reset("workflow-routing", seed, "dev")
-    ok = step(state, Action(reassign_queue="Returns", close_ticket=True,
-                            reply=f"Thanks for your patience: our returns team now has order {t.order.order_id} and "
-                                  "will get back to you.")).state
+    ok = step(
+        state,
+        Action(
+            reassign_queue="Returns",
+            close_ticket=True,
+            reply=f"Thanks for your patience: our returns team now has order {t.order.order_id} and "
+            "will get back to you.",
+        ),
+    ).state
     assert grade_episode(ok).resolved
-    granted = step(state, Action(reassign_queue="Returns", close_ticket=True,
-                                 reply=f"Thanks! Your refund for order {t.order.order_id} is approved!")).state
+    granted = step(
+        state,
+        Action(
+            reassign_queue="Returns",
+            close_ticket=True,
+            reply=f"Thanks! Your refund for order {t.order.order_id} is approved!",
+        ),
+    ).state
     assert not grade_episode(granted).resolved
 
 
 # ------------------------------------------------------------------------ one rubric table
 
+
 def test_the_readme_renders_the_rubric_table_that_grading_reads() -> None:
     block = re.search(r"<!-- rubrics:start -->\n(.*?)<!-- rubrics:end -->", README, re.S)
     assert block, "README.md lacks the rubric block"
-    assert block.group(1).strip() == render_rubrics_markdown().strip(), "README's rubric table drifted: paste render_rubrics_markdown()"
+    assert block.group(1).strip() == render_rubrics_markdown().strip(), (
+        "README's rubric table drifted: paste render_rubrics_markdown()"
+    )
 
 
 def test_instructions_say_what_ends_the_episode_and_what_counts_as_the_decision() -> None:

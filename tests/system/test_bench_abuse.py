@@ -12,8 +12,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_abuse_tiny_run() -> None:
-    proc = subprocess.run([sys.executable, "-m", "bench.abuse", "--tiny", "--limit", "10"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.abuse", "--tiny", "--limit", "10"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)
     assert report["benchmark"] == "abuse" and report["config"]["limit_per_s"] == 10
@@ -21,8 +26,15 @@ def test_bench_abuse_tiny_run() -> None:
     assert summary["honest_alone_steps_per_s"] > 0
     assert report["config"]["modes"] == ["paced", "flood", "pages"]
     for mode in ("paced", "flood", "pages"):
-        assert set(summary[mode]) == {"honest_steps_per_s", "ratio_to_alone", "ratio_median_of_rounds", "server_cpu_s_per_s", "abuser_served_per_s",
-                                      "abuser_sent_per_s", "drop_within_20pct"}
+        assert set(summary[mode]) == {
+            "honest_steps_per_s",
+            "ratio_to_alone",
+            "ratio_median_of_rounds",
+            "server_cpu_s_per_s",
+            "abuser_served_per_s",
+            "abuser_sent_per_s",
+            "drop_within_20pct",
+        }
         assert summary[mode]["honest_steps_per_s"] > 0 and isinstance(summary[mode]["drop_within_20pct"], bool)
     [row] = report["rounds"]
     assert all(row[mode]["errors"] == 0 for mode in ("alone", "paced", "flood", "pages"))

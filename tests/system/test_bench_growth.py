@@ -17,9 +17,31 @@ RATES = {"steps", "run_play_k1", "run_play_k8", "steps_polled", "run_play_k8_vs_
 def test_bench_growth_tiny_run(tmp_path: Path) -> None:
     out = tmp_path / "growth.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.growth", "--runs", "3", "--episodes-per-run", "12", "--agents", "2", "--duration", "0.8",
-         "--warmup", "0.2", "--rounds", "1", "--leaderboard-requests", "3", "--json-out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "bench.growth",
+            "--runs",
+            "3",
+            "--episodes-per-run",
+            "12",
+            "--agents",
+            "2",
+            "--duration",
+            "0.8",
+            "--warmup",
+            "0.2",
+            "--rounds",
+            "1",
+            "--leaderboard-requests",
+            "3",
+            "--json-out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)
@@ -38,7 +60,9 @@ def test_bench_growth_tiny_run(tmp_path: Path) -> None:
         assert set(result) == labels | {"ratio_per_round"}, name
         for label in labels:
             assert result[label].get("errors", 0) == 0, (name, label, result[label]["error_samples"])
-            assert len(result[label]["rounds"]) == (2 if name == "run_play_k8_vs_k1" else 1)  # crossed: two windows a round
+            assert len(result[label]["rounds"]) == (
+                2 if name == "run_play_k8_vs_k1" else 1
+            )  # crossed: two windows a round
     pids = report["config"]["server_pids"]
     assert set(pids) == {"empty", "large"}
     assert not [name for name, pid in pids.items() if _alive(pid)], "bench/growth.py left a server running"

@@ -31,9 +31,25 @@ def _alive(pid: int) -> bool:
 def test_bench_load_tiny_run(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.load", "--agents", "4", "--duration", "1", "--warmup", "0.3",
-         "--rounds", "1", "--json-out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "bench.load",
+            "--agents",
+            "4",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.3",
+            "--rounds",
+            "1",
+            "--json-out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)
@@ -54,7 +70,10 @@ def test_bench_load_tiny_run(tmp_path: Path) -> None:
     # scripted agents finish real episodes: a few steps each, as the tasks allow
     assert 1 <= report["results"]["ours/http"]["mean_steps_per_episode"] <= 20
     assert set(report["ratios"]) == {
-        "ours/http vs peer/ws", "ours/http vs ceiling/http", "ours/ws vs peer/ws", "ours/ws vs ceiling/ws"
+        "ours/http vs peer/ws",
+        "ours/http vs ceiling/http",
+        "ours/ws vs peer/ws",
+        "ours/ws vs ceiling/ws",
     }
     for value in report["ratios"].values():
         assert value["steps_per_s"] > 0 and value["step_p99"] > 0
@@ -68,8 +87,23 @@ def test_bench_step_path_tiny_run(tmp_path: Path) -> None:
     """The in-process step-path benchmark: same episodes through the core and the service, both timed."""
     out = tmp_path / "step_path.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.step_path", "--episodes", "24", "--agents", "4", "--rounds", "2", "--json-out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "bench.step_path",
+            "--episodes",
+            "24",
+            "--agents",
+            "4",
+            "--rounds",
+            "2",
+            "--json-out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)

@@ -41,22 +41,32 @@ from openenv.validation import run_validation
 from openenv.validation.providers import ExecResult, ProviderError
 from openenv.validation.types import CheckStatus, ProviderCapability, Verdict
 
-from tests.client.test_clients_venvs import OPENENV_CORE_030, client_venv
 from bench.harness import free_port
+from tests.client.test_clients_venvs import OPENENV_CORE_030, client_venv
 from tests.system.test_docker_start import build_image, image_env, installed, instructions, started
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENENV_010 = [sys.executable, "-m", "openenv.cli"]
-URL_CRITERIA = {"openapi_version_available", "health_endpoint", "metadata_endpoint", "schema_endpoint", "mcp_endpoint",
-                "mode_endpoint_consistency"}
+URL_CRITERIA = {
+    "openapi_version_available",
+    "health_endpoint",
+    "metadata_endpoint",
+    "schema_endpoint",
+    "mcp_endpoint",
+    "mode_endpoint_consistency",
+}
 
 
 @pytest.fixture(scope="module")
 def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This repository's HEAD as a submitter gets it: ``git clone``, nothing uncommitted, no venv."""
     target = tmp_path_factory.mktemp("clone") / "ecomm-support-env"
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(target)], check=True, timeout=120,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(target)],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
     assert not (target / ".venv").exists() and (target / "uv.lock").is_file()
     return target
 
@@ -66,6 +76,7 @@ def _validate(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 # ------------------------------------------------------------------------------- openenv-core 0.3.0
+
 
 def test_openenv_core_0_3_0_validate_on_a_fresh_clone(fresh_clone: Path) -> None:
     python = client_venv(OPENENV_CORE_030)
@@ -85,6 +96,7 @@ def test_openenv_core_0_3_0_validate_url(live_server: Any, tmp_path: Path) -> No
 
 
 # ------------------------------------------------------------------------------------ openenv 0.10
+
 
 def test_openenv_0_10_validate_url(live_server: Any, tmp_path: Path) -> None:
     proc = _validate([*OPENENV_010, "validate", "--url", live_server.url, "--json"], tmp_path)
@@ -124,7 +136,9 @@ def test_openenv_0_10_plain_validate_needs_only_a_docker_engine(fresh_clone: Pat
     assert proc.returncode == 1 and report["verdict"] == "fail"
     startup = results["runtime.startup"]
     assert startup["status"] in ("fail", "error") and "docker" in " ".join(startup["evidence"]).lower(), startup
-    others = [r for r in report["results"] if r["check_id"] != "runtime.startup" and r["status"] not in ("pass", "skip")]
+    others = [
+        r for r in report["results"] if r["check_id"] != "runtime.startup" and r["status"] not in ("pass", "skip")
+    ]
     assert others == [], others
 
 
@@ -153,12 +167,22 @@ def test_openenv_0_10_observation_schema_check_passes_on_a_live_server(live_serv
 
     manifest = OpenEnvYamlParser().parse(ROOT)
     assert isinstance(manifest, NormalizedManifestV2)
-    longer = RuntimePlan.model_validate({
-        "plan_schema_version": "1",
-        "reset": {"episode_id": "schema-check-longer", "seed": 3, "options": {"task_id": "decision-medium", "split": "dev"}},
-        "actions": [{"lookup": "customer"}, {"decision": "request_info", "reply": "Could you send a photo, please?"},
-                    {"add_tag": "Refund"}, {"decision": "reject", "reply": "We checked.", "close_ticket": True}],
-    })
+    longer = RuntimePlan.model_validate(
+        {
+            "plan_schema_version": "1",
+            "reset": {
+                "episode_id": "schema-check-longer",
+                "seed": 3,
+                "options": {"task_id": "decision-medium", "split": "dev"},
+            },
+            "actions": [
+                {"lookup": "customer"},
+                {"decision": "request_info", "reply": "Could you send a photo, please?"},
+                {"add_tag": "Refund"},
+                {"decision": "reject", "reply": "We checked.", "close_ticket": True},
+            ],
+        }
+    )
     for plan in (load_runtime_plan(ROOT, manifest.execution), longer):
         evidence = collect_runtime_evidence(live_server.url, plan, episode_timeout_s=60)
         assert evidence.failure_reason is None, evidence.failure_reason
@@ -198,7 +222,9 @@ class LocalImageProvider:
     def build(self, root: Path, execution: Any) -> str:
         self.parsed = instructions(Path(root) / execution.dockerfile)
         self.image = build_image(self.parsed, self.tmp_path, context=Path(root) / execution.context)
-        digest = hashlib.sha256((Path(root) / execution.dockerfile).read_bytes() + (Path(root) / "uv.lock").read_bytes())
+        digest = hashlib.sha256(
+            (Path(root) / execution.dockerfile).read_bytes() + (Path(root) / "uv.lock").read_bytes()
+        )
         return "sha256:" + digest.hexdigest()
 
     def start(self, spec: Any) -> _Subject:
@@ -238,8 +264,13 @@ def test_openenv_0_10_runtime_checks_pass_on_the_image(fresh_clone: Path, tmp_pa
     report = run_validation(fresh_clone, provider=LocalImageProvider(tmp_path))
     results = {r.check_id: r for r in report.results}
     explain = "\n".join(f"{r.check_id}: {r.status.value} {r.evidence}" for r in report.results)
-    for check in ("static.manifest", "runtime.startup", "runtime.reward_well_formed", "runtime.state_contract",
-                  "runtime.observation_schema"):
+    for check in (
+        "static.manifest",
+        "runtime.startup",
+        "runtime.reward_well_formed",
+        "runtime.state_contract",
+        "runtime.observation_schema",
+    ):
         assert results[check].status is CheckStatus.PASS, explain
     assert results["runtime.network_policy"].status is CheckStatus.SKIP  # this provider cannot measure it
     log = (tmp_path / "subject.log").read_text()

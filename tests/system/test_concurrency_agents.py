@@ -9,10 +9,9 @@ from litestar import Litestar
 from litestar.testing import AsyncTestClient
 from openenv.core import GenericEnvClient
 
+from service import env as core
 from service.settings import Settings
 from tests.system.test_concurrency_support import assert_matches_replay, owner, reset_args, script
-
-from service import env as core
 
 AGENTS = 64
 
@@ -23,7 +22,9 @@ async def _http_agent(client: AsyncTestClient[Litestar], agent: int) -> tuple[st
     eid, h = resp.json()["metadata"]["episode_id"], owner(resp.json())
     applied, rewards = [], []
     for action in script(agent):
-        resp = await client.post("/step", headers=h, json={"episode_id": eid, "action": action, "request_id": f"{agent}-{len(applied)}"})
+        resp = await client.post(
+            "/step", headers=h, json={"episode_id": eid, "action": action, "request_id": f"{agent}-{len(applied)}"}
+        )
         assert resp.status_code == 200, resp.text
         body = resp.json()
         assert body["observation"]["episode_id"] == eid and body["metadata"]["step_index"] == len(applied) + 1
@@ -77,7 +78,9 @@ async def test_duplicate_request_id_applies_once(client: AsyncTestClient[Litesta
     first = await client.post("/step", headers=h, json=body)
     again = await client.post("/step", headers=h, json=body)
     assert first.status_code == again.status_code == 200
-    assert again.json()["observation"] == first.json()["observation"] and again.json()["reward"] == first.json()["reward"]
+    assert (
+        again.json()["observation"] == first.json()["observation"] and again.json()["reward"] == first.json()["reward"]
+    )
     assert again.json()["metadata"]["replayed"] is True and first.json()["metadata"]["replayed"] is False
     assert (await client.get("/state", params={"episode_id": eid}, headers=h)).json()["step_count"] == 1
     # concurrent retries of one new request: one applies, the rest get the stored result
@@ -110,7 +113,11 @@ async def test_racing_steps_never_interleave(client: AsyncTestClient[Litestar], 
                 winners.append({"action": action, **resp.json()})
             else:
                 assert resp.status_code == 409, resp.text
-                assert resp.json()["title"] and "GET /state" in resp.json()["detail"] or "finished" in resp.json()["detail"]
+                assert (
+                    resp.json()["title"]
+                    and "GET /state" in resp.json()["detail"]
+                    or "finished" in resp.json()["detail"]
+                )
                 conflicts += 1
     assert conflicts >= 1  # the race really happened
     indices = [w["metadata"]["step_index"] for w in winners]

@@ -40,7 +40,9 @@ def reset_args(agent: int) -> dict[str, Any]:
     return {"task_id": tasks[agent % len(tasks)], "seed": 1000 + agent, "episode_id": f"agent-{agent:03d}"}
 
 
-async def assert_matches_replay(db: Database, episode_id: str, applied: list[dict[str, Any]], rewards: list[float]) -> None:
+async def assert_matches_replay(
+    db: Database, episode_id: str, applied: list[dict[str, Any]], rewards: list[float]
+) -> None:
     """Stored transitions are exactly this agent's, and a sequential replay through the core agrees."""
     record = await repo.get_episode(db, episode_id)
     assert record is not None

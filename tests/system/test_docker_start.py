@@ -34,7 +34,6 @@ from typing import Any
 import pytest
 
 from bench.harness import free_port
-
 from tests.client.test_clients_venvs import CACHE, client_venv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,6 +134,7 @@ def test_lock_is_in_step_with_pyproject() -> None:
 
 # ------------------------------------------------------------------------- the image, run here
 
+
 @dataclass
 class Image:
     """The image's file system (``root``, ``/app`` at ``workdir``), its Python (``bin``) and the
@@ -216,8 +216,14 @@ def installed(image: Image) -> Iterator[None]:
     venv at a time (another test run may be using the same venv)."""
     with open(CACHE / "image-deps.install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run([str(image.bin / "python"), "-m", *image.install[:2], "--quiet", *image.install[2:]],
-                              cwd=image.workdir, env=offline_pip_env(), capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [str(image.bin / "python"), "-m", *image.install[:2], "--quiet", *image.install[2:]],
+            cwd=image.workdir,
+            env=offline_pip_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, f"the image's `{' '.join(image.install)}` failed offline:\n{proc.stderr[-3000:]}"
         yield
 
@@ -233,8 +239,14 @@ def image_env(parsed: list[tuple[str, str]], image: Image, home: Path, data_dir:
 @contextmanager
 def started(image: Image, cmd: list[str], env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([str(image.bin / cmd[0]) if (image.bin / cmd[0]).exists() else cmd[0], *cmd[1:]],
-                                cwd=image.workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(image.bin / cmd[0]) if (image.bin / cmd[0]).exists() else cmd[0], *cmd[1:]],
+            cwd=image.workdir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         yield proc
     finally:
@@ -249,8 +261,11 @@ def started(image: Image, cmd: list[str], env: dict[str, str], log_path: Path) -
 
 def installed_distributions(python: Path) -> dict[str, dict[str, Any]]:
     """What ``pip inspect`` reports in this venv, by normalized project name (PEP 503)."""
-    report = json.loads(subprocess.run([str(python), "-m", "pip", "inspect", "--local"], capture_output=True,
-                                       text=True, check=True, timeout=120).stdout)
+    report = json.loads(
+        subprocess.run(
+            [str(python), "-m", "pip", "inspect", "--local"], capture_output=True, text=True, check=True, timeout=120
+        ).stdout
+    )
     return {re.sub(r"[-_.]+", "-", d["metadata"]["name"]).lower(): d for d in report["installed"]}
 
 
@@ -275,18 +290,29 @@ def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]]
             deadline = time.monotonic() + 60
             while True:
                 assert proc.poll() is None, f"the start command exited:\n{log_path.read_text()[-4000:]}"
-                check = subprocess.run([str(image.bin / health[0]), *health[1:]], cwd=image.workdir, env=env,
-                                       capture_output=True, timeout=20)
+                check = subprocess.run(
+                    [str(image.bin / health[0]), *health[1:]],
+                    cwd=image.workdir,
+                    env=env,
+                    capture_output=True,
+                    timeout=20,
+                )
                 if check.returncode == 0:
                     break
-                assert time.monotonic() < deadline, f"HEALTHCHECK never passed:\n{check.stderr!r}\n{log_path.read_text()[-4000:]}"
+                assert time.monotonic() < deadline, (
+                    f"HEALTHCHECK never passed:\n{check.stderr!r}\n{log_path.read_text()[-4000:]}"
+                )
                 time.sleep(0.3)
             for p in (port, extra):  # both ports answer: Spaces' 7860 and openenv's 8000
-                with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=5) as resp:  # noqa: S310
+                with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=5) as resp:
                     assert json.loads(resp.read()) == {"status": "healthy"}
             # the database is the image's: a SQLite file under (the stand-in for) /data, migrated
             assert (image.root / "data" / Path(env_of(parsed)["DATABASE_URL"].split("////data/", 1)[1])).is_file()
-            req = urllib.request.Request(f"http://127.0.0.1:{extra}/reset", data=b"{}", method="POST",
-                                         headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(
+                f"http://127.0.0.1:{extra}/reset",
+                data=b"{}",
+                method="POST",
+                headers={"Content-Type": "application/json"},
+            )
             with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
                 assert resp.status == 200 and json.loads(resp.read())["done"] is False

@@ -26,9 +26,9 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from tests.conftest import LiveServer
 from service import env as core
 from service.settings import Settings
+from tests.conftest import LiveServer
 
 AGENTS = 16
 LOAD_SECONDS = 2.0
@@ -98,7 +98,12 @@ def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: f
             if log.current is None:
                 episode_id = f"a{log.agent:02d}-e{n_episode:03d}"
                 n_episode += 1
-                args = {"episode_id": episode_id, "episode_token": token_for(episode_id), "task_id": list(core.TASKS)[(log.agent + n_episode) % len(core.TASKS)], "seed": rng.randrange(10_000)}
+                args = {
+                    "episode_id": episode_id,
+                    "episode_token": token_for(episode_id),
+                    "task_id": list(core.TASKS)[(log.agent + n_episode) % len(core.TASKS)],
+                    "seed": rng.randrange(10_000),
+                }
                 try:
                     resp = rng.choice(clients).post("/reset", json=args)
                 except httpx.TransportError:
@@ -117,15 +122,24 @@ def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: f
             action = next_action(rng)
             log.pending = (request_id, action)
             try:
-                resp = rng.choice(clients).post("/step", json={"episode_id": log.current, "episode_token": token_for(log.current),
-                                                               "action": action, "request_id": request_id})
+                resp = rng.choice(clients).post(
+                    "/step",
+                    json={
+                        "episode_id": log.current,
+                        "episode_token": token_for(log.current),
+                        "action": action,
+                        "request_id": request_id,
+                    },
+                )
             except httpx.TransportError:
                 return  # the server died with this step in flight: log.pending stays set
             requests += 1
             log.pending = None
             if resp.status_code == 200:
                 body = resp.json()
-                log.acks.append(Ack(log.current, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"]))
+                log.acks.append(
+                    Ack(log.current, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"])
+                )
                 if body["done"]:
                     log.current = None
             elif resp.status_code == 409 and resp.json()["type"].endswith("episode-finished"):
@@ -138,12 +152,17 @@ def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: f
             c.close()
 
 
-def run_agents(base_urls: list[str], seconds: float, agents: int = AGENTS, kill: LiveServer | None = None) -> list[AgentLog]:
+def run_agents(
+    base_urls: list[str], seconds: float, agents: int = AGENTS, kill: LiveServer | None = None
+) -> list[AgentLog]:
     """Agents in threads for ``seconds``; then, if ``kill`` is given, SIGKILL that server's exact PID."""
     logs = [AgentLog(i) for i in range(agents)]
     stop = threading.Event()
     deadline = time.monotonic() + seconds + (30.0 if kill is not None else 0.0)
-    threads = [threading.Thread(target=play, args=(base_urls, log, stop, deadline, random.Random(log.agent)), daemon=True) for log in logs]
+    threads = [
+        threading.Thread(target=play, args=(base_urls, log, stop, deadline, random.Random(log.agent)), daemon=True)
+        for log in logs
+    ]
     for t in threads:
         t.start()
     time.sleep(seconds)
@@ -184,19 +203,32 @@ async def load_database(settings: Settings) -> dict[str, StoredEpisode]:
     engine = create_async_engine(settings.database_url, **kwargs)
     try:
         async with engine.connect() as conn:
-            episodes = (await conn.execute(text("SELECT id, task_id, seed, split, status, step_count, state FROM episodes"))).all()
-            transitions = (await conn.execute(text(
-                "SELECT episode_id, step_index, request_id, action, reward, done FROM transitions ORDER BY episode_id, step_index"
-            ))).all()
+            episodes = (
+                await conn.execute(text("SELECT id, task_id, seed, split, status, step_count, state FROM episodes"))
+            ).all()
+            transitions = (
+                await conn.execute(
+                    text(
+                        "SELECT episode_id, step_index, request_id, action, reward, done FROM transitions ORDER BY episode_id, step_index"
+                    )
+                )
+            ).all()
             grades = (await conn.execute(text("SELECT episode_id, grader_version FROM grades"))).all()
     finally:
         await engine.dispose()
     out = {
-        e.id: StoredEpisode(e.id, e.task_id, e.seed, e.split, e.status, e.step_count, _json(e.state), [], 0) for e in episodes
+        e.id: StoredEpisode(e.id, e.task_id, e.seed, e.split, e.status, e.step_count, _json(e.state), [], 0)
+        for e in episodes
     }
     for t in transitions:
         out[t.episode_id].transitions.append(
-            {"step_index": t.step_index, "request_id": t.request_id, "action": _json(t.action), "reward": t.reward, "done": bool(t.done)}
+            {
+                "step_index": t.step_index,
+                "request_id": t.request_id,
+                "action": _json(t.action),
+                "reward": t.reward,
+                "done": bool(t.done),
+            }
         )
     for g in grades:
         if g.grader_version == core.GRADER_VERSION:
@@ -217,7 +249,11 @@ def assert_not_corrupt(ep: StoredEpisode) -> None:
         result = core.step(state, action)
         state = result.state
         assert (t["reward"], t["done"]) == (result.reward, result.done), (ep.id, t["step_index"])
-    assert core.replay(ep.task_id, ep.seed, ep.split, actions).model_dump(mode="json") == ep.state == state.model_dump(mode="json"), ep.id
+    assert (
+        core.replay(ep.task_id, ep.seed, ep.split, actions).model_dump(mode="json")
+        == ep.state
+        == state.model_dump(mode="json")
+    ), ep.id
     assert ep.status == ("done" if state.done else "active"), ep.id
     assert ep.grades == (1 if state.done else 0), (ep.id, ep.grades)
 
@@ -232,7 +268,12 @@ def assert_acks_stored(logs: list[AgentLog], db: dict[str, StoredEpisode]) -> in
             assert ack.step_index <= len(ep.transitions), f"acknowledged step {ack} lost (stored {len(ep.transitions)})"
             t = ep.transitions[ack.step_index - 1]
             expected_action = core.Action.model_validate(ack.action).model_dump(mode="json")
-            assert (t["request_id"], t["action"], t["reward"], t["done"]) == (ack.request_id, expected_action, ack.reward, ack.done), (ack, t)
+            assert (t["request_id"], t["action"], t["reward"], t["done"]) == (
+                ack.request_id,
+                expected_action,
+                ack.reward,
+                ack.done,
+            ), (ack, t)
             n += 1
     return n
 
@@ -248,20 +289,33 @@ def resume_and_finish(base_urls: list[str], log: AgentLog, db: dict[str, StoredE
     clients = [httpx.Client(base_url=u, timeout=15.0) for u in base_urls]
     try:
         if episode_id not in db:  # the reset itself was in flight and not stored: nothing to resume
-            resp = clients[0].post("/reset", json={"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)})
+            resp = clients[0].post(
+                "/reset", json={"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)}
+            )
             assert resp.status_code == 404, resp.text
             return
-        resp = rng.choice(clients).post("/reset", json={"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)})
+        resp = rng.choice(clients).post(
+            "/reset", json={"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)}
+        )
         assert resp.status_code == 200, resp.text
         body = resp.json()
         stored = db[episode_id]
-        assert body["metadata"]["resumed"] is True and body["metadata"]["step_count"] == stored.step_count, body["metadata"]
+        assert body["metadata"]["resumed"] is True and body["metadata"]["step_count"] == stored.step_count, body[
+            "metadata"
+        ]
         done = body["done"]
         if log.pending is not None:
             request_id, action = log.pending
             applied = next((t for t in stored.transitions if t["request_id"] == request_id), None)
-            resp = rng.choice(clients).post("/step", json={"episode_id": episode_id, "episode_token": token_for(episode_id),
-                                                           "action": action, "request_id": request_id})
+            resp = rng.choice(clients).post(
+                "/step",
+                json={
+                    "episode_id": episode_id,
+                    "episode_token": token_for(episode_id),
+                    "action": action,
+                    "request_id": request_id,
+                },
+            )
             assert resp.status_code == 200, resp.text
             meta = resp.json()["metadata"]
             if applied is not None:  # it was applied before the crash: the stored result, nothing applied again
@@ -270,7 +324,9 @@ def resume_and_finish(base_urls: list[str], log: AgentLog, db: dict[str, StoredE
                 assert resp.json()["reward"] == applied["reward"]
             else:
                 assert meta["replayed"] is False and meta["step_index"] == stored.step_count + 1, meta
-            log.acks.append(Ack(episode_id, meta["step_index"], request_id, action, resp.json()["reward"], resp.json()["done"]))
+            log.acks.append(
+                Ack(episode_id, meta["step_index"], request_id, action, resp.json()["reward"], resp.json()["done"])
+            )
             done = resp.json()["done"]
         k = 0
         while not done:
@@ -278,14 +334,25 @@ def resume_and_finish(base_urls: list[str], log: AgentLog, db: dict[str, StoredE
             assert k <= 100, f"{episode_id} never finished"
             action = next_action(rng)
             request_id = f"{episode_id}-resumed-{k}"
-            resp = rng.choice(clients).post("/step", json={"episode_id": episode_id, "episode_token": token_for(episode_id),
-                                                           "action": action, "request_id": request_id})
+            resp = rng.choice(clients).post(
+                "/step",
+                json={
+                    "episode_id": episode_id,
+                    "episode_token": token_for(episode_id),
+                    "action": action,
+                    "request_id": request_id,
+                },
+            )
             assert resp.status_code == 200, resp.text
             body = resp.json()
-            log.acks.append(Ack(episode_id, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"]))
+            log.acks.append(
+                Ack(episode_id, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"])
+            )
             done = body["done"]
         log.current = None
-        grade = rng.choice(clients).get("/grader", params={"episode_id": episode_id}, headers={"X-Episode-Token": token_for(episode_id)})
+        grade = rng.choice(clients).get(
+            "/grader", params={"episode_id": episode_id}, headers={"X-Episode-Token": token_for(episode_id)}
+        )
         assert grade.status_code == 200 and 0.0 <= grade.json()["score"] <= 1.0, grade.text
     finally:
         for c in clients:
@@ -344,6 +411,8 @@ async def test_sigkill_under_load_loses_nothing_acknowledged(settings: Settings,
     assert all(final[e].status == "done" for e in played), [e for e in played if final[e].status != "done"]
     assert set(final) == played  # nothing stored that no agent created
     in_flight_applied = sum(log.in_flight_was_applied for log in logs)
-    print(f"\ndurability[{settings.database_url.split(':')[0]}]: {acked} steps acknowledged before SIGKILL, "
-          f"{sum(1 for log in logs if log.pending)} in flight ({in_flight_applied} of them had been applied), "
-          f"{len(played)} episodes, all finished after restart")
+    print(
+        f"\ndurability[{settings.database_url.split(':')[0]}]: {acked} steps acknowledged before SIGKILL, "
+        f"{sum(1 for log in logs if log.pending)} in flight ({in_flight_applied} of them had been applied), "
+        f"{len(played)} episodes, all finished after restart"
+    )

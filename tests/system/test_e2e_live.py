@@ -17,7 +17,11 @@ def test_generic_env_client_plays_whole_episodes(live_server) -> None:
             assert first.observation["task_id"] == task and first.observation["episode_id"] == f"e2e-{task}"
             steps = 0
             result = first
-            plan = [{"lookup": "policy"}, {"add_tag": "Refund"}, {"decision": "reject", "reply": "We checked.", "close_ticket": True}]
+            plan = [
+                {"lookup": "policy"},
+                {"add_tag": "Refund"},
+                {"decision": "reject", "reply": "We checked.", "close_ticket": True},
+            ]
             while not result.done:
                 result = env.step(plan[min(steps, len(plan) - 1)])
                 steps += 1
@@ -25,13 +29,19 @@ def test_generic_env_client_plays_whole_episodes(live_server) -> None:
                 state = env.state()
                 assert state["episode_id"] == f"e2e-{task}" and state["step_count"] == steps
                 assert steps <= core.TASKS[task].max_steps
-        grade = httpx.get(live_server.url + "/grader", params={"episode_id": f"e2e-{task}"}, headers={"X-Episode-Token": token}).json()
+        grade = httpx.get(
+            live_server.url + "/grader", params={"episode_id": f"e2e-{task}"}, headers={"X-Episode-Token": token}
+        ).json()
         assert 0.0 <= grade["score"] <= 1.0 and grade["task_id"] == task
 
 
 # Several tasks and seeds, each played to its end with a plan that finishes any task (some resolved, some not).
-FINAL_PLAN = [{"lookup": "order"}, {"lookup": "policy"}, {"add_tag": "Refund"},
-              {"decision": "approve_refund", "reply": "We have refunded your order.", "close_ticket": True}]
+FINAL_PLAN = [
+    {"lookup": "order"},
+    {"lookup": "policy"},
+    {"add_tag": "Refund"},
+    {"decision": "approve_refund", "reply": "We have refunded your order.", "close_ticket": True},
+]
 EPISODES = [(task, seed) for task in core.TASKS for seed in (1, 2)]
 
 

@@ -42,7 +42,9 @@ def install_chromium() -> str:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     try:
         for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=APT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=APT_TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
             if done.returncode != 0:
                 return f"`{' '.join(cmd)}` failed: {(done.stderr or done.stdout).strip()[-300:]}"
     except subprocess.TimeoutExpired as exc:
@@ -57,8 +59,10 @@ def chromium() -> str:
         outcome = install_chromium()
         found = find_chromium()
         if found is None:
-            pytest.skip(f"no Chromium: not on PATH nor at /usr/bin/chromium, and installing Debian's chromium "
-                        f"failed ({outcome}); apt-get install chromium, or set SKIP_BROWSER_TESTS=1")
+            pytest.skip(
+                f"no Chromium: not on PATH nor at /usr/bin/chromium, and installing Debian's chromium "
+                f"failed ({outcome}); apt-get install chromium, or set SKIP_BROWSER_TESTS=1"
+            )
     return found
 
 
@@ -77,9 +81,13 @@ async def _play_run(base: str, agent_name: str, workers: int = 8) -> str:
                 episode_id = body["metadata"]["episode_id"]
                 agent = HeuristicAgent() if agent_name == "heuristic" else RandomAgent(body["metadata"]["index"])
                 while not body["done"]:
-                    obs = core.Observation.model_validate({k: v for k, v in body["observation"].items() if k != "episode_id"})
+                    obs = core.Observation.model_validate(
+                        {k: v for k, v in body["observation"].items() if k != "episode_id"}
+                    )
                     action = agent.act(obs).model_dump(exclude_defaults=True)
-                    body = (await client.post("/step", json={"episode_id": episode_id, "action": action}, headers=headers)).json()
+                    body = (
+                        await client.post("/step", json={"episode_id": episode_id, "action": action}, headers=headers)
+                    ).json()
 
         await asyncio.gather(*(worker(n) for n in range(workers)))
         return run["run_id"]
@@ -101,7 +109,13 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(
                 executable_path=chromium,
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--no-first-run",
+                ],
             )
             page = browser.new_page()
             # Security headers (issue 13): the pages work under their CSP, and nothing loads from elsewhere.
@@ -140,8 +154,13 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
 
             response = page.goto(server.url + "/docs")
             assert response is not None and "frame-ancestors 'none'" in response.headers["content-security-policy"]
-            assert response.headers["x-content-type-options"] == "nosniff" and response.headers["x-frame-options"] == "DENY"
-            page.wait_for_selector(".swagger-ui .info .title", timeout=15_000)  # Swagger UI rendered from our own assets
+            assert (
+                response.headers["x-content-type-options"] == "nosniff"
+                and response.headers["x-frame-options"] == "DENY"
+            )
+            page.wait_for_selector(
+                ".swagger-ui .info .title", timeout=15_000
+            )  # Swagger UI rendered from our own assets
             assert "ecomm-support-env" in page.locator(".swagger-ui .info .title").inner_text()
             assert page.locator(".opblock").count() > 10
             page.screenshot(path=str(shots / "docs.png"))

@@ -16,6 +16,7 @@ liveness answer, and once the database is back the same process serves again wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import sqlite3
@@ -31,12 +32,12 @@ import pytest
 from litestar.testing import AsyncTestClient, TestClient
 from sqlalchemy.engine import make_url
 
-from tests.conftest import LiveServer
-from tests.system.test_faults_disk import logged_tracebacks
 from service import env as core
 from service.app import create_app
 from service.db.migrate import upgrade_to_head
 from service.settings import Settings
+from tests.conftest import LiveServer
+from tests.system.test_faults_disk import logged_tracebacks
 
 EPISODE_TOKEN = "faults-test-episode-token".ljust(40, "x")
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
@@ -48,7 +49,9 @@ def assert_unavailable(resp: httpx.Response, elapsed: float, what: str) -> None:
     assert resp.status_code == 503, f"{what}: {resp.status_code} {resp.text[:300]}"
     assert resp.headers["content-type"].startswith("application/problem+json"), what
     assert resp.headers.get("retry-after", "").isdigit(), f"{what}: no Retry-After"
-    assert "retry" in resp.json()["detail"].lower(), f"{what}: the detail does not say what to do: {resp.json()['detail']}"
+    assert "retry" in resp.json()["detail"].lower(), (
+        f"{what}: the detail does not say what to do: {resp.json()['detail']}"
+    )
     assert elapsed < FAST_S, f"{what} took {elapsed:.2f}s to fail"
 
 
@@ -73,10 +76,16 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> f
 
 
 @pytest.mark.parametrize("journal_mode", ["WAL", "DELETE"])
-async def test_a_database_that_cannot_be_opened_fails_fast_and_recovers_without_restart(tmp_path: Path, journal_mode: str) -> None:
+async def test_a_database_that_cannot_be_opened_fails_fast_and_recovers_without_restart(
+    tmp_path: Path, journal_mode: str
+) -> None:
     volume = tmp_path / "volume"
     volume.mkdir()
-    base = Settings(database_url=f"sqlite+aiosqlite:///{volume / 'test.db'}", baseline_seeds_per_task=1, sqlite_journal_mode=journal_mode)
+    base = Settings(
+        database_url=f"sqlite+aiosqlite:///{volume / 'test.db'}",
+        baseline_seeds_per_task=1,
+        sqlite_journal_mode=journal_mode,
+    )
     db = base.database()
     await upgrade_to_head(db)
     await db.dispose()
@@ -87,9 +96,15 @@ async def test_a_database_that_cannot_be_opened_fails_fast_and_recovers_without_
 
     settings = replace(base, database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / 'test.db'}")
     # With MIGRATE_ON_START=false and TEST_SPLIT_KEY set, nothing at start needs the database.
-    server = LiveServer(settings, tmp_path / "server.log", extra_env={
-        "MIGRATE_ON_START": "false", "TEST_SPLIT_KEY": "k" * 40, "SQLITE_JOURNAL_MODE": journal_mode,
-    })
+    server = LiveServer(
+        settings,
+        tmp_path / "server.log",
+        extra_env={
+            "MIGRATE_ON_START": "false",
+            "TEST_SPLIT_KEY": "k" * 40,
+            "SQLITE_JOURNAL_MODE": journal_mode,
+        },
+    )
     try:
         with httpx.Client(base_url=server.url, timeout=5.0) as client:
             health = client.get("/health")
@@ -101,13 +116,19 @@ async def test_a_database_that_cannot_be_opened_fails_fast_and_recovers_without_
                 ("GET", "/ready", {}),
             ):
                 for attempt in range(2):  # and again: the first failure must not leave anything dead or stuck
-                    resp, elapsed = timed(client, method, path, f"{method} {path} (file unreachable, try {attempt + 1})", **kwargs)
+                    resp, elapsed = timed(
+                        client, method, path, f"{method} {path} (file unreachable, try {attempt + 1})", **kwargs
+                    )
                     assert_unavailable(resp, elapsed, f"{method} {path}")
 
             away.rename(volume)  # the file is back: the same process serves again
-            took = wait_until(lambda: client.get("/ready").status_code == 200, "GET /ready answers 200 once the file is back")
+            took = wait_until(
+                lambda: client.get("/ready").status_code == 200, "GET /ready answers 200 once the file is back"
+            )
             client.headers["X-Episode-Token"] = EPISODE_TOKEN  # a chosen id is acted on with its token
-            reset = client.post("/reset", json={"task_id": WORKFLOW, "seed": 1, "episode_id": "back", "episode_token": EPISODE_TOKEN})
+            reset = client.post(
+                "/reset", json={"task_id": WORKFLOW, "seed": 1, "episode_id": "back", "episode_token": EPISODE_TOKEN}
+            )
             assert reset.status_code == 200, reset.text
             step = client.post("/step", json={"episode_id": "back", "action": {"lookup": "policy"}, "request_id": "s1"})
             assert step.status_code == 200 and step.json()["metadata"]["step_index"] == 1, step.text
@@ -118,21 +139,37 @@ async def test_a_database_that_cannot_be_opened_fails_fast_and_recovers_without_
             # DATABASE_URL names, and there is none: the writer sees the path no longer names its file
             # before the COMMIT, fails the step (nothing acknowledged), reopens, cannot, and fails fast.
             volume.rename(away)
-            resp, elapsed = timed(client, "POST", "/step", "POST /step (directory renamed while serving)",
-                                  json={"episode_id": "back", "action": {"lookup": "order"}, "request_id": "s2"})
+            resp, elapsed = timed(
+                client,
+                "POST",
+                "/step",
+                "POST /step (directory renamed while serving)",
+                json={"episode_id": "back", "action": {"lookup": "order"}, "request_id": "s2"},
+            )
             assert_unavailable(resp, elapsed, "POST /step while the directory is renamed")
             resp, elapsed = timed(client, "GET", "/ready", "GET /ready (directory renamed while serving)")
             assert_unavailable(resp, elapsed, "GET /ready while the directory is renamed")
-            resp, elapsed = timed(client, "GET", "/state", "GET /state (directory renamed while serving)", params={"episode_id": "back"})
-            assert resp.status_code in (200, 503) and elapsed < FAST_S, (resp.status_code, elapsed)  # an open file may still be read
+            resp, elapsed = timed(
+                client, "GET", "/state", "GET /state (directory renamed while serving)", params={"episode_id": "back"}
+            )
+            assert resp.status_code in (200, 503) and elapsed < FAST_S, (
+                resp.status_code,
+                elapsed,
+            )  # an open file may still be read
             assert client.get("/health").json() == {"status": "healthy"}
 
             away.rename(volume)
-            wait_until(lambda: client.get("/ready").status_code == 200, "GET /ready answers 200 once the directory is back")
-            retried = client.post("/step", json={"episode_id": "back", "action": {"lookup": "order"}, "request_id": "s2"})
+            wait_until(
+                lambda: client.get("/ready").status_code == 200, "GET /ready answers 200 once the directory is back"
+            )
+            retried = client.post(
+                "/step", json={"episode_id": "back", "action": {"lookup": "order"}, "request_id": "s2"}
+            )
             assert retried.status_code == 200 and retried.json()["metadata"]["step_index"] == 2, retried.text
             assert server.proc.poll() is None
-        print(f"\nunopenable database [{journal_mode}]: every call answered 503 in <{FAST_S}s while broken; ready again {took:.1f}s after the file came back")
+        print(
+            f"\nunopenable database [{journal_mode}]: every call answered 503 in <{FAST_S}s while broken; ready again {took:.1f}s after the file came back"
+        )
     finally:
         server.stop()
     log = (tmp_path / "server.log").read_text(errors="replace")
@@ -200,10 +237,8 @@ class TcpProxy:
     def _drop(self, s: socket.socket) -> None:
         with self._lock:
             self._sockets.discard(s)
-        try:
+        with contextlib.suppress(OSError):
             s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         s.close()
 
     def stall(self) -> None:
@@ -230,21 +265,25 @@ class TcpProxy:
 
 def bounded_settings(settings: Settings, database_url: str) -> Settings:
     """The same database with every wait bounded by BOUND_S (DB_*_TIMEOUT_S)."""
-    return Settings.from_env({
-        "DATABASE_URL": database_url,
-        "DATABASE_SCHEMA": settings.database_schema or "",
-        "BASELINE_SEEDS_PER_TASK": "1",
-        "DB_CONNECT_TIMEOUT_S": str(BOUND_S),
-        "DB_POOL_TIMEOUT_S": str(BOUND_S),
-        "DB_STATEMENT_TIMEOUT_S": str(BOUND_S),
-    })
+    return Settings.from_env(
+        {
+            "DATABASE_URL": database_url,
+            "DATABASE_SCHEMA": settings.database_schema or "",
+            "BASELINE_SEEDS_PER_TASK": "1",
+            "DB_CONNECT_TIMEOUT_S": str(BOUND_S),
+            "DB_POOL_TIMEOUT_S": str(BOUND_S),
+            "DB_STATEMENT_TIMEOUT_S": str(BOUND_S),
+        }
+    )
 
 
 class WriteLockHolder:
     """Another SQLite connection that holds the write lock (BEGIN IMMEDIATE) until released."""
 
     def __init__(self, url: str) -> None:
-        self.conn: sqlite3.Connection | None = sqlite3.connect(make_url(url).database, isolation_level=None, check_same_thread=False)
+        self.conn: sqlite3.Connection | None = sqlite3.connect(
+            make_url(url).database, isolation_level=None, check_same_thread=False
+        )
         self.conn.execute("BEGIN IMMEDIATE")
 
     def release(self) -> None:
@@ -289,7 +328,9 @@ async def test_a_stalled_database_answers_503_within_the_bound_and_recovers(
     try:
         async with AsyncTestClient(app=create_app(bounded)) as client:
             client.headers["X-Episode-Token"] = EPISODE_TOKEN  # a chosen id is acted on with its token
-            reset = await client.post("/reset", json={"task_id": WORKFLOW, "seed": 3, "episode_id": "stall", "episode_token": EPISODE_TOKEN})
+            reset = await client.post(
+                "/reset", json={"task_id": WORKFLOW, "seed": 3, "episode_id": "stall", "episode_token": EPISODE_TOKEN}
+            )
             assert reset.status_code == 200, reset.text
 
             if proxy is None:
@@ -299,9 +340,12 @@ async def test_a_stalled_database_answers_503_within_the_bound_and_recovers(
             caplog.clear()
             with caplog.at_level(logging.WARNING):
                 answers = []
-                for i in range(3):
+                for _i in range(3):
                     resp, elapsed = await _answered(
-                        client, "POST", "/step", json={"episode_id": "stall", "action": {"lookup": "policy"}, "request_id": "q1"}
+                        client,
+                        "POST",
+                        "/step",
+                        json={"episode_id": "stall", "action": {"lookup": "policy"}, "request_id": "q1"},
                     )
                     answers.append((resp.status_code, round(elapsed, 2)))
                     assert resp.status_code == 503, f"step during the stall: {resp.status_code} {resp.text[:300]}"
@@ -313,29 +357,46 @@ async def test_a_stalled_database_answers_503_within_the_bound_and_recovers(
             assert (health.status_code, health.json()) == (200, {"status": "healthy"})
             failures = [r for r in caplog.records if r.levelno >= logging.WARNING]
             with_traceback = [r for r in failures if r.exc_info]
-            assert len(with_traceback) <= 1, f"{len(with_traceback)} tracebacks for {len(answers)} failures: rate-limit them"
+            assert len(with_traceback) <= 1, (
+                f"{len(with_traceback)} tracebacks for {len(answers)} failures: rate-limit them"
+            )
 
             if holder is not None:
                 holder.release()
             if proxy is not None:
                 proxy.restore()
-            step = await _until_ok(client, "step after the stall", "POST", "/step",
-                                   json={"episode_id": "stall", "action": {"lookup": "policy"}, "request_id": "q1"})
+            step = await _until_ok(
+                client,
+                "step after the stall",
+                "POST",
+                "/step",
+                json={"episode_id": "stall", "action": {"lookup": "policy"}, "request_id": "q1"},
+            )
             assert step.json()["metadata"]["step_index"] == 1
             assert (await _until_ok(client, "ready after the stall", "GET", "/ready")).status_code == 200
 
             if proxy is not None:  # PostgreSQL goes away completely, then comes back
                 proxy.cut()
                 resp, elapsed = await _answered(
-                    client, "POST", "/step", json={"episode_id": "stall", "action": {"lookup": "order"}, "request_id": "q2"}
+                    client,
+                    "POST",
+                    "/step",
+                    json={"episode_id": "stall", "action": {"lookup": "order"}, "request_id": "q2"},
                 )
                 assert resp.status_code == 503 and resp.headers.get("retry-after"), resp.text
                 assert elapsed < limit, f"step during the outage waited {elapsed:.1f}s"
                 proxy.restore()
-                step = await _until_ok(client, "step after the outage", "POST", "/step",
-                                       json={"episode_id": "stall", "action": {"lookup": "order"}, "request_id": "q2"})
+                step = await _until_ok(
+                    client,
+                    "step after the outage",
+                    "POST",
+                    "/step",
+                    json={"episode_id": "stall", "action": {"lookup": "order"}, "request_id": "q2"},
+                )
                 assert step.json()["metadata"]["step_index"] == 2
-        print(f"\nstall [{'sqlite' if proxy is None else 'postgresql'}]: steps answered {answers} during the stall, then 200")
+        print(
+            f"\nstall [{'sqlite' if proxy is None else 'postgresql'}]: steps answered {answers} during the stall, then 200"
+        )
     finally:
         if holder is not None:
             holder.release()
@@ -343,7 +404,9 @@ async def test_a_stalled_database_answers_503_within_the_bound_and_recovers(
             proxy.close()
 
 
-def test_a_websocket_step_during_a_stall_gets_one_clear_error_frame(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_websocket_step_during_a_stall_gets_one_clear_error_frame(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
     """Over WS a database outage is an EXECUTION_ERROR frame that says to retry (status 503), within
     the bound, one log line each; the session stays open and steps again once the database answers."""
     proxy: TcpProxy | None = None

@@ -35,13 +35,13 @@ import httpx
 import pytest
 from sqlalchemy import insert, select, update
 
-from tests.conftest import LiveServer
 from service import env as core
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, transitions, utcnow
 from service.settings import Settings
-from tests.system.test_durability import Ack, assert_not_corrupt, load_database, next_action, token_for
+from tests.conftest import LiveServer
 from tests.db.test_sqlite_engine import _one_batch
+from tests.system.test_durability import Ack, assert_not_corrupt, load_database, next_action, token_for
 
 JOURNAL_MODES = ["WAL", "DELETE"]
 DISK_SIZE = "48m"
@@ -58,15 +58,22 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     if os.geteuid() != 0:
         pytest.skip("the disk-full fault needs root to mount a small tmpfs (mount -t tmpfs); CI runs as root")
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(mount_point)], capture_output=True, text=True, timeout=10
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        timeout=10,
     )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({mounted.stderr.strip() or mounted.returncode}); the disk-full fault needs one")
+        pytest.skip(
+            f"cannot mount a small tmpfs here ({mounted.stderr.strip() or mounted.returncode}); the disk-full fault needs one"
+        )
     try:
         yield mount_point
     finally:
         if subprocess.run(["umount", str(mount_point)], capture_output=True, timeout=10).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount_point)], capture_output=True, timeout=10)  # detach; freed when unused
+            subprocess.run(
+                ["umount", "-l", str(mount_point)], capture_output=True, timeout=10
+            )  # detach; freed when unused
 
 
 def fill_disk(directory: Path, leave: int) -> Path:
@@ -104,7 +111,9 @@ def stored_by_request(db_file: Path) -> dict[tuple[str, str], list[int]]:
     conn = sqlite3.connect(f"file:{db_file}?mode=ro", uri=True)
     try:
         out: dict[tuple[str, str], list[int]] = {}
-        for episode_id, request_id, step_index in conn.execute("SELECT episode_id, request_id, step_index FROM transitions"):
+        for episode_id, request_id, step_index in conn.execute(
+            "SELECT episode_id, request_id, step_index FROM transitions"
+        ):
             out.setdefault((episode_id, request_id), []).append(step_index)
         return out
     finally:
@@ -115,30 +124,56 @@ def stored_by_request(db_file: Path) -> dict[tuple[str, str], list[int]]:
 
 
 @pytest.mark.parametrize("journal_mode", JOURNAL_MODES)
-async def test_database_write_on_a_full_disk_reports_exactly_what_it_stored(journal_mode: str, small_disk: Path) -> None:
-    settings = Settings.from_env({"DATABASE_URL": f"sqlite+aiosqlite:///{small_disk / 'data' / 'w.db'}", "SQLITE_JOURNAL_MODE": journal_mode})
+async def test_database_write_on_a_full_disk_reports_exactly_what_it_stored(
+    journal_mode: str, small_disk: Path
+) -> None:
+    settings = Settings.from_env(
+        {"DATABASE_URL": f"sqlite+aiosqlite:///{small_disk / 'data' / 'w.db'}", "SQLITE_JOURNAL_MODE": journal_mode}
+    )
     db = settings.database()
     now = utcnow()
     n_episodes = 120
 
     def create(conn) -> None:
         for i in range(n_episodes):
-            conn.execute(insert(episodes).values(
-                id=f"ep-{i}", task_id="t", split="dev", seed=i, ticket_id="x", run_id=None, status="active",
-                step_count=0, state={"pad": "x" * 1500}, version=1, created_at=now, updated_at=now,
-            ))
+            conn.execute(
+                insert(episodes).values(
+                    id=f"ep-{i}",
+                    task_id="t",
+                    split="dev",
+                    seed=i,
+                    ticket_id="x",
+                    run_id=None,
+                    status="active",
+                    step_count=0,
+                    state={"pad": "x" * 1500},
+                    version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
 
     def step(conn, i: int, k: int) -> tuple[int, int]:
         """A step write: guarded bump of the episode, then its transition."""
         bumped = conn.execute(
-            update(episodes).where(episodes.c.id == f"ep-{i}", episodes.c.step_count == k - 1).values(step_count=k, state={"pad": "y" * 1500, "k": k})
+            update(episodes)
+            .where(episodes.c.id == f"ep-{i}", episodes.c.step_count == k - 1)
+            .values(step_count=k, state={"pad": "y" * 1500, "k": k})
         ).rowcount
         if bumped != 1:
             raise AssertionError(f"ep-{i} is not at step {k - 1}: an acknowledged step was lost")
-        conn.execute(insert(transitions).values(
-            episode_id=f"ep-{i}", step_index=k, request_id=f"r{i}-{k}", action={}, observation={"o": "z" * 500},
-            reward=0.0, done=False, created_at=now,
-        ))
+        conn.execute(
+            insert(transitions).values(
+                episode_id=f"ep-{i}",
+                step_index=k,
+                request_id=f"r{i}-{k}",
+                action={},
+                observation={"o": "z" * 500},
+                reward=0.0,
+                done=False,
+                created_at=now,
+            )
+        )
         return i, k
 
     steps = [0] * n_episodes  # acknowledged steps per episode
@@ -172,14 +207,20 @@ async def test_database_write_on_a_full_disk_reports_exactly_what_it_stored(jour
         filler.unlink()  # space returns
         for _ in range(3):
             await wave()
-        stored = await db.read(lambda c: {(int(e[3:]), k) for e, k in c.execute(select(transitions.c.episode_id, transitions.c.step_index))})
+        stored = await db.read(
+            lambda c: {
+                (int(e[3:]), k) for e, k in c.execute(select(transitions.c.episode_id, transitions.c.step_index))
+            }
+        )
     finally:
         filler.unlink(missing_ok=True)
         await db.dispose()
 
     lost = [a for a in acked if a not in stored]
-    print(f"\nDatabase.write on a full disk [{journal_mode}]: {len(acked)} acknowledged ({during} while full), "
-          f"{len(stored)} stored, {len(lost)} acknowledged but lost; failures {dict(statuses)}")
+    print(
+        f"\nDatabase.write on a full disk [{journal_mode}]: {len(acked)} acknowledged ({during} while full), "
+        f"{len(stored)} stored, {len(lost)} acknowledged but lost; failures {dict(statuses)}"
+    )
     assert statuses["unanswered"] == 0, "a write was never answered"
     assert not lost, f"{len(lost)} of {len(acked)} acknowledged writes were not stored: {lost[:5]}"
     assert stored == set(acked), f"stored but reported failed: {sorted(stored - set(acked))[:5]}"
@@ -244,10 +285,17 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
             if current is None:
                 episode_id = f"{prefix}-a{record.agent:02d}-e{n_episode:03d}"
                 n_episode += 1
-                args = {"episode_id": episode_id, "episode_token": token_for(episode_id), "task_id": list(core.TASKS)[(record.agent + n_episode) % len(core.TASKS)], "seed": rng.randrange(10_000)}
+                args = {
+                    "episode_id": episode_id,
+                    "episode_token": token_for(episode_id),
+                    "task_id": list(core.TASKS)[(record.agent + n_episode) % len(core.TASKS)],
+                    "seed": rng.randrange(10_000),
+                }
                 resp = send("/reset", args)
                 if resp is not None and resp.status_code == 409 and resp.json()["type"].endswith("episode-exists"):
-                    resp = send("/reset", {"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)})  # stored after all: go on with it
+                    resp = send(
+                        "/reset", {"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)}
+                    )  # stored after all: go on with it
                 if resp is None:
                     return
                 if resp.status_code != 200:
@@ -256,12 +304,25 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
                 current, acked_here = episode_id, resp.json()["metadata"].get("step_count", 0)
             request_id = f"{current}-r{acked_here + 1:03d}-{rng.randrange(10**6)}"
             action = next_action(rng)
-            resp = send("/step", {"episode_id": current, "episode_token": token_for(current), "action": action, "request_id": request_id})
+            resp = send(
+                "/step",
+                {
+                    "episode_id": current,
+                    "episode_token": token_for(current),
+                    "action": action,
+                    "request_id": request_id,
+                },
+            )
             if resp is None:
                 return
             if resp.status_code == 200:
                 body = resp.json()
-                record.acks.append((time.monotonic(), Ack(current, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"])))
+                record.acks.append(
+                    (
+                        time.monotonic(),
+                        Ack(current, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"]),
+                    )
+                )
                 acked_here = body["metadata"]["step_index"]
                 if body["done"]:
                     current = None
@@ -275,16 +336,27 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
 
 
 @pytest.mark.parametrize("journal_mode", JOURNAL_MODES)
-async def test_a_full_disk_under_load_loses_no_acknowledged_step(journal_mode: str, small_disk: Path, tmp_path: Path) -> None:
+async def test_a_full_disk_under_load_loses_no_acknowledged_step(
+    journal_mode: str, small_disk: Path, tmp_path: Path
+) -> None:
     db_file = small_disk / "data" / "test.db"
-    settings = Settings(database_url=f"sqlite+aiosqlite:///{db_file}", max_concurrent_envs=256, ws_idle_timeout_s=30.0, baseline_seeds_per_task=1)
+    settings = Settings(
+        database_url=f"sqlite+aiosqlite:///{db_file}",
+        max_concurrent_envs=256,
+        ws_idle_timeout_s=30.0,
+        baseline_seeds_per_task=1,
+    )
     server = LiveServer(settings, tmp_path / "server.log", extra_env={"SQLITE_JOURNAL_MODE": journal_mode})
     filler = small_disk / "filler"
     records = [AgentRecord(i) for i in range(AGENTS)]
     started = time.monotonic()
     deadline = started + BEFORE_S + FULL_S + AFTER_S
     threads = [
-        threading.Thread(target=play_through_faults, args=(server.url, journal_mode, r, deadline, random.Random(r.agent)), daemon=True)
+        threading.Thread(
+            target=play_through_faults,
+            args=(server.url, journal_mode, r, deadline, random.Random(r.agent)),
+            daemon=True,
+        )
         for r in records
     ]
     try:
@@ -314,17 +386,23 @@ async def test_a_full_disk_under_load_loses_no_acknowledged_step(journal_mode: s
     lost = [a for a in acks if stored.get((a.episode_id, a.request_id)) != [a.step_index]]
     log = (tmp_path / "server.log").read_text(errors="replace")
     tracebacks = logged_tracebacks(log)
-    print(f"\ndisk full under load [{journal_mode}]: {len(acks)} steps acknowledged ({during} while full, {after} after space "
-          f"returned), {len(acks) - len(lost)} of them stored exactly once at their index, {len(lost)} lost; failures answered "
-          f"{dict(failures)}, {len(bad)} other answers; server log {len(log.splitlines())} lines, {tracebacks} tracebacks")
+    print(
+        f"\ndisk full under load [{journal_mode}]: {len(acks)} steps acknowledged ({during} while full, {after} after space "
+        f"returned), {len(acks) - len(lost)} of them stored exactly once at their index, {len(lost)} lost; failures answered "
+        f"{dict(failures)}, {len(bad)} other answers; server log {len(log.splitlines())} lines, {tracebacks} tracebacks"
+    )
 
-    assert not lost, f"{len(lost)} of {len(acks)} acknowledged steps are not stored exactly once at their index: {lost[:3]}"
+    assert not lost, (
+        f"{len(lost)} of {len(acks)} acknowledged steps are not stored exactly once at their index: {lost[:3]}"
+    )
     assert not bad, f"{len(bad)} answers were not 200/503/507 problems: {Counter(b[:60] for b in bad).most_common(4)}"
     assert failures[507] > 0, f"no write answered 507 while the disk was full: {dict(failures)}"
     assert alive, "the server process died"
     assert after >= AGENTS, f"only {after} steps acknowledged after space returned: the process did not recover"
     assert ready == 200, f"GET /ready answered {ready} after space returned"
-    assert tracebacks <= 2, f"{tracebacks} tracebacks in the log: failures must log one line each, tracebacks rate-limited"
+    assert tracebacks <= 2, (
+        f"{tracebacks} tracebacks in the log: failures must log one line each, tracebacks rate-limited"
+    )
     database = await load_database(settings)
     for ep in database.values():
         assert_not_corrupt(ep)
@@ -337,39 +415,73 @@ HUGE = 4_000_000  # one transition this big spills SQLite's page cache mid-state
 
 
 @pytest.mark.parametrize("journal_mode", JOURNAL_MODES)
-async def test_a_batch_with_a_job_that_hits_sqlite_full_commits_the_jobs_that_fit(journal_mode: str, small_disk: Path) -> None:
+async def test_a_batch_with_a_job_that_hits_sqlite_full_commits_the_jobs_that_fit(
+    journal_mode: str, small_disk: Path
+) -> None:
     """The disk keeps 768 kB free. Each batch holds 40 small steps and one write that cannot fit; its
     statement fails with SQLITE_FULL and SQLite rolls the whole transaction back. That job alone fails
     (507), the others run again in a new transaction and commit — until the small writes use the rest
     of the disk too. Every acknowledged job is stored exactly once; no failed job is stored."""
-    settings = Settings.from_env({"DATABASE_URL": f"sqlite+aiosqlite:///{small_disk / 'data' / 'm.db'}", "SQLITE_JOURNAL_MODE": journal_mode})
+    settings = Settings.from_env(
+        {"DATABASE_URL": f"sqlite+aiosqlite:///{small_disk / 'data' / 'm.db'}", "SQLITE_JOURNAL_MODE": journal_mode}
+    )
     db = settings.database()
     now = utcnow()
 
     def create(conn) -> None:
         for i in range(MIXED_EPISODES):
-            conn.execute(insert(episodes).values(
-                id=f"ep-{i}", task_id="t", split="dev", seed=i, ticket_id="x", run_id=None, status="active",
-                step_count=0, state={"k": 0}, version=1, created_at=now, updated_at=now,
-            ))
+            conn.execute(
+                insert(episodes).values(
+                    id=f"ep-{i}",
+                    task_id="t",
+                    split="dev",
+                    seed=i,
+                    ticket_id="x",
+                    run_id=None,
+                    status="active",
+                    step_count=0,
+                    state={"k": 0},
+                    version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
 
     def step(conn, i: int, k: int, size: int = 1500) -> tuple[int, int]:
         bumped = conn.execute(
-            update(episodes).where(episodes.c.id == f"ep-{i}", episodes.c.step_count == k - 1).values(step_count=k, state={"k": k})
+            update(episodes)
+            .where(episodes.c.id == f"ep-{i}", episodes.c.step_count == k - 1)
+            .values(step_count=k, state={"k": k})
         ).rowcount
         if bumped != 1:
             raise AssertionError(f"ep-{i} is not at step {k - 1}: an acknowledged step was lost")
-        conn.execute(insert(transitions).values(
-            episode_id=f"ep-{i}", step_index=k, request_id=f"r{i}-{k}", action={}, observation={"o": "z" * size},
-            reward=0.0, done=False, created_at=now,
-        ))
+        conn.execute(
+            insert(transitions).values(
+                episode_id=f"ep-{i}",
+                step_index=k,
+                request_id=f"r{i}-{k}",
+                action={},
+                observation={"o": "z" * size},
+                reward=0.0,
+                done=False,
+                created_at=now,
+            )
+        )
         return i, k
 
     def huge(conn, n: int) -> str:
-        conn.execute(insert(transitions).values(
-            episode_id="ep-0", step_index=100_000 + n, request_id=f"huge-{n}", action={}, observation={"o": "z" * HUGE},
-            reward=0.0, done=False, created_at=now,
-        ))
+        conn.execute(
+            insert(transitions).values(
+                episode_id="ep-0",
+                step_index=100_000 + n,
+                request_id=f"huge-{n}",
+                action={},
+                observation={"o": "z" * HUGE},
+                reward=0.0,
+                done=False,
+                created_at=now,
+            )
+        )
         return f"huge-{n}"
 
     steps = [0] * MIXED_EPISODES
@@ -407,8 +519,14 @@ async def test_a_batch_with_a_job_that_hits_sqlite_full_commits_the_jobs_that_fi
         during = len(acked)
         filler.unlink()  # space returns
         await batch(with_huge=False)
-        stored = await db.read(lambda c: Counter((e, k, r) for e, k, r in c.execute(
-            select(transitions.c.episode_id, transitions.c.step_index, transitions.c.request_id))))
+        stored = await db.read(
+            lambda c: Counter(
+                (e, k, r)
+                for e, k, r in c.execute(
+                    select(transitions.c.episode_id, transitions.c.step_index, transitions.c.request_id)
+                )
+            )
+        )
     finally:
         filler.unlink(missing_ok=True)
         await db.dispose()
@@ -416,13 +534,17 @@ async def test_a_batch_with_a_job_that_hits_sqlite_full_commits_the_jobs_that_fi
     by_request = Counter(r for (_, _, r) in stored.elements())
     expected = {(f"ep-{i}", k, f"r{i}-{k}") for i, k in acked}
     mixed = [w for w in waves if w[0] > 0 and w[1][507] > 0]
-    print(f"\nmixed batches on a full disk [{journal_mode}]: {len(acked)} acknowledged ({during} while full), "
-          f"{sum(stored.values())} stored, {len(mixed)} batches with both commits and SQLITE_FULL; per batch "
-          f"{[(n, dict(f)) for n, f in waves]}")
+    print(
+        f"\nmixed batches on a full disk [{journal_mode}]: {len(acked)} acknowledged ({during} while full), "
+        f"{sum(stored.values())} stored, {len(mixed)} batches with both commits and SQLITE_FULL; per batch "
+        f"{[(n, dict(f)) for n, f in waves]}"
+    )
     assert mixed, f"no batch had both acknowledged jobs and a SQLITE_FULL failure: {waves}"
     assert any(n == 0 for n, _ in waves[:-1]), f"the small writes never used up the disk: {waves}"
     assert all(n == 1 for n in by_request.values()), "a job is stored twice"
-    assert set(stored) == expected, (f"acknowledged but not stored: {sorted(expected - set(stored))[:5]}; "
-                                     f"stored but reported failed: {sorted(set(stored) - expected)[:5]}")
+    assert set(stored) == expected, (
+        f"acknowledged but not stored: {sorted(expected - set(stored))[:5]}; "
+        f"stored but reported failed: {sorted(set(stored) - expected)[:5]}"
+    )
     assert {s for _, f in waves for s in f} <= {507}, f"a full disk must fail writes as disk-full (507): {waves}"
     assert waves[-1] == (MIXED_EPISODES, Counter()), f"the writes did not all succeed once space returned: {waves[-1]}"

@@ -6,13 +6,13 @@ import signal
 
 import httpx
 from litestar.testing import AsyncTestClient
-from tests.system.test_concurrency_support import assert_matches_replay, owner, reset_args
 
 from service import env as core
 from service.app import create_app
 from service.db import repository as repo
 from service.settings import Settings
 from tests.conftest import LiveServer
+from tests.system.test_concurrency_support import assert_matches_replay, owner, reset_args
 
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 DECISION = next(t.id for t in core.TASKS.values() if t.family == "decision")
@@ -26,7 +26,9 @@ async def test_restart_keeps_everything_and_continues(settings: Settings) -> Non
         assert r.json()["done"] is True
         grade_before = (await client.get("/grader", params={"episode_id": "fin"}, headers=fin)).json()
         h = owner((await client.post("/reset", json={"task_id": WORKFLOW, "seed": 2, "episode_id": "open"})).json())
-        first = await client.post("/step", json={"episode_id": "open", "action": {"lookup": "policy"}, "request_id": "r1"}, headers=h)
+        first = await client.post(
+            "/step", json={"episode_id": "open", "action": {"lookup": "policy"}, "request_id": "r1"}, headers=h
+        )
         assert first.status_code == 200
     assert finished["metadata"]["episode_id"] == "fin"
 
@@ -35,8 +37,12 @@ async def test_restart_keeps_everything_and_continues(settings: Settings) -> Non
         state = (await client.get("/state", params={"episode_id": "open"}, headers=h)).json()
         assert state["step_count"] == 1 and state["episode_status"] == "active"
         # the retried request is still recognised after the restart
-        again = await client.post("/step", json={"episode_id": "open", "action": {"lookup": "policy"}, "request_id": "r1"}, headers=h)
-        assert again.json()["metadata"]["replayed"] is True and again.json()["observation"] == first.json()["observation"]
+        again = await client.post(
+            "/step", json={"episode_id": "open", "action": {"lookup": "policy"}, "request_id": "r1"}, headers=h
+        )
+        assert (
+            again.json()["metadata"]["replayed"] is True and again.json()["observation"] == first.json()["observation"]
+        )
         applied, rewards = [{"lookup": "policy"}], [first.json()["reward"]]
         for action in ({"add_tag": "Refund"}, {"close_ticket": True, "reply": "Closing this, thank you."}):
             resp = await client.post("/step", json={"episode_id": "open", "action": action}, headers=h)
@@ -48,7 +54,11 @@ async def test_restart_keeps_everything_and_continues(settings: Settings) -> Non
     db = settings.database()
     try:
         await assert_matches_replay(db, "open", applied, rewards)
-        assert await repo.count_rows(db) == {"episodes": 2, "transitions": 1 + len(applied), "grades": 1 + int(resp.json()["done"])}
+        assert await repo.count_rows(db) == {
+            "episodes": 2,
+            "transitions": 1 + len(applied),
+            "grades": 1 + int(resp.json()["done"]),
+        }
     finally:
         await db.dispose()
 
@@ -62,7 +72,9 @@ async def test_acknowledged_steps_survive_a_killed_server(settings: Settings, tm
         reset.raise_for_status()
         h = owner(reset.json())
         for action in ({"lookup": "order"}, {"lookup": "customer"}):
-            resp = httpx.post(server.url + "/step", json={"episode_id": args["episode_id"], "action": action}, headers=h)
+            resp = httpx.post(
+                server.url + "/step", json={"episode_id": args["episode_id"], "action": action}, headers=h
+            )
             resp.raise_for_status()
             acked.append((action, resp.json()["reward"]))
         server.proc.send_signal(signal.SIGKILL)  # a crash: no shutdown hooks run
@@ -73,7 +85,9 @@ async def test_acknowledged_steps_survive_a_killed_server(settings: Settings, tm
     try:
         state = httpx.get(server.url + "/state", params={"episode_id": args["episode_id"]}, headers=h).json()
         assert state["step_count"] == len(acked)
-        resp = httpx.post(server.url + "/step", json={"episode_id": args["episode_id"], "action": {"lookup": "policy"}}, headers=h)
+        resp = httpx.post(
+            server.url + "/step", json={"episode_id": args["episode_id"], "action": {"lookup": "policy"}}, headers=h
+        )
         assert resp.status_code == 200 and resp.json()["metadata"]["step_index"] == 3
         acked.append(({"lookup": "policy"}, resp.json()["reward"]))
     finally:

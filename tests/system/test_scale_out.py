@@ -25,25 +25,32 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.system.test_durability import STEADY, assert_not_corrupt, load_database
 
-from tests.conftest import PG_URL, LiveServer, empty_database
 from service import env as core
 from service.settings import Settings
+from tests.conftest import PG_URL, LiveServer, empty_database
+from tests.system.test_durability import STEADY, assert_not_corrupt, load_database
 
 PAIRS = 8
 ROUNDS = 14  # per pair: a fixed workload (~220 step requests), so a slow, shared machine runs the same race
 RACE_CAP_SECONDS = 30.0  # and a time bound in case it is very slow
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
-ENDINGS = [{"decision": "reject", "reply": "Sorry, this is outside the policy."}, {"close_ticket": True, "reply": "Closing, thanks."}]
+ENDINGS = [
+    {"decision": "reject", "reply": "Sorry, this is outside the policy."},
+    {"close_ticket": True, "reply": "Closing, thanks."},
+]
 
 
 @pytest.fixture(
     params=[
         "sqlite",
-        pytest.param("postgresql", marks=pytest.mark.skipif(
-            PG_URL is None, reason="scale-out on PostgreSQL needs TEST_DATABASE_URL=postgresql+asyncpg://… (a server to share)"
-        )),
+        pytest.param(
+            "postgresql",
+            marks=pytest.mark.skipif(
+                PG_URL is None,
+                reason="scale-out on PostgreSQL needs TEST_DATABASE_URL=postgresql+asyncpg://… (a server to share)",
+            ),
+        ),
     ]
 )
 async def shared_settings(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Settings]:
@@ -67,13 +74,17 @@ def two_servers(shared_settings: Settings, tmp_path: Path) -> Iterator[tuple[Liv
         first.stop()
 
 
-async def test_episode_stepped_alternately_through_both_servers(two_servers: tuple[LiveServer, LiveServer], shared_settings: Settings) -> None:
+async def test_episode_stepped_alternately_through_both_servers(
+    two_servers: tuple[LiveServer, LiveServer], shared_settings: Settings
+) -> None:
     token = "alt-secret-".ljust(40, "x")  # the chosen id's token, chosen too: both servers check it
     a, b = (httpx.Client(base_url=s.url, timeout=15.0, headers={"X-Episode-Token": token}) for s in two_servers)
     servers = [a, b]
     rng = random.Random(7)
     try:
-        a.post("/reset", json={"episode_id": "alt", "episode_token": token, "task_id": WORKFLOW, "seed": 11}).raise_for_status()
+        a.post(
+            "/reset", json={"episode_id": "alt", "episode_token": token, "task_id": WORKFLOW, "seed": 11}
+        ).raise_for_status()
         actions: list[dict[str, Any]] = []
         rewards: list[float] = []
         done = False
@@ -90,7 +101,9 @@ async def test_episode_stepped_alternately_through_both_servers(two_servers: tup
             # the other process sees the step at once
             assert there.get("/state", params={"episode_id": "alt"}).json()["step_count"] == len(actions)
             # and a retry through the other process is recognised there, not applied again
-            again = there.post("/step", json={"episode_id": "alt", "action": action, "request_id": f"alt-{len(actions) - 1}"})
+            again = there.post(
+                "/step", json={"episode_id": "alt", "action": action, "request_id": f"alt-{len(actions) - 1}"}
+            )
             assert again.status_code == 200 and again.json()["metadata"]["replayed"] is True, again.text
             assert (again.json()["reward"], again.json()["metadata"]["step_index"]) == (body["reward"], len(actions))
         grades = [s.get("/grader", params={"episode_id": "alt"}) for s in servers]
@@ -145,8 +158,15 @@ def race(urls: list[str], pair: Pair, member: int, deadline: float) -> None:
                     pair.stop = time.monotonic() > deadline
                     if not pair.stop and (pair.episode_id is None or pair.episode_done):
                         pair.episode_id, pair.episode_done = f"p{pair.index}-e{episodes}", False
-                        resp = mine.choice(clients).post("/reset", json={"episode_id": pair.episode_id, "episode_token": pair_token(pair.episode_id),
-                                                                             "task_id": WORKFLOW, "seed": rnd})
+                        resp = mine.choice(clients).post(
+                            "/reset",
+                            json={
+                                "episode_id": pair.episode_id,
+                                "episode_token": pair_token(pair.episode_id),
+                                "task_id": WORKFLOW,
+                                "seed": rnd,
+                            },
+                        )
                         episodes += 1
                         if resp.status_code != 200:
                             pair.errors.append(f"reset {resp.status_code} {resp.text[:200]}")
@@ -162,12 +182,24 @@ def race(urls: list[str], pair: Pair, member: int, deadline: float) -> None:
             else:
                 request_id = f"{pair.episode_id}-r{rnd}-m{member}"
                 action = mine.choice(STEADY) if mine.random() > 0.08 else mine.choice(ENDINGS)
-            resp = mine.choice(clients).post("/step", json={"episode_id": pair.episode_id, "episode_token": pair_token(pair.episode_id),
-                                                                  "action": action, "request_id": request_id})
+            resp = mine.choice(clients).post(
+                "/step",
+                json={
+                    "episode_id": pair.episode_id,
+                    "episode_token": pair_token(pair.episode_id),
+                    "action": action,
+                    "request_id": request_id,
+                },
+            )
             body = resp.json()
             with pair.lock:
                 pair.outcomes.append(Outcome(rnd, pair.episode_id, request_id, action, resp.status_code, body))
-                if resp.status_code == 200 and body["done"] or resp.status_code == 409 and body["type"].endswith("episode-finished"):
+                if (
+                    resp.status_code == 200
+                    and body["done"]
+                    or resp.status_code == 409
+                    and body["type"].endswith("episode-finished")
+                ):
                     pair.episode_done = True
                 elif resp.status_code not in (200, 409):
                     pair.errors.append(f"step {resp.status_code} {resp.text[:300]}")
@@ -182,7 +214,9 @@ def race(urls: list[str], pair: Pair, member: int, deadline: float) -> None:
             c.close()
 
 
-async def test_racing_agents_across_two_servers(two_servers: tuple[LiveServer, LiveServer], shared_settings: Settings) -> None:
+async def test_racing_agents_across_two_servers(
+    two_servers: tuple[LiveServer, LiveServer], shared_settings: Settings
+) -> None:
     urls = [s.url for s in two_servers]
     pairs = [Pair(i) for i in range(PAIRS)]
     deadline = time.monotonic() + RACE_CAP_SECONDS
@@ -214,12 +248,16 @@ async def test_racing_agents_across_two_servers(two_servers: tuple[LiveServer, L
     for o in outcomes:  # a replayed answer is the winner's stored result
         if o.status == 200 and o.body["metadata"]["replayed"]:
             winner = winners[(o.episode_id, o.body["metadata"]["step_index"])]
-            assert (winner.request_id, winner.body["reward"], winner.body["observation"]) == (o.request_id, o.body["reward"], o.body["observation"])
+            assert (winner.request_id, winner.body["reward"], winner.body["observation"]) == (
+                o.request_id,
+                o.body["reward"],
+                o.body["observation"],
+            )
 
     rounds: dict[tuple[str, int], list[Outcome]] = {}
     for o in outcomes:
         rounds.setdefault((o.episode_id, o.round), []).append(o)
-    for (episode_id, rnd), both in rounds.items():
+    for (_episode_id, _rnd), both in rounds.items():
         applied = [o for o in both if o.status == 200 and not o.body["metadata"]["replayed"]]
         # nothing else steps a pair's episode: each round has a winner, unless the episode had already ended
         assert applied or all(o.status == 409 and o.body["type"].endswith("episode-finished") for o in both), both
@@ -232,13 +270,19 @@ async def test_racing_agents_across_two_servers(two_servers: tuple[LiveServer, L
         for t in ep.transitions:  # the stored steps are exactly the winners: none lost, none extra
             w = winners.pop((ep.id, t["step_index"]), None)
             assert w is not None, f"stored step {t['step_index']} of {ep.id} answered to nobody"
-            assert (t["request_id"], t["action"], t["reward"]) == (w.request_id, core.Action.model_validate(w.action).model_dump(mode="json"), w.body["reward"])
+            assert (t["request_id"], t["action"], t["reward"]) == (
+                w.request_id,
+                core.Action.model_validate(w.action).model_dump(mode="json"),
+                w.body["reward"],
+            )
             stored_transitions += 1
     assert not winners, f"acknowledged steps not stored: {list(winners)[:5]}"
     assert stored_transitions >= PAIRS * 3, f"only {stored_transitions} steps: the race did not run"
     assert conflicts + replays > 0, "no step ever raced: the test proved nothing"
-    print(f"\nscale-out[{shared_settings.database_url.split(':')[0]}]: {len(outcomes)} step requests, {stored_transitions} applied, "
-          f"{conflicts} conflicts (409), {replays} duplicate deliveries answered with the stored result, {len(db)} episodes")
+    print(
+        f"\nscale-out[{shared_settings.database_url.split(':')[0]}]: {len(outcomes)} step requests, {stored_transitions} applied, "
+        f"{conflicts} conflicts (409), {replays} duplicate deliveries answered with the stored result, {len(db)} episodes"
+    )
 
 
 async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored_result(
@@ -247,19 +291,38 @@ async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored
     a, b = two_servers
     answers: list[httpx.Response] = []
     token = {"X-Episode-Token": "stale-secret-".ljust(40, "x")}  # every chosen id here shares one token
-    with httpx.Client(base_url=a.url, timeout=15.0, headers=token) as ca, httpx.Client(base_url=b.url, timeout=15.0, headers=token) as cb:
+    with (
+        httpx.Client(base_url=a.url, timeout=15.0, headers=token) as ca,
+        httpx.Client(base_url=b.url, timeout=15.0, headers=token) as cb,
+    ):
         for trial in range(10):
             episode_id = f"stale-{trial}"
-            ca.post("/reset", json={"episode_id": episode_id, "episode_token": token["X-Episode-Token"], "task_id": WORKFLOW,
-                                    "seed": trial}).raise_for_status()
-            cb.post("/step", json={"episode_id": episode_id, "action": {"lookup": "policy"}}).raise_for_status()  # b caches step 1
-            ca.post("/step", json={"episode_id": episode_id, "action": {"lookup": "order"}}).raise_for_status()  # b's copy is stale
+            ca.post(
+                "/reset",
+                json={
+                    "episode_id": episode_id,
+                    "episode_token": token["X-Episode-Token"],
+                    "task_id": WORKFLOW,
+                    "seed": trial,
+                },
+            ).raise_for_status()
+            cb.post(
+                "/step", json={"episode_id": episode_id, "action": {"lookup": "policy"}}
+            ).raise_for_status()  # b caches step 1
+            ca.post(
+                "/step", json={"episode_id": episode_id, "action": {"lookup": "order"}}
+            ).raise_for_status()  # b's copy is stale
             barrier = threading.Barrier(4, timeout=30)
 
             def deliver(episode_id: str = episode_id) -> None:  # the same request, delivered 4 times to b at once
                 with httpx.Client(base_url=b.url, timeout=15.0, headers=token) as c:
                     barrier.wait()
-                    answers.append(c.post("/step", json={"episode_id": episode_id, "action": {"lookup": "customer"}, "request_id": "dup"}))
+                    answers.append(
+                        c.post(
+                            "/step",
+                            json={"episode_id": episode_id, "action": {"lookup": "customer"}, "request_id": "dup"},
+                        )
+                    )
 
             threads = [threading.Thread(target=deliver) for _ in range(4)]
             for t in threads:
@@ -296,8 +359,12 @@ def _cmdline(pid: int) -> bytes:
 
 def test_workers_setting_serves_from_that_many_processes(shared_settings: Settings, tmp_path: Path) -> None:
     """``WORKERS=2 python -m service.app``: two worker processes behind one port, one database."""
-    server = LiveServer(shared_settings, tmp_path / "workers.log", extra_env={"WORKERS": "2"},
-                        command=[sys.executable, "-m", "service.app"])
+    server = LiveServer(
+        shared_settings,
+        tmp_path / "workers.log",
+        extra_env={"WORKERS": "2"},
+        command=[sys.executable, "-m", "service.app"],
+    )
     try:
         deadline = time.monotonic() + 30
         # uvicorn's workers are spawned processes (its resource tracker is a child too, but not one)
@@ -306,7 +373,9 @@ def test_workers_setting_serves_from_that_many_processes(shared_settings: Settin
             time.sleep(0.2)
         assert len(workers) == 2, workers
         # an episode played with a new connection per request (any worker may answer) stays consistent
-        episode = httpx.post(server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}).json()["observation"]["episode_id"]
+        episode = httpx.post(server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}).json()["observation"][
+            "episode_id"
+        ]
         for action in [*STEADY[:3], ENDINGS[1]]:
             r = httpx.post(server.url + "/step", json={"episode_id": episode, "action": action})
             assert r.status_code == 200, r.text

@@ -27,7 +27,9 @@ def test_serving_options_come_from_the_environment() -> None:
     assert (chosen.access_log, chosen.ws_per_message_deflate) == (True, True)
 
 
-def test_serve_passes_the_settings_to_uvicorn_and_tunes_the_collector(monkeypatch: pytest.MonkeyPatch, restore_gc: None) -> None:
+def test_serve_passes_the_settings_to_uvicorn_and_tunes_the_collector(
+    monkeypatch: pytest.MonkeyPatch, restore_gc: None
+) -> None:
     import uvicorn
 
     calls: list[dict[str, Any]] = []
@@ -36,17 +38,25 @@ def test_serve_passes_the_settings_to_uvicorn_and_tunes_the_collector(monkeypatc
     gc.set_threshold(700, 10, 10)
     settings = Settings(host="127.0.0.1", port=8123, access_log=True, log_level="WARNING")
     app_module.serve("the-app", settings)
-    assert calls == [{
-        "app": "the-app", "host": "127.0.0.1", "port": 8123, "log_level": "warning",
-        "access_log": True, "ws_per_message_deflate": False,
-        "ws_max_size": settings.max_body_bytes + 1024,  # an oversized frame is refused before it is read whole
-        "proxy_headers": False,  # the app works out client addresses itself (TRUSTED_PROXY_HOPS)
-    }]
+    assert calls == [
+        {
+            "app": "the-app",
+            "host": "127.0.0.1",
+            "port": 8123,
+            "log_level": "warning",
+            "access_log": True,
+            "ws_per_message_deflate": False,
+            "ws_max_size": settings.max_body_bytes + 1024,  # an oversized frame is refused before it is read whole
+            "proxy_headers": False,  # the app works out client addresses itself (TRUSTED_PROXY_HOPS)
+        }
+    ]
     assert gc.get_threshold() == app_module.GC_THRESHOLDS
     assert gc.get_freeze_count() > 0  # everything alive before serving is out of the collector's way
 
 
-def test_the_worker_factory_tunes_the_collector_too(monkeypatch: pytest.MonkeyPatch, tmp_path, restore_gc: None) -> None:
+def test_the_worker_factory_tunes_the_collector_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, restore_gc: None
+) -> None:
     monkeypatch.setenv("DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'f.db'}")
     gc.unfreeze()
     gc.set_threshold(700, 10, 10)

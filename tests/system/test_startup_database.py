@@ -31,8 +31,12 @@ def unreachable_sqlite(tmp_path: Path) -> tuple[Settings, Path, Path]:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "test.db").symlink_to(volume / "test.db")
     volume.rename(away)
-    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / 'test.db'}", baseline_seeds_per_task=1,
-                        db_connect_timeout_s=0.5, db_pool_timeout_s=0.5)
+    settings = Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'data' / 'test.db'}",
+        baseline_seeds_per_task=1,
+        db_connect_timeout_s=0.5,
+        db_pool_timeout_s=0.5,
+    )
     return settings, volume, away
 
 
@@ -65,7 +69,9 @@ async def test_a_start_waits_for_a_database_that_comes_back(tmp_path: Path, capl
     assert not our_tracebacks(caplog)
 
 
-async def test_a_start_without_a_database_fails_in_one_clear_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_start_without_a_database_fails_in_one_clear_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings, _, _ = unreachable_sqlite(tmp_path)
     with pytest.raises(Exception) as failed:  # noqa: PT011 - the test client wraps what the lifespan raised
         async with AsyncTestClient(app=app_logged(replace(settings, db_start_timeout_s=1), caplog)):
@@ -76,11 +82,16 @@ async def test_a_start_without_a_database_fails_in_one_clear_line(tmp_path: Path
     assert not our_tracebacks(caplog)
 
 
-async def test_an_unmigrated_database_answers_503_saying_to_migrate(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_unmigrated_database_answers_503_saying_to_migrate(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
     app = app_logged(replace(settings, migrate_on_start=False, test_split_key="k" * 40), caplog)
     async with AsyncTestClient(app=app) as client:
-        for method, path, kwargs in (("POST", "/reset", {"json": {"task_id": "workflow-triage", "seed": 1}}),
-                                     ("GET", "/leaderboard", {}), ("GET", "/state", {"params": {"episode_id": "x"}})):
+        for method, path, kwargs in (
+            ("POST", "/reset", {"json": {"task_id": "workflow-triage", "seed": 1}}),
+            ("GET", "/leaderboard", {}),
+            ("GET", "/state", {"params": {"episode_id": "x"}}),
+        ):
             resp = await client.request(method, path, **kwargs)
             assert resp.status_code == 503, (path, resp.status_code, resp.text)
             body = resp.json()
@@ -94,7 +105,9 @@ async def test_an_unmigrated_database_without_a_test_key_fails_the_start_saying_
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     with pytest.raises(Exception):  # noqa: PT011, B017 - the test client wraps what the lifespan raised
-        async with AsyncTestClient(app=app_logged(replace(settings, migrate_on_start=False, db_start_timeout_s=0.5), caplog)):
+        async with AsyncTestClient(
+            app=app_logged(replace(settings, migrate_on_start=False, db_start_timeout_s=0.5), caplog)
+        ):
             pass
     [error] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("service")]
     assert "not migrated" in error and "alembic upgrade head" in error, error

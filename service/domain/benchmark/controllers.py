@@ -30,12 +30,18 @@ class BenchmarkController(Controller):
     async def tasks(self) -> TasksResponse:
         action_schema = wire_action_schema()
         return TasksResponse(
-            tasks=[{**t.model_dump(mode="json"), "action_schema": action_schema, "aliases": aliases_of(t.id)}
-                   for t in core.TASKS.values()],
+            tasks=[
+                {**t.model_dump(mode="json"), "action_schema": action_schema, "aliases": aliases_of(t.id)}
+                for t in core.TASKS.values()
+            ],
             action_schema=action_schema,
         )
 
-    @get("/grader", summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary", responses=problem_responses(401, 403, 404, 409))
+    @get(
+        "/grader",
+        summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary",
+        responses=problem_responses(401, 403, 404, 409),
+    )
     async def grader(
         self,
         request: Request[Any, Any, Any],

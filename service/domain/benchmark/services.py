@@ -23,7 +23,9 @@ class BaselineCache:
                 from service.env.agents import evaluate_agent
 
                 result = await anyio.to_thread.run_sync(
-                    lambda: evaluate_agent(settings.baseline_agent, settings.baseline_split, settings.baseline_seeds_per_task)
+                    lambda: evaluate_agent(
+                        settings.baseline_agent, settings.baseline_split, settings.baseline_seeds_per_task
+                    )
                 )
                 self._value = {**result, "seeds_per_task": settings.baseline_seeds_per_task}
         return self._value

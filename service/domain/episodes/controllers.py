@@ -11,26 +11,24 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
+from service.domain.episodes.cookies import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
 from service.domain.episodes.credentials import episode_token, explicit_episode_token
 from service.domain.episodes.schemas import (
     EpisodeResult,
+    HealthResponse,
+    MetadataResponse,
+    ObservationResponse,
     ResetParams,
+    SchemaResponse,
+    StateResponse,
+    StepRequest,
     wire_action_schema,
     wire_observation_schema,
 )
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import validation_errors
-from service.domain.episodes.cookies import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
 from service.lib.limits import counted_address
 from service.lib.problems import InvalidInput, bearer, problem_responses
-from service.domain.episodes.schemas import (
-    HealthResponse,
-    MetadataResponse,
-    ObservationResponse,
-    SchemaResponse,
-    StateResponse,
-    StepRequest,
-)
 from service.settings import Settings
 
 ENV_NAME = "ecomm-support-env"
@@ -41,7 +39,9 @@ ENV_DESCRIPTION = (
 
 EpisodeIdQuery = Annotated[
     str | None,
-    QueryParameter(max_length=255, description="From POST /reset; without it, the episode of the ecomm_episode cookie."),
+    QueryParameter(
+        max_length=255, description="From POST /reset; without it, the episode of the ecomm_episode cookie."
+    ),
 ]
 
 
@@ -62,7 +62,10 @@ def closed_query(request: Request[Any, Any, Any], accepted: tuple[str, ...]) -> 
     listed = ", ".join(accepted)
     raise InvalidInput(
         f"unknown query parameter {', '.join(repr(k) for k in unknown)}; GET {request.url.path} accepts: {listed}",
-        errors=[{"field": k, "message": f"unknown query parameter; accepted: {listed}", "type": "unknown_field"} for k in unknown],
+        errors=[
+            {"field": k, "message": f"unknown query parameter; accepted: {listed}", "type": "unknown_field"}
+            for k in unknown
+        ],
     )
 
 
@@ -72,7 +75,9 @@ def implicit(request: Request[Any, Any, Any]) -> ImplicitEpisode:
     return fallback
 
 
-def started(request: Request[Any, Any, Any], params: ResetParams, result: EpisodeResult) -> Response[ObservationResponse]:
+def started(
+    request: Request[Any, Any, Any], params: ResetParams, result: EpisodeResult
+) -> Response[ObservationResponse]:
     """The reset's answer, with the cookies naming its episode and, for a client-chosen id, its episode
     token (see service.domain.episodes.cookies): a client that only keeps cookies can act on it."""
     token = result.metadata.get("episode_token")  # a new client-chosen id: the token its reset made or took
@@ -84,17 +89,31 @@ def started(request: Request[Any, Any, Any], params: ResetParams, result: Episod
 class OpenEnvController(Controller):
     tags = ["openenv"]
 
-    @post("/reset", status_code=200, summary="Start a persisted episode", responses=problem_responses(401, 403, 404, 409),
-          response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC])
+    @post(
+        "/reset",
+        status_code=200,
+        summary="Start a persisted episode",
+        responses=problem_responses(401, 403, 404, 409),
+        response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC],
+    )
     async def reset_post(
-        self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[ResetParams | None] = None
+        self,
+        request: Request[Any, Any, Any],
+        episodes: NamedDependency[EpisodeService],
+        data: JSONBody[ResetParams | None] = None,
     ) -> Response[ObservationResponse]:
         params = data or ResetParams()
-        token = episode_token(request, params.episode_token, params.episode_id)  # a resume's; a new episode's is in params
+        token = episode_token(
+            request, params.episode_token, params.episode_id
+        )  # a resume's; a new episode's is in params
         return started(request, params, await episodes.reset(params, bearer(request), token, counted_address(request)))
 
-    @get("/reset", summary="Start a persisted episode (query parameters)", responses=problem_responses(401, 403, 404, 409),
-         response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC])
+    @get(
+        "/reset",
+        summary="Start a persisted episode (query parameters)",
+        responses=problem_responses(401, 403, 404, 409),
+        response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC],
+    )
     async def reset_get(
         self,
         request: Request[Any, Any, Any],
@@ -104,7 +123,10 @@ class OpenEnvController(Controller):
         task_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
         split: Annotated[str | None, QueryParameter(max_length=16)] = None,
         difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
-        run_id: Annotated[str | None, QueryParameter(max_length=64, description="Its token goes in `Authorization: Bearer`, never here.")] = None,
+        run_id: Annotated[
+            str | None,
+            QueryParameter(max_length=64, description="Its token goes in `Authorization: Bearer`, never here."),
+        ] = None,
     ) -> Response[ObservationResponse]:
         closed_query(request, RESET_QUERY)
         params = _validated_reset(
@@ -113,7 +135,12 @@ class OpenEnvController(Controller):
         token = episode_token(request, episode_id=params.episode_id)
         return started(request, params, await episodes.reset(params, bearer(request), token, counted_address(request)))
 
-    @post("/step", status_code=200, summary="Apply an action to an episode", responses=problem_responses(401, 403, 404, 409))
+    @post(
+        "/step",
+        status_code=200,
+        summary="Apply an action to an episode",
+        responses=problem_responses(401, 403, 404, 409),
+    )
     async def step(
         self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]
     ) -> ObservationResponse:
@@ -121,14 +148,22 @@ class OpenEnvController(Controller):
         action = data.the_action()
         episode_id = implicit(request).resolve(request, data.episode_id)
         return ObservationResponse.of(
-            await episodes.step(episode_id, action, data.request_id, token, episode_token(request, data.episode_token, episode_id))
+            await episodes.step(
+                episode_id, action, data.request_id, token, episode_token(request, data.episode_token, episode_id)
+            )
         )
 
-    @get("/state", summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token); "
-         "a test episode, or a run's episode while the run is in progress: its progress only",
-         responses=problem_responses(401, 403, 404))
+    @get(
+        "/state",
+        summary="Episode id, step count, status and ticket state (a client-chosen id: X-Episode-Token); "
+        "a test episode, or a run's episode while the run is in progress: its progress only",
+        responses=problem_responses(401, 403, 404),
+    )
     async def state(
-        self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], episode_id: EpisodeIdQuery = None
+        self,
+        request: Request[Any, Any, Any],
+        episodes: NamedDependency[EpisodeService],
+        episode_id: EpisodeIdQuery = None,
     ) -> StateResponse:
         closed_query(request, STATE_QUERY)
         episode_id = implicit(request).resolve(request, episode_id)
@@ -172,7 +207,9 @@ def _validated_reset(**query: Any) -> ResetParams:
         return ResetParams(**{k: v for k, v in query.items() if v is not None})
     except ValidationError as exc:
         errors = validation_errors(exc)
-        raise InvalidInput("fix these query parameters: " + ", ".join(e["field"] for e in errors), errors=errors) from exc
+        raise InvalidInput(
+            "fix these query parameters: " + ", ".join(e["field"] for e in errors), errors=errors
+        ) from exc
 
 
 __all__ = ["OpenEnvController"]

@@ -99,6 +99,9 @@ class ImplicitEpisode:
         client-chosen id; otherwise the token cookie is cleared, so it never outlives its episode)."""
         if params.episode_id is None and params.run_id is None:
             self._latest = episode_id
-        token = (_cookie(EPISODE_TOKEN_COOKIE, quote(episode_token, safe=""))
-                 if episode_token else _cookie(EPISODE_TOKEN_COOKIE, "", max_age=0))
+        token = (
+            _cookie(EPISODE_TOKEN_COOKIE, quote(episode_token, safe=""))
+            if episode_token
+            else _cookie(EPISODE_TOKEN_COOKIE, "", max_age=0)
+        )
         return [_cookie(EPISODE_COOKIE, quote(episode_id, safe="")), token]

@@ -20,7 +20,9 @@ EPISODE_TOKEN_HEADER = "x-episode-token"
 SECRET_QUERY_KEYS = ("run_token", "episode_token", "token", "submitter_key", "api_key", "access_token")
 
 
-def episode_token(request: Request[Any, Any, Any], in_body: str | None = None, episode_id: str | None = None) -> str | None:
+def episode_token(
+    request: Request[Any, Any, Any], in_body: str | None = None, episode_id: str | None = None
+) -> str | None:
     """The episode token a request carries for ``episode_id``: header, then body, then ``Authorization:
     Bearer``, then — only when ``episode_id`` is the episode of the request's ``ecomm_episode`` cookie —
     the ``ecomm_episode_token`` cookie the reset of that episode set."""

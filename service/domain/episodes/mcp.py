@@ -28,7 +28,9 @@ from litestar import Request, post
 from litestar.di import NamedDependency
 from pydantic import ValidationError
 
-from service.lib.decoding import BodyNotJson, ClosedBody, UnstorableText, check_text, decode_json, unstorable
+from service.db import mcp_store
+from service.db.engine import Database
+from service.db.models import utcnow
 from service.domain.episodes.schemas import (
     EpisodeArguments,
     EpisodeResult,
@@ -37,12 +39,17 @@ from service.domain.episodes.schemas import (
     StepArguments,
 )
 from service.domain.episodes.services import EpisodeService
-from service.lib.decoding import validation_errors
+from service.lib.decoding import (
+    BodyNotJson,
+    ClosedBody,
+    UnstorableText,
+    check_text,
+    decode_json,
+    unstorable,
+    validation_errors,
+)
 from service.lib.limits import Client
 from service.lib.problems import InvalidInput, Problem
-from service.db import mcp_store
-from service.db.engine import Database
-from service.db.models import utcnow
 
 PROTOCOL_VERSION = "2025-06-18"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -52,9 +59,15 @@ TOO_MANY_SESSIONS = -32029  # a server error (the -32000..-32099 range): this cl
 # arguments are validated by that model — the same closed bodies as HTTP (an unknown argument such as
 # `run_tokne` is refused by name).
 TOOL_MODELS: dict[str, tuple[str, type[ClosedBody]]] = {
-    "reset": ("Start a persisted episode (one support ticket). Returns the first observation and episode_id.", ResetParams),
+    "reset": (
+        "Start a persisted episode (one support ticket). Returns the first observation and episode_id.",
+        ResetParams,
+    ),
     "step": ("Apply one action to an episode. Returns observation, reward and done.", StepArguments),
-    "state": ("Episode id, step count and status (and the visible ticket state where it may be shown).", EpisodeArguments),
+    "state": (
+        "Episode id, step count and status (and the visible ticket state where it may be shown).",
+        EpisodeArguments,
+    ),
     "grade": ("Resolved, score in [0, 1] and breakdown of a finished episode.", EpisodeArguments),
 }
 TOOLS: list[dict[str, Any]] = [
@@ -93,8 +106,12 @@ class McpSession:
     def with_secrets(self, params: ResetParams) -> ResetParams:
         """A resume of the episode this session already holds needs no token resent."""
         if params.resume and params.episode_id is not None and params.episode_id == self.episode_id:
-            return params.model_copy(update={"episode_token": params.episode_token or self.episode_token,
-                                             "run_token": params.run_token or self.run_token})
+            return params.model_copy(
+                update={
+                    "episode_token": params.episode_token or self.episode_token,
+                    "run_token": params.run_token or self.run_token,
+                }
+            )
         return params
 
     def own(self, result: EpisodeResult, params: ResetParams) -> None:
@@ -117,8 +134,10 @@ class McpSession:
 
 class TooManySessions(Exception):
     def __init__(self, held: int, limit: int) -> None:
-        super().__init__(f"this client already holds {held} MCP sessions used in the last hour (MCP_MAX_SESSIONS_PER_CLIENT={limit}); "
-                         "close one with openenv/session/close, or reuse one")
+        super().__init__(
+            f"this client already holds {held} MCP sessions used in the last hour (MCP_MAX_SESSIONS_PER_CLIENT={limit}); "
+            "close one with openenv/session/close, or reuse one"
+        )
 
 
 class McpSessions:
@@ -137,8 +156,9 @@ class McpSessions:
     async def create(self, client: Client) -> McpSession:
         session_id = secrets.token_hex(16)
         now = utcnow()
-        held = await mcp_store.create(self.db, session_id, client.address, now, now - self.idle,
-                                      None if client.exempt else self.per_client)
+        held = await mcp_store.create(
+            self.db, session_id, client.address, now, now - self.idle, None if client.exempt else self.per_client
+        )
         if held is not None:
             raise TooManySessions(held, self.per_client)
         return McpSession(session_id=session_id, stored=True)
@@ -172,7 +192,10 @@ class McpSessions:
 
 
 async def handle_jsonrpc(
-    raw: Any, episodes: EpisodeService, session: McpSession | None = None, sessions: McpSessions | None = None,
+    raw: Any,
+    episodes: EpisodeService,
+    session: McpSession | None = None,
+    sessions: McpSessions | None = None,
     client: Client | None = None,
 ) -> JsonRpcResponse:
     """Answer one JSON-RPC request (already JSON-decoded). ``session`` is the WebSocket's own
@@ -186,8 +209,11 @@ async def handle_jsonrpc(
             usable = isinstance(rid, int) or (isinstance(rid, str) and not unstorable(rid))
             return jsonrpc_invalid_text(exc, rid if usable else None)
     if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
-        return _error(INVALID_REQUEST, "Invalid Request: send {\"jsonrpc\": \"2.0\", \"method\": ..., \"id\": ...}",
-                      raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) else None)
+        return _error(
+            INVALID_REQUEST,
+            'Invalid Request: send {"jsonrpc": "2.0", "method": ..., "id": ...}',
+            raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) else None,
+        )
     id_ = raw.get("id")
     if id_ is not None and not isinstance(id_, (str, int)):
         return _error(INVALID_REQUEST, "Invalid Request: id must be a string, an integer or null")
@@ -232,17 +258,23 @@ async def handle_jsonrpc(
     if session is None and requested is not None:
         found = await sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
         if found is None:
-            return _error(INVALID_PARAMS, f"Unknown session_id: {requested}; create one with openenv/session/create", id_)
+            return _error(
+                INVALID_PARAMS, f"Unknown session_id: {requested}; create one with openenv/session/create", id_
+            )
         session = found
     if method == "tools/list":
         return {"jsonrpc": "2.0", "id": id_, "result": {"tools": TOOLS}}
     if method != "tools/call":
-        return _error(METHOD_NOT_FOUND, f"Method not found: {method}; use initialize, tools/list, tools/call, "
-                      "openenv/session/create or openenv/session/close", id_)
+        return _error(
+            METHOD_NOT_FOUND,
+            f"Method not found: {method}; use initialize, tools/list, tools/call, "
+            "openenv/session/create or openenv/session/close",
+            id_,
+        )
     name = params.get("name")
     args = params.get("arguments") or {}
     if not isinstance(name, str) or not isinstance(args, dict):
-        return _error(INVALID_PARAMS, "tools/call needs params {\"name\": str, \"arguments\": object}", id_)
+        return _error(INVALID_PARAMS, 'tools/call needs params {"name": str, "arguments": object}', id_)
     address = None if client is None or client.exempt else client.address
     try:
         payload = await _call_tool(name, args, episodes, session, address)
@@ -262,12 +294,18 @@ def _arguments(name: str, args: dict[str, Any]) -> Any:
         return TOOL_MODELS[name][1].model_validate(args)
     except ValidationError as exc:
         errors = validation_errors(exc, "arguments")
-        raise InvalidInput(f"invalid {name} arguments: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors),
-                           errors=errors) from exc
+        raise InvalidInput(
+            f"invalid {name} arguments: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors=errors
+        ) from exc
 
 
-async def _call_tool(name: str, args: dict[str, Any], episodes: EpisodeService, session: McpSession | None,
-                     client_address: str | None = None) -> dict[str, Any]:
+async def _call_tool(
+    name: str,
+    args: dict[str, Any],
+    episodes: EpisodeService,
+    session: McpSession | None,
+    client_address: str | None = None,
+) -> dict[str, Any]:
     """Run one tool (KeyError: no such tool). A session supplies its episode and its secrets."""
     if name not in TOOL_MODELS:
         raise KeyError(name)
@@ -294,11 +332,16 @@ def mcp_style_activity(answered: dict[str, Any]) -> bool:
     """Whether an answer of :func:`mcp_style_step` was a reset or step that succeeded (WS activity)."""
     observation = answered["observation"]
     result = observation.get("result") or {}
-    return observation.get("tool_name") in ("reset", "step") and observation.get("error") is None and not result.get("isError")
+    return (
+        observation.get("tool_name") in ("reset", "step")
+        and observation.get("error") is None
+        and not result.get("isError")
+    )
 
 
-async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session: McpSession,
-                         client_address: str | None = None) -> dict[str, Any] | None:
+async def mcp_style_step(
+    data: dict[str, Any], episodes: EpisodeService, session: McpSession, client_address: str | None = None
+) -> dict[str, Any] | None:
     """openenv-core 0.3.0's MCPToolClient sends its requests as WebSocket step frames:
     ``{"type": "list_tools"}`` and ``{"type": "call_tool", "tool_name": ..., "arguments": {...}}``.
     No action of this environment has a ``type`` field, so such a step is an MCP request: answered
@@ -322,9 +365,16 @@ async def mcp_style_step(data: dict[str, Any], episodes: EpisodeService, session
     except KeyError:
         return failed("tool_not_found", f"unknown tool {name!r}; list_tools shows reset, step, state, grade")
     except Problem as exc:  # the tool ran and refused its input: a tool-level result, as over JSON-RPC
-        return {"observation": {"tool_name": name, "result": _tool_result(exc.body(), is_error=True), "error": None},
-                "reward": None, "done": False}
-    return {"observation": {"tool_name": name, "result": _tool_result(payload), "error": None}, "reward": None, "done": False}
+        return {
+            "observation": {"tool_name": name, "result": _tool_result(exc.body(), is_error=True), "error": None},
+            "reward": None,
+            "done": False,
+        }
+    return {
+        "observation": {"tool_name": name, "result": _tool_result(payload), "error": None},
+        "reward": None,
+        "done": False,
+    }
 
 
 @post("/mcp", status_code=200, summary="MCP JSON-RPC 2.0: initialize, tools/list, tools/call")
@@ -336,5 +386,6 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
         return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
     except UnstorableText:
         payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
-    return await handle_jsonrpc(payload, episodes, sessions=request.app.state.mcp_sessions,
-                                client=request.app.state.clients.of(request))
+    return await handle_jsonrpc(
+        payload, episodes, sessions=request.app.state.mcp_sessions, client=request.app.state.clients.of(request)
+    )

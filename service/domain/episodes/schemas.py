@@ -32,14 +32,30 @@ RUN_ID_PREFIX = "run_"
 MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
 
 # Fields several bodies share (HTTP, WebSocket and the MCP tools): one definition each.
-RunToken = Annotated[str | None, Field(
-    default=None, max_length=128, description="For episodes of a run: the token POST /runs returned (over HTTP also "
-    "`Authorization: Bearer <run_token>`).")]
-RequestId = Annotated[str | None, Field(
-    default=None, min_length=1, max_length=255, description="Idempotency key: a retry returns the stored result.")]
-EpisodeToken = Annotated[str | None, Field(
-    default=None, max_length=128, description="For a client-chosen episode_id: the episode_token its reset returned "
-    "(over HTTP also `X-Episode-Token`; an MCP session sends its own).")]
+RunToken = Annotated[
+    str | None,
+    Field(
+        default=None,
+        max_length=128,
+        description="For episodes of a run: the token POST /runs returned (over HTTP also "
+        "`Authorization: Bearer <run_token>`).",
+    ),
+]
+RequestId = Annotated[
+    str | None,
+    Field(
+        default=None, min_length=1, max_length=255, description="Idempotency key: a retry returns the stored result."
+    ),
+]
+EpisodeToken = Annotated[
+    str | None,
+    Field(
+        default=None,
+        max_length=128,
+        description="For a client-chosen episode_id: the episode_token its reset returned "
+        "(over HTTP also `X-Episode-Token`; an MCP session sends its own).",
+    ),
+]
 
 
 class ResetParams(ClosedBody):
@@ -58,11 +74,14 @@ class ResetParams(ClosedBody):
     split: core.Split | None = Field(default=None, description="Ticket split.")
     difficulty: str | None = Field(default=None, max_length=16, description="Pick a task of this difficulty.")
     run_id: str | None = Field(
-        default=None, max_length=64, description="Start the next episode of this run (needs run_token); the run picks the ticket."
+        default=None,
+        max_length=64,
+        description="Start the next episode of this run (needs run_token); the run picks the ticket.",
     )
     run_token: RunToken
     episode_token: str | None = Field(
-        default=None, max_length=128,
+        default=None,
+        max_length=128,
         description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
         "made and returned in metadata.episode_token if omitted). With resume: that episode's token.",
     )
@@ -97,7 +116,7 @@ ACTION_METADATA = "metadata"
 def parse_action(payload: Any) -> core.Action:
     if not isinstance(payload, dict):
         raise InvalidInput(
-            "`action` must be a JSON object such as {\"decision\": \"request_info\"}; GET /schema shows every field",
+            '`action` must be a JSON object such as {"decision": "request_info"}; GET /schema shows every field',
             errors=[{"field": "action", "message": "must be an object", "type": "dict_type"}],
         )
     if ACTION_METADATA in payload:
@@ -115,7 +134,9 @@ def parse_action(payload: Any) -> core.Action:
         if payload.get("decision") is not None and payload["decision"] != decision:
             raise InvalidInput(
                 "give the decision once: `decision` or its alias `action_type`, not both with different values",
-                errors=[{"field": "action.action_type", "message": "conflicts with action.decision", "type": "conflict"}],
+                errors=[
+                    {"field": "action.action_type", "message": "conflicts with action.decision", "type": "conflict"}
+                ],
             )
         payload["decision"] = decision
     try:
@@ -126,7 +147,9 @@ def parse_action(payload: Any) -> core.Action:
             errors = [{**e, "field": e["field"].replace("action.decision", "action.action_type", 1)} for e in errors]
         fields = ", ".join(e["field"] for e in errors)
         raise InvalidInput(
-            f"invalid action ({fields}): " + "; ".join(e["message"] for e in errors) + " — GET /schema shows the action schema",
+            f"invalid action ({fields}): "
+            + "; ".join(e["message"] for e in errors)
+            + " — GET /schema shows the action schema",
             errors=errors,
         ) from exc
 
@@ -163,10 +186,15 @@ def wire_action_schema() -> dict[str, Any]:
     schema = core.Action.model_json_schema()
     decision = schema["properties"]["decision"]
     schema["properties"][ACTION_TYPE] = {
-        **decision, "title": "Action Type", "description": "Seed A's name for `decision`; give one of the two."
+        **decision,
+        "title": "Action Type",
+        "description": "Seed A's name for `decision`; give one of the two.",
     }
     schema["properties"][ACTION_METADATA] = {
-        "type": "object", "additionalProperties": True, "default": {}, "title": "Metadata",
+        "type": "object",
+        "additionalProperties": True,
+        "default": {},
+        "title": "Metadata",
         "description": "OpenEnv's Action.metadata (its clients send it with every typed action): accepted and ignored.",
     }
     return schema
@@ -186,24 +214,31 @@ class StepRequest(ClosedBody):
     # parse_action validates them as it does `action`); every other unknown field stays a 422 naming it.
     tolerated_fields = OPENENV_TOLERATED_STEP_FIELDS | TOP_LEVEL_ACTION_FIELDS
     tolerated_schemas = {
-        name: {**spec, "description": f"The action's `{name}` at the top level, instead of inside `action` (not both). "
-               + spec.get("description", "")}
-        for name, spec in core.Action.model_json_schema()["properties"].items() if name in TOP_LEVEL_ACTION_FIELDS
+        name: {
+            **spec,
+            "description": f"The action's `{name}` at the top level, instead of inside `action` (not both). "
+            + spec.get("description", ""),
+        }
+        for name, spec in core.Action.model_json_schema()["properties"].items()
+        if name in TOP_LEVEL_ACTION_FIELDS
     }
 
     action: dict[str, Any] | None = Field(
-        default=None, description="The action, e.g. {\"decision\": \"request_info\"}; or put its fields at the top level."
+        default=None, description='The action, e.g. {"decision": "request_info"}; or put its fields at the top level.'
     )
     action_type: str | None = Field(
-        default=None, max_length=64, description="Seed A's top-level form: the decision, e.g. \"approve_refund\"."
+        default=None, max_length=64, description='Seed A\'s top-level form: the decision, e.g. "approve_refund".'
     )
     episode_id: str | None = Field(
-        default=None, max_length=255,
+        default=None,
+        max_length=255,
         description="From POST /reset. Without it: the episode of the ecomm_episode cookie POST /reset sets "
         "(or, on a SINGLE_SESSION server, of the latest reset).",
     )
     request_id: RequestId
-    timeout_s: float | None = Field(default=None, gt=0, description="Accepted for OpenEnv compatibility; steps are fast.")
+    timeout_s: float | None = Field(
+        default=None, gt=0, description="Accepted for OpenEnv compatibility; steps are fast."
+    )
     run_token: RunToken
     episode_token: EpisodeToken
 
@@ -220,8 +255,8 @@ class StepRequest(ClosedBody):
             )
         if self.action is None and not top:
             raise InvalidInput(
-                "send the action: {\"action\": {\"decision\": \"request_info\"}} or its fields at the top level "
-                "({\"action_type\": \"reject\"}); GET /schema shows every field",
+                'send the action: {"action": {"decision": "request_info"}} or its fields at the top level '
+                '({"action_type": "reject"}); GET /schema shows every field',
                 errors=[{"field": "action", "message": "field required", "type": "missing"}],
             )
         return self.action if self.action is not None else top
@@ -231,16 +266,20 @@ class EpisodeArguments(ClosedBody):
     """Arguments of the MCP ``state`` and ``grade`` tools: which episode (a session's own by default)."""
 
     episode_id: str | None = Field(
-        default=None, min_length=1, max_length=255, description="From the reset tool (or POST /reset); an MCP "
-        "session's own episode if omitted.")
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="From the reset tool (or POST /reset); an MCP session's own episode if omitted.",
+    )
     episode_token: EpisodeToken
 
 
 class StepArguments(EpisodeArguments):
     """Arguments of the MCP ``step`` tool."""
 
-    action: dict[str, Any] = Field(description="The action's fields, e.g. {\"decision\": \"request_info\"}; GET /schema "
-                                   "shows every field.")
+    action: dict[str, Any] = Field(
+        description='The action\'s fields, e.g. {"decision": "request_info"}; GET /schema shows every field.'
+    )
     request_id: RequestId
     run_token: RunToken
 

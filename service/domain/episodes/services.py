@@ -20,9 +20,9 @@ from service.db import repository as repo
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.domain.episodes.schemas import (
+    MAX_SEED,
     MIN_CLIENT_TOKEN,
     RUN_ID_PREFIX,
-    MAX_SEED,
     EpisodeResult,
     EpisodeView,
     GraderResponse,
@@ -97,7 +97,10 @@ class EpisodeCache:
         return entry
 
     def put(
-        self, record: repo.EpisodeRecord, state: core.EpisodeState, grade: repo.GradeRecord | None = None,
+        self,
+        record: repo.EpisodeRecord,
+        state: core.EpisodeState,
+        grade: repo.GradeRecord | None = None,
         observation: dict[str, Any] | None = None,
     ) -> None:
         self._entries[record.id] = CachedEpisode(record, state, grade, observation)
@@ -192,7 +195,10 @@ class EpisodeService:
         }
 
     async def reset(
-        self, params: ResetParams, run_token: str | None = None, episode_token: str | None = None,
+        self,
+        params: ResetParams,
+        run_token: str | None = None,
+        episode_token: str | None = None,
         client_address: str | None = None,
     ) -> EpisodeResult:
         token = run_token or params.run_token
@@ -206,7 +212,9 @@ class EpisodeService:
             raise InvalidInput(
                 f"episode ids starting with {RUN_ID_PREFIX!r} are reserved for the episodes of runs; choose another "
                 "episode_id, or omit it to get a fresh one",
-                errors=[{"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}],
+                errors=[
+                    {"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}
+                ],
             )
         if client_address is not None and self.quota is not None:  # storage per client address (limits.EpisodeQuota)
             await self.quota.check(client_address)
@@ -214,7 +222,7 @@ class EpisodeService:
         split = params.split or self.default_split
         if split == core.HIDDEN_SPLIT:
             raise TestSplitNeedsRun(
-                "the test split is played only as a server-assigned run: POST /runs {\"agent\": …, \"split\": \"test\"}, "
+                'the test split is played only as a server-assigned run: POST /runs {"agent": …, "split": "test"}, '
                 "then POST /runs/{run_id}/next with its token"
             )
         task_id = choose_task(params.task_id, params.difficulty, seed, self.default_tasks)
@@ -230,7 +238,9 @@ class EpisodeService:
         try:
             state, observation = core.reset(task_id, seed, split, self.dataset)
         except core.EnvError as exc:
-            raise InvalidInput(f"cannot start this episode: {exc}", errors=[{"field": "split", "message": str(exc)}]) from exc
+            raise InvalidInput(
+                f"cannot start this episode: {exc}", errors=[{"field": "split", "message": str(exc)}]
+            ) from exc
         try:
             record = await repo.insert_episode(
                 self.db,
@@ -258,7 +268,9 @@ class EpisodeService:
             meta["episode_token"] = new_token  # shown once; only its hash is stored
         return EpisodeResult(episode_id, wire_observation(episode_id, observation), None, state.done, meta)
 
-    async def resume(self, episode_id: str, run_token: str | None = None, episode_token: str | None = None) -> EpisodeResult:
+    async def resume(
+        self, episode_id: str, run_token: str | None = None, episode_token: str | None = None
+    ) -> EpisodeResult:
         record = await self._load(episode_id)
         self._check_owner(record, episode_token)
         run_status = await self._run_status(record, run_token)
@@ -266,21 +278,29 @@ class EpisodeService:
             raise RunNotActive(
                 f"run {record.run_id!r} expired (idle past its TTL); its episodes cannot be resumed — start a new run "
                 "with POST /runs",
-                run_id=record.run_id, run_status=run_status, code="run_expired",
+                run_id=record.run_id,
+                run_status=run_status,
+                code="run_expired",
             )
         state = core.EpisodeState.model_validate(record.state)
         last = await repo.last_transition(self.db, episode_id)
         # A finished episode resumes on its final observation (score and all); others on a fresh view.
-        observation = last.observation if last is not None and state.done else wire_observation(
-            episode_id, core.observe(state, dataset=self.dataset)
+        observation = (
+            last.observation
+            if last is not None and state.done
+            else wire_observation(episode_id, core.observe(state, dataset=self.dataset))
         )
-        return self._shown(EpisodeResult(
-            episode_id,
-            observation,
-            last.reward if last is not None else None,
-            state.done,
-            self._meta(record, step_count=record.step_count, resumed=True),
-        ), record, run_status)
+        return self._shown(
+            EpisodeResult(
+                episode_id,
+                observation,
+                last.reward if last is not None else None,
+                state.done,
+                self._meta(record, step_count=record.step_count, resumed=True),
+            ),
+            record,
+            run_status,
+        )
 
     async def step(
         self,
@@ -296,8 +316,15 @@ class EpisodeService:
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
         if request_id is None:
-            return await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None,
-                                     previous_observation=cached.observation if cached is not None else None)
+            return await self._apply(
+                record,
+                state,
+                action,
+                request_id,
+                run_status,
+                from_cache=cached is not None,
+                previous_observation=cached.observation if cached is not None else None,
+            )
         key = (record.id, request_id)
         first = self._inflight.get(key)
         if first is not None:
@@ -311,8 +338,15 @@ class EpisodeService:
         self._inflight[key] = future
         result: EpisodeResult | None = None
         try:
-            result = await self._apply(record, state, action, request_id, run_status, from_cache=cached is not None,
-                                       previous_observation=cached.observation if cached is not None else None)
+            result = await self._apply(
+                record,
+                state,
+                action,
+                request_id,
+                run_status,
+                from_cache=cached is not None,
+                previous_observation=cached.observation if cached is not None else None,
+            )
             return result
         finally:
             del self._inflight[key]
@@ -349,7 +383,9 @@ class EpisodeService:
             why = " (idle past its TTL)" if run_status == "expired" else ""
             raise RunNotActive(
                 f"run {record.run_id!r} is {run_status}{why}; its episodes take no more steps — start a new run with POST /runs",
-                run_id=record.run_id, run_status=run_status, code=f"run_{run_status}",
+                run_id=record.run_id,
+                run_status=run_status,
+                code=f"run_{run_status}",
             )
         state = state if state is not None else core.EpisodeState.model_validate(record.state)
         try:
@@ -357,7 +393,9 @@ class EpisodeService:
         except core.EpisodeFinished as exc:
             raise EpisodeFinishedProblem(str(exc), episode_id=record.id) from exc
         except core.EnvError as exc:
-            raise InvalidInput(f"the action cannot be applied: {exc}", errors=[{"field": "action", "message": str(exc)}]) from exc
+            raise InvalidInput(
+                f"the action cannot be applied: {exc}", errors=[{"field": "action", "message": str(exc)}]
+            ) from exc
         observation = wire_observation(record.id, result.observation)
         grade = None
         if result.done:
@@ -411,8 +449,11 @@ class EpisodeService:
                 updated_at=stored.created_at,
             ),
             result.state,
-            repo.GradeRecord(record.id, grade.score, grade.resolved, grade.breakdown, grade.grader_version, stored.created_at)
-            if grade else None,
+            repo.GradeRecord(
+                record.id, grade.score, grade.resolved, grade.breakdown, grade.grader_version, stored.created_at
+            )
+            if grade
+            else None,
             observation,
         )
         if stored.done and record.run_id is not None and self.runs is not None:
@@ -420,27 +461,47 @@ class EpisodeService:
                 await self.runs.finish_if_complete(record.run_id)  # this step is still shown as during the run
             except DatabaseFault as exc:  # the step is stored: answer it; the run sweep writes the summary
                 log.warning("run summary deferred to the sweep run_id=%s: %s", record.run_id, exc.reason)
-        return self._shown(EpisodeResult(
-            record.id,
-            observation,
-            stored.reward,
-            stored.done,
-            self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=request_id, replayed=False),
-        ), record, run_status)
+        return self._shown(
+            EpisodeResult(
+                record.id,
+                observation,
+                stored.reward,
+                stored.done,
+                self._meta(
+                    record,
+                    step_index=stored.step_index,
+                    step_count=stored.step_index,
+                    request_id=request_id,
+                    replayed=False,
+                ),
+            ),
+            record,
+            run_status,
+        )
 
-    def _replay(self, record: repo.EpisodeRecord, stored: repo.TransitionRecord, action_json: dict[str, Any]) -> EpisodeResult:
+    def _replay(
+        self, record: repo.EpisodeRecord, stored: repo.TransitionRecord, action_json: dict[str, Any]
+    ) -> EpisodeResult:
         if stored.action != action_json:
             raise InvalidInput(
                 f"request_id {stored.request_id!r} was already used for a different action on this episode; "
                 "use a new request_id for a new action",
-                errors=[{"field": "request_id", "message": "reused with a different action", "type": "idempotency_mismatch"}],
+                errors=[
+                    {"field": "request_id", "message": "reused with a different action", "type": "idempotency_mismatch"}
+                ],
             )
         return EpisodeResult(
             record.id,
             stored.observation,
             stored.reward,
             stored.done,
-            self._meta(record, step_index=stored.step_index, step_count=stored.step_index, request_id=stored.request_id, replayed=True),
+            self._meta(
+                record,
+                step_index=stored.step_index,
+                step_count=stored.step_index,
+                request_id=stored.request_id,
+                replayed=True,
+            ),
         )
 
     async def state(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
@@ -485,8 +546,13 @@ class EpisodeService:
         state = self._full_state(record)
         first = core.reset(state["task_id"], state["seed"], state["split"], self.dataset)[1]
         steps: list[StepView] = [
-            {"index": t.step_index, "action": t.action, "observation": t.observation,
-             "reward": t.reward if fb.step_rewards else None, "done": t.done}
+            {
+                "index": t.step_index,
+                "action": t.action,
+                "observation": t.observation,
+                "reward": t.reward if fb.step_rewards else None,
+                "done": t.done,
+            }
             for t in await repo.list_transitions(self.db, episode_id)
         ]
         done = state["episode_status"] == "done"
@@ -552,7 +618,9 @@ def _private(record: repo.EpisodeRecord) -> TestResultsPrivate | RunResultsPendi
         f"episode {record.id!r} belongs to run {record.run_id!r}, which is still in progress: no episode of a run "
         "shows its score, grade, state or page until the run completes (so a dev run plays like a test run); "
         f"finish the run, then ask again — GET /runs/{record.run_id} shows its progress",
-        episode_id=record.id, run_id=record.run_id, code="run_in_progress",
+        episode_id=record.id,
+        run_id=record.run_id,
+        code="run_in_progress",
     )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from service import env as core
 from service.lib.problems import InvalidInput
 
-
 # Seed A's task names (its openenv.yaml: easy, medium, hard; every case a refund decision) name
 # our decision tasks of that difficulty.
 TASK_ALIASES: dict[str, str] = {t.difficulty: t.id for t in core.TASKS.values() if t.family == "decision"}
@@ -34,8 +33,10 @@ def default_task_pool(names: tuple[str, ...]) -> tuple[str, ...]:
     ids = tuple(dict.fromkeys(canonical_task_id(n) for n in names))
     unknown = [i for i in ids if i not in core.TASKS]
     if unknown:
-        raise ValueError(f"DEFAULT_TASKS names unknown tasks {unknown}; use ids ({', '.join(core.TASKS)}) or aliases "
-                         f"({', '.join(TASK_ALIASES)})")
+        raise ValueError(
+            f"DEFAULT_TASKS names unknown tasks {unknown}; use ids ({', '.join(core.TASKS)}) or aliases "
+            f"({', '.join(TASK_ALIASES)})"
+        )
     return ids or tuple(core.TASKS)
 
 

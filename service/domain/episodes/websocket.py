@@ -21,11 +21,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from service.lib.decoding import BodyNotJson, UnstorableText, decode_json
-from service.domain.episodes.services import EpisodeService
-from service.domain.episodes.schemas import ResetParams
-from service.lib.decoding import validation_errors
-from service.lib.limits import Client, ClientAddresses, FrameRate
+from service.db.errors import DatabaseFault
 from service.domain.episodes.mcp import (
     McpSession,
     McpSessions,
@@ -33,8 +29,11 @@ from service.domain.episodes.mcp import (
     mcp_style_activity,
     mcp_style_step,
 )
+from service.domain.episodes.schemas import ResetParams
+from service.domain.episodes.services import EpisodeService
+from service.lib.decoding import BodyNotJson, UnstorableText, decode_json, validation_errors
+from service.lib.limits import Client, ClientAddresses, FrameRate
 from service.lib.problems import Problem
-from service.db.errors import DatabaseFault
 from service.settings import Settings
 
 log = logging.getLogger("service.ws")
@@ -79,11 +78,15 @@ FRAMES: dict[str, type[_Frame]] = {
 class SessionCapacity(Exception):
     def __init__(self, active: int, maximum: int, per_client: bool = False, reserved: int = 0) -> None:
         if per_client:
-            message = (f"this client already holds {active}/{maximum} sessions (WS_MAX_SESSIONS_PER_CLIENT); "
-                       "close one, or play several episodes one after another on one connection")
+            message = (
+                f"this client already holds {active}/{maximum} sessions (WS_MAX_SESSIONS_PER_CLIENT); "
+                "close one, or play several episodes one after another on one connection"
+            )
         elif reserved:
-            message = (f"server nearly at capacity: {active}/{maximum} sessions, the last {reserved} kept for clients "
-                       "that hold none yet (WS_RESERVED_SESSIONS); close one of yours or retry later")
+            message = (
+                f"server nearly at capacity: {active}/{maximum} sessions, the last {reserved} kept for clients "
+                "that hold none yet (WS_RESERVED_SESSIONS); close one of yours or retry later"
+            )
         else:
             message = f"server at capacity: {active}/{maximum} sessions; retry later"
         super().__init__(message)
@@ -99,8 +102,9 @@ class WsSessions:
     app, event-loop confined), keeps the last ``reserved`` slots for clients holding none, and holds
     the per-address budget of handshakes and frames. Exempt clients (loopback) have no per-client cap."""
 
-    def __init__(self, max_sessions: int, episodes: EpisodeService, per_client: int = 0,
-                 frames_per_s: int = 0, reserved: int = 0) -> None:
+    def __init__(
+        self, max_sessions: int, episodes: EpisodeService, per_client: int = 0, frames_per_s: int = 0, reserved: int = 0
+    ) -> None:
         self.max_sessions = max_sessions
         self.per_client = per_client
         # never more than an eighth of the slots: a small server still serves several sessions per client
@@ -134,7 +138,7 @@ class WsSessions:
         """Make sure the session can work: its episodes live in the database, so reach it once."""
         try:
             await self.episodes.db.reachable()
-        except Exception as exc:  # noqa: BLE001 - any failure here means no session can be served
+        except Exception as exc:
             raise FactoryFailed("cannot open a session: the episode store is unavailable; retry later") from exc
         return McpSession()
 
@@ -164,8 +168,9 @@ async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> st
             return event["bytes"].decode("utf-8", errors="replace")
 
 
-async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeService,
-                  client_address: str | None = None) -> tuple[str | None, bool]:
+async def _handle(
+    frame: dict[str, Any], session: McpSession, episodes: EpisodeService, client_address: str | None = None
+) -> tuple[str | None, bool]:
     """Answer one decoded frame: the reply text (None for ``close``), and whether it was activity — a
     reset or step that succeeded, the only thing that keeps a session alive (state, mcp, invalid or
     refused frames do not)."""
@@ -184,13 +189,17 @@ async def _handle(frame: dict[str, Any], session: McpSession, episodes: EpisodeS
             try:
                 params = ResetParams(**msg.data)
             except ValidationError as exc:
-                return _error("Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data")), False
+                return _error(
+                    "Invalid reset parameters", "VALIDATION_ERROR", errors=validation_errors(exc, "data")
+                ), False
             params = session.with_secrets(params)
             result = await episodes.reset(params, client_address=client_address)
             session.own(result, params)
             return _frame("observation", result.wire()), True
         if isinstance(msg, StepFrame):
-            answered = await mcp_style_step(msg.data, episodes, session, client_address)  # openenv-core 0.3.0's MCPToolClient
+            answered = await mcp_style_step(
+                msg.data, episodes, session, client_address
+            )  # openenv-core 0.3.0's MCPToolClient
             if answered is not None:
                 return _frame("observation", answered), mcp_style_activity(answered)
             if session.episode_id is None:
@@ -226,10 +235,15 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
     try:
         retry_after = sessions.frame_rate.spend(client)  # a handshake counts against the address's budget
         if retry_after is not None:
-            await socket.send_text(_error(
-                f"more than {sessions.frame_rate.per_s} WebSocket handshakes and frames per second from this client "
-                f"(RATE_LIMIT_PER_S); wait {retry_after}s and reconnect", "CAPACITY_REACHED", status=429,
-                retry_after_s=retry_after))
+            await socket.send_text(
+                _error(
+                    f"more than {sessions.frame_rate.per_s} WebSocket handshakes and frames per second from this client "
+                    f"(RATE_LIMIT_PER_S); wait {retry_after}s and reconnect",
+                    "CAPACITY_REACHED",
+                    status=429,
+                    retry_after_s=retry_after,
+                )
+            )
             return
         sessions.acquire(client)
         acquired = True
@@ -239,8 +253,9 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
         if requested:  # MCPToolClient: this WebSocket shares an HTTP MCP session (openenv/session/create)
             shared = await mcp_sessions.get(requested)
             if shared is None:
-                await socket.send_text(_error("Unknown session_id; create one with POST /mcp openenv/session/create",
-                                              "SESSION_ERROR"))
+                await socket.send_text(
+                    _error("Unknown session_id; create one with POST /mcp openenv/session/create", "SESSION_ERROR")
+                )
                 return
             session = shared
         address = None if client.exempt else client.address
@@ -249,7 +264,9 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
             try:
                 raw = await _receive_text(socket, idle_deadline)
             except TimeoutError:
-                log.info("ws session reaped after %.0fs idle episode_id=%s", settings.ws_idle_timeout_s, session.episode_id)
+                log.info(
+                    "ws session reaped after %.0fs idle episode_id=%s", settings.ws_idle_timeout_s, session.episode_id
+                )
                 await socket.send_text(
                     _error(
                         f"session idle for {settings.ws_idle_timeout_s:g}s (no reset or step) and closed; reconnect "
@@ -262,15 +279,24 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                 return
             if len(raw) > settings.max_body_bytes:
                 await socket.send_text(
-                    _error(f"frame of {len(raw)} bytes is over the {settings.max_body_bytes}-byte limit; send less",
-                           "VALIDATION_ERROR", errors=[{"field": "frame", "message": "too large"}])
+                    _error(
+                        f"frame of {len(raw)} bytes is over the {settings.max_body_bytes}-byte limit; send less",
+                        "VALIDATION_ERROR",
+                        errors=[{"field": "frame", "message": "too large"}],
+                    )
                 )
                 continue
             retry_after = sessions.frame_rate.spend(client)
             if retry_after is not None:
-                await socket.send_text(_error(
-                    f"more than {sessions.frame_rate.per_s} frames per second from this client (RATE_LIMIT_PER_S); "
-                    f"wait {retry_after}s", "EXECUTION_ERROR", status=429, retry_after_s=retry_after))
+                await socket.send_text(
+                    _error(
+                        f"more than {sessions.frame_rate.per_s} frames per second from this client (RATE_LIMIT_PER_S); "
+                        f"wait {retry_after}s",
+                        "EXECUTION_ERROR",
+                        status=429,
+                        retry_after_s=retry_after,
+                    )
+                )
                 continue
             try:
                 frame = decode_json(raw)
@@ -281,15 +307,18 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
                 await socket.send_text(_error(exc.detail, "VALIDATION_ERROR", errors=exc.extra["errors"]))
                 continue
             if not isinstance(frame, dict):
-                await socket.send_text(_error("a frame must be a JSON object with a `type` key", "VALIDATION_ERROR", errors=[]))
+                await socket.send_text(
+                    _error("a frame must be a JSON object with a `type` key", "VALIDATION_ERROR", errors=[])
+                )
                 continue
             active = False
             try:
                 if requested:  # the shared session as any worker last left it (HTTP tools may have moved it)
                     shared = await mcp_sessions.get(requested)
                     if shared is None:
-                        await socket.send_text(_error("this MCP session was closed or expired; create a new one",
-                                                      "SESSION_ERROR"))
+                        await socket.send_text(
+                            _error("this MCP session was closed or expired; create a new one", "SESSION_ERROR")
+                        )
                         break
                     session = shared
                 reply, active = await _handle(frame, session, episodes, address)
@@ -298,9 +327,11 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
             except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
                 episodes.db.faults.failure(log, f"ws frame episode_id={session.episode_id}", exc)
                 reply = _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s)
-            except Exception:  # noqa: BLE001 - one bad frame must not kill the session
+            except Exception:
                 log.exception("ws frame failed episode_id=%s", session.episode_id)
-                reply = _error("internal error while handling the frame (logged on the server); retry", "EXECUTION_ERROR")
+                reply = _error(
+                    "internal error while handling the frame (logged on the server); retry", "EXECUTION_ERROR"
+                )
             if reply is None:
                 break
             if active:
@@ -312,7 +343,7 @@ async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: 
         )
     except FactoryFailed as exc:
         await socket.send_text(_error(str(exc), "FACTORY_ERROR", factory_name="episode_store"))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if type(exc).__name__ == "WebSocketDisconnect":
             return
         log.exception("ws session failed")

@@ -59,7 +59,10 @@ def _etag_matches(request: Request[Any, Any, Any], etag: str) -> bool:
 
 
 async def conditional_page(
-    request: Request[Any, Any, Any], version: str, build: Callable[[], Awaitable[dict[str, Any]]], template: str,
+    request: Request[Any, Any, Any],
+    version: str,
+    build: Callable[[], Awaitable[dict[str, Any]]],
+    template: str,
     context: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> Response[Any]:
     """JSON or HTML with a strong ETag made from ``version`` (one per representation). ``If-None-Match``
@@ -76,7 +79,10 @@ async def conditional_page(
     page = pages.get(etag)
     if page is None:
         body = await build()
-        page = (request.app.template_engine.get_template(template).render(**context(body)).encode() if html
-                else msgspec.json.encode(body))
+        page = (
+            request.app.template_engine.get_template(template).render(**context(body)).encode()
+            if html
+            else msgspec.json.encode(body)
+        )
         pages.put(etag, page)
     return Response(content=page, media_type=media_type, headers=headers)

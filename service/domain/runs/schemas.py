@@ -20,24 +20,33 @@ MAX_USAGE_COST_USD = 1e9
 
 AGENT_KEY_MAX = 128  # agent_names.name_key: NFKC may lengthen a name ("㍿" is four characters)
 
+
 class CreateRun(BaseModel):
     """Body of ``POST /runs``."""
 
     model_config = ConfigDict(extra="forbid")
 
     agent: str = Field(
-        min_length=1, max_length=128,
+        min_length=1,
+        max_length=128,
         description="Agent name shown on the leaderboard. A name first run with a submitter key is that submitter's: "
         "others (and anonymous runs) get 409.",
     )
     model: str = Field(default="", max_length=200, description="Model name (empty for scripted agents).")
     split: core.Split = Field(default="dev", description="test needs a submitter key (Authorization: Bearer).")
-    trials: Annotated[int, JsonInt] = Field(default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k).")
+    trials: Annotated[int, JsonInt] = Field(
+        default=1, ge=1, le=core.MAX_TRIALS, description="k: episodes per ticket (pass^k)."
+    )
     task_ids: list[str] | None = Field(
-        default=None, min_length=1, max_length=len(core.TASKS), description="A subset of tasks (not ranked; not on test)."
+        default=None,
+        min_length=1,
+        max_length=len(core.TASKS),
+        description="A subset of tasks (not ranked; not on test).",
     )
     limit_per_task: Annotated[int | None, JsonInt] = Field(
-        default=None, ge=1, le=MAX_LIMIT_PER_TASK,
+        default=None,
+        ge=1,
+        le=MAX_LIMIT_PER_TASK,
         description="Play only the first N tickets of each task (not ranked; not on test).",
     )
 
@@ -48,7 +57,9 @@ class CreateRun(BaseModel):
         # characters would let a name look like another one on the board.
         hidden = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cf", "Cc")})
         if hidden:
-            raise ValueError(f"holds invisible format or control characters ({', '.join(hidden)}); use visible text only")
+            raise ValueError(
+                f"holds invisible format or control characters ({', '.join(hidden)}); use visible text only"
+            )
         return value
 
     @field_validator("agent")

@@ -29,7 +29,10 @@ from typing import Any
 import anyio
 
 from service import env as core
-from service.lib.secrets import hash_secret
+from service.db import repository as repo
+from service.db import run_store
+from service.db.engine import Database
+from service.db.models import utcnow
 from service.domain.episodes.schemas import EpisodeResult, wire_observation
 from service.domain.runs.schemas import (
     MANIFEST_PAGE_MAX,
@@ -45,23 +48,20 @@ from service.domain.runs.schemas import (
     Usage,
 )
 from service.lib.problems import (
+    AgentNameTaken,
     InvalidInput,
     QuotaExceeded,
-    RunNotActive,
-    AgentNameTaken,
     RunEpisodeIdTaken,
+    RunNotActive,
     RunNotFound,
+    RunResultsPending,
     RunTokenInvalid,
     RunTokenMissing,
-    RunResultsPending,
     SubmitterKeyInvalid,
     SubmitterKeyMissing,
     TestResultsPrivate,
 )
-from service.db import repository as repo
-from service.db import run_store
-from service.db.engine import Database
-from service.db.models import utcnow
+from service.lib.secrets import hash_secret
 from service.stats import LADDER_MARGIN, PUBLISHED_DECIMALS, Trial, ladder, published, rank_bands, summarize
 
 log = logging.getLogger("service.runs")
@@ -70,7 +70,9 @@ MANIFESTS_CACHED = 16  # runs whose manifest this process keeps (a 3,200-entry o
 
 
 @functools.lru_cache(maxsize=64)
-def _derived_manifest(split: str, task_ids: tuple[str, ...], trials: int, limit_per_task: int | None) -> tuple[dict[str, Any], ...]:
+def _derived_manifest(
+    split: str, task_ids: tuple[str, ...], trials: int, limit_per_task: int | None
+) -> tuple[dict[str, Any], ...]:
     return tuple(e.model_dump() for e in core.run_manifest(split, list(task_ids), trials, limit_per_task))
 
 
@@ -97,7 +99,12 @@ def index_of(episode_id: str) -> int:
 
 class RunService:
     def __init__(
-        self, db: Database, ttl_s: float, quota: int = 3, quota_period_s: float = 24 * 3600.0, dataset: core.Dataset = core.PUBLIC
+        self,
+        db: Database,
+        ttl_s: float,
+        quota: int = 3,
+        quota_period_s: float = 24 * 3600.0,
+        dataset: core.Dataset = core.PUBLIC,
     ) -> None:
         self.db = db
         self.ttl = timedelta(seconds=ttl_s)
@@ -154,7 +161,9 @@ class RunService:
     async def load(self, run_id: str) -> run_store.RunRecord:
         run = await run_store.get_run(self.db, run_id)
         if run is None:
-            raise RunNotFound(f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id)
+            raise RunNotFound(
+                f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id
+            )
         return run
 
     @staticmethod
@@ -165,13 +174,17 @@ class RunService:
                 run_id=run.id,
             )
         if not hmac.compare_digest(hash_secret(token), run.token_sha256):
-            raise RunTokenInvalid(f"that is not the token of run {run.id!r}; use the run_token POST /runs returned", run_id=run.id)
+            raise RunTokenInvalid(
+                f"that is not the token of run {run.id!r}; use the run_token POST /runs returned", run_id=run.id
+            )
 
     async def access(self, run_id: str) -> run_store.RunAccess:
         """The run's token hash and status (what a step needs), without its manifest."""
         run = await run_store.get_run_access(self.db, run_id)
         if run is None:
-            raise RunNotFound(f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id)
+            raise RunNotFound(
+                f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id
+            )
         return run
 
     async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunAccess:
@@ -184,7 +197,9 @@ class RunService:
         if active and run.status != "active":
             raise RunNotActive(
                 f"run {run_id!r} is {run.status}; start a new run with POST /runs",
-                run_id=run_id, run_status=run.status, code="run_exhausted" if run.status == "complete" else f"run_{run.status}",
+                run_id=run_id,
+                run_status=run.status,
+                code="run_exhausted" if run.status == "complete" else f"run_{run.status}",
             )
         return run
 
@@ -192,9 +207,13 @@ class RunService:
 
     async def create(self, body: CreateRun, submitter_key: str | None = None) -> RunCreated:
         try:
-            manifest = _derived_manifest(body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task)
+            manifest = _derived_manifest(
+                body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task
+            )
         except ValueError as exc:
-            raise InvalidInput(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
+            raise InvalidInput(
+                f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]
+            ) from exc
         full = body.task_ids is None or set(body.task_ids) == set(core.TASKS)
         full_split = full and body.limit_per_task is None
         test: dict[str, Any] = {}
@@ -204,7 +223,12 @@ class RunService:
                 raise InvalidInput(
                     "a test run covers the whole test split: drop task_ids and limit_per_task (only aggregates of the "
                     "whole split are published; subsets would turn them back into per-ticket answers)",
-                    errors=[{"field": "task_ids" if not full else "limit_per_task", "message": "not allowed on the test split"}],
+                    errors=[
+                        {
+                            "field": "task_ids" if not full else "limit_per_task",
+                            "message": "not allowed on the test split",
+                        }
+                    ],
                 )
             submitter = await self._submitter(submitter_key)
             test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
@@ -238,7 +262,8 @@ class RunService:
                 f"the agent name {exc.name!r} belongs to submitter {exc.owner!r} (names are bound to the submitter key "
                 "that first ran them, case and spacing ignored); choose another name, or send that submitter's key as "
                 "`Authorization: Bearer <submitter key>`",
-                agent=exc.name, owner=exc.owner,
+                agent=exc.name,
+                owner=exc.owner,
             ) from exc
         except run_store.QuotaExceeded as exc:
             assert quota is not None
@@ -249,8 +274,12 @@ class RunService:
                 retry_after_s=retry,
             ) from exc
         log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
-        return {**self.view(run), "run_token": token, "limit_per_task": body.limit_per_task,
-                "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}"}
+        return {
+            **self.view(run),
+            "run_token": token,
+            "limit_per_task": body.limit_per_task,
+            "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}",
+        }
 
     async def _submitter(self, key: str | None) -> run_store.SubmitterRecord:
         if not key:
@@ -260,7 +289,9 @@ class RunService:
             )
         submitter = await run_store.submitter_by_key(self.db, hash_secret(key))
         if submitter is None or submitter.revoked_at is not None:
-            raise SubmitterKeyInvalid("that submitter key is not valid here (unknown or revoked); ask the operator for one")
+            raise SubmitterKeyInvalid(
+                "that submitter key is not valid here (unknown or revoked); ask the operator for one"
+            )
         return submitter
 
     async def _manifest(self, run_id: str) -> Sequence[dict[str, Any]]:
@@ -284,9 +315,16 @@ class RunService:
             state, observation = core.reset(entry["task_id"], entry["seed"], run.split, self.dataset)
             started.update(state=state, observation=observation, entry=entry)
             return dict(
-                id=episode_id_for(run.id, index), task_id=entry["task_id"], split=run.split, seed=entry["seed"],
-                ticket_id=state.ticket_id, run_id=run.id, status="active", step_count=0,
-                state=state.model_dump(mode="json"), version=1,
+                id=episode_id_for(run.id, index),
+                task_id=entry["task_id"],
+                split=run.split,
+                seed=entry["seed"],
+                ticket_id=state.ticket_id,
+                run_id=run.id,
+                status="active",
+                step_count=0,
+                state=state.model_dump(mode="json"),
+                version=1,
             )
 
         try:
@@ -295,13 +333,16 @@ class RunService:
             raise RunEpisodeIdTaken(
                 f"the id {exc.episode_id!r} of run {run_id!r}'s next episode is taken by an episode outside the run; "
                 "nothing was handed out — start a new run with POST /runs (its ids cannot be taken)",
-                run_id=run_id, episode_id=exc.episode_id, code="run_episode_id_taken",
+                run_id=run_id,
+                episode_id=exc.episode_id,
+                code="run_episode_id_taken",
             ) from exc
         if index is None:
             raise RunNotActive(
                 f"every episode of run {run_id!r} has been handed out; finish the started ones "
-                f"(GET /runs/{run_id} lists them) — resume one with POST /reset {{\"episode_id\": …, \"resume\": true}}",
-                run_id=run_id, code="run_exhausted",
+                f'(GET /runs/{run_id} lists them) — resume one with POST /reset {{"episode_id": …, "resume": true}}',
+                run_id=run_id,
+                code="run_exhausted",
             )
         episode_id = episode_id_for(run.id, index)
         entry = started["entry"]
@@ -310,8 +351,16 @@ class RunService:
             wire_observation(episode_id, started["observation"]),
             None,
             False,
-            {"episode_id": episode_id, "task_id": entry["task_id"], "seed": entry["seed"], "split": run.split,
-             "run_id": run.id, "index": index, "trial": entry["trial"], "step_count": 0},
+            {
+                "episode_id": episode_id,
+                "task_id": entry["task_id"],
+                "seed": entry["seed"],
+                "split": run.split,
+                "run_id": run.id,
+                "index": index,
+                "trial": entry["trial"],
+                "step_count": 0,
+            },
         )
 
     async def finish_if_complete(self, run_id: str) -> str:
@@ -374,10 +423,13 @@ class RunService:
         against ``If-None-Match`` and the rendered-page cache before the page is built. A test run's
         page also shows its submitter's best release, so the split's leaderboard version is part of it."""
         start = (page - 1) * per_page
-        version = await run_store.page_version(self.db, run_id, episode_id_for(run_id, start),
-                                               episode_id_for(run_id, start + per_page - 1))
+        version = await run_store.page_version(
+            self.db, run_id, episode_id_for(run_id, start), episode_id_for(run_id, start + per_page - 1)
+        )
         if version is None:
-            raise RunNotFound(f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id)
+            raise RunNotFound(
+                f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id
+            )
         if version[5] == core.HIDDEN_SPLIT:
             version = (*version, *await run_store.leaderboard_version(self.db, core.HIDDEN_SPLIT))
         return repr((run_id, page, per_page, core.DATASET_VERSION, core.GRADER_VERSION, *version))
@@ -392,18 +444,23 @@ class RunService:
         test = run.split == core.HIDDEN_SPLIT
         shown = core.feedback(run.split, True, run.status == "complete")  # nothing per episode while in progress
         start = (page - 1) * per_page
-        entries = manifest_of(run)[start: start + per_page]
+        entries = manifest_of(run)[start : start + per_page]
         handed_out = [episode_id_for(run.id, e["index"]) for e in entries if e["index"] < run.next_index]
         started = {
-            e.episode_id: e for e in (
+            e.episode_id: e
+            for e in (
                 await run_store.run_episodes(self.db, run.id, run.grader_version, ids=handed_out) if handed_out else []
             )
         }
         rows = []
         for entry in entries:
             ep = started.get(episode_id_for(run.id, entry["index"]))
-            row = {**entry, "episode_id": ep.episode_id if ep else None, "status": "pending" if ep is None else ep.status,
-                   "step_count": ep.step_count if ep else 0}
+            row = {
+                **entry,
+                "episode_id": ep.episode_id if ep else None,
+                "status": "pending" if ep is None else ep.status,
+                "step_count": ep.step_count if ep else 0,
+            }
             if shown.episode_score:
                 row.update(score=ep.score if ep else None, resolved=ep.resolved if ep else None)
             rows.append(row)
@@ -412,9 +469,20 @@ class RunService:
         def url(n: int) -> str | None:
             return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages else None
 
-        body = {**self.view(run), "episodes": rows, "summary": run.summary, "per_episode_results": shown.episode_score,
-                "page": {"number": page, "per_page": per_page, "pages": pages, "first_index": start,
-                         "prev_url": url(page - 1), "next_url": url(page + 1)}}
+        body = {
+            **self.view(run),
+            "episodes": rows,
+            "summary": run.summary,
+            "per_episode_results": shown.episode_score,
+            "page": {
+                "number": page,
+                "per_page": per_page,
+                "pages": pages,
+                "first_index": start,
+                "prev_url": url(page - 1),
+                "next_url": url(page + 1),
+            },
+        }
         if test:
             body.update(await self._test_result(run))
         return body
@@ -422,7 +490,7 @@ class RunService:
     async def manifest_page(self, run_id: str, offset: int, limit: int) -> ManifestPage:
         """A slice of the run's manifest: which ticket each episode index plays, in order."""
         run = await self.load(run_id)
-        entries = list(manifest_of(run)[offset: offset + limit])
+        entries = list(manifest_of(run)[offset : offset + limit])
         after = offset + len(entries)
         return {
             "run_id": run.id,
@@ -470,16 +538,21 @@ class RunService:
         return board
 
     def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> Leaderboard:
-        current = [r for r in complete if r.summary and r.dataset_version == core.DATASET_VERSION
-                   and r.grader_version == core.GRADER_VERSION]
+        current = [
+            r
+            for r in complete
+            if r.summary and r.dataset_version == core.DATASET_VERSION and r.grader_version == core.GRADER_VERSION
+        ]
         if split == core.HIDDEN_SPLIT:
             current = _best_release_per_submitter(
                 [r for r in current if r.released is not None and r.key_fingerprint == self.dataset.test_fingerprint]
             )
         ranked, entries = _best_per_entrant([r for r in current if r.full_split])
         ranks = rank_bands({r.id: (r.summary["resolved"], *r.summary["resolved_ci95"]) for r in ranked})  # type: ignore[index]
-        rows = sorted(({**self._row(r, ranks[r.id]), "entrant_runs": entries[r.id]} for r in ranked),
-                      key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]))
+        rows = sorted(
+            ({**self._row(r, ranks[r.id]), "entrant_runs": entries[r.id]} for r in ranked),
+            key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]),
+        )
         unranked = [self._row(r, None) for r in current if not r.full_split]
         return {
             "split": split,
@@ -487,12 +560,12 @@ class RunService:
             "grader_version": core.GRADER_VERSION,
             "test_key_fingerprint": self.dataset.test_fingerprint if split == core.HIDDEN_SPLIT else None,
             "method": "ranked on the resolved rate (an episode is resolved when every required check of its task passes): "
-                      "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
-                      "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
-                      "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
-                      "its best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to "
-                      "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
-                      "decimals, each submitter's best run released by the Ladder, under this deployment's test key only.",
+            "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
+            "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
+            "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
+            "its best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to "
+            "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
+            "decimals, each submitter's best run released by the Ladder, under this deployment's test key only.",
             "rows": rows,
             # subset runs (practice): only the most recent, and only while retention keeps them
             "unranked": unranked,
@@ -547,7 +620,8 @@ class RunService:
             raise RunResultsPending(
                 f"run {run_id!r} is {run.status}: its trajectories (scores, rewards, actions) are served once it "
                 "completes, so no agent learns a verdict while the run is in progress",
-                run_id=run_id, code="run_in_progress",
+                run_id=run_id,
+                code="run_in_progress",
             )
         for ep in await run_store.run_episodes(self.db, run.id, run.grader_version):
             if ep.status != "done":
@@ -556,20 +630,26 @@ class RunService:
             _, first = core.reset(ep.task_id, ep.seed, run.split, self.dataset)
             steps = await repo.list_transitions(self.db, ep.episode_id)
             shown = core.feedback(run.split, True, run.status == "complete")
-            yield json.dumps({
-                "episode_id": ep.episode_id,
-                "run_id": run.id,
-                "task_id": ep.task_id,
-                "seed": ep.seed,
-                "trial": entry["trial"],
-                "split": run.split,
-                "observations": [wire_observation(ep.episode_id, first)] + [t.observation for t in steps],
-                "actions": [t.action for t in steps],
-                "rewards": [t.reward if shown.step_rewards else None for t in steps],
-                "score": ep.score,
-                "resolved": ep.resolved,
-                "grader_version": run.grader_version,
-            }, ensure_ascii=False) + "\n"
+            yield (
+                json.dumps(
+                    {
+                        "episode_id": ep.episode_id,
+                        "run_id": run.id,
+                        "task_id": ep.task_id,
+                        "seed": ep.seed,
+                        "trial": entry["trial"],
+                        "split": run.split,
+                        "observations": [wire_observation(ep.episode_id, first)] + [t.observation for t in steps],
+                        "actions": [t.action for t in steps],
+                        "rewards": [t.reward if shown.step_rewards else None for t in steps],
+                        "score": ep.score,
+                        "resolved": ep.resolved,
+                        "grader_version": run.grader_version,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
 
 
 def _best_per_entrant(runs: list[run_store.BoardRun]) -> tuple[list[run_store.BoardRun], dict[str, int]]:
@@ -580,8 +660,14 @@ def _best_per_entrant(runs: list[run_store.BoardRun]) -> tuple[list[run_store.Bo
     for run in runs:
         groups.setdefault((run.submitter, run_store.agent_name_key(run.agent), run.model), []).append(run)
     best = [
-        min(group, key=lambda r: (-(r.summary or {}).get("resolved", 0.0), -(r.summary or {}).get("mean", 0.0),
-                                  r.finished_at or r.created_at))
+        min(
+            group,
+            key=lambda r: (
+                -(r.summary or {}).get("resolved", 0.0),
+                -(r.summary or {}).get("mean", 0.0),
+                r.finished_at or r.created_at,
+            ),
+        )
         for group in groups.values()
     ]
     return best, {b.id: len(g) for b, g in zip(best, groups.values(), strict=True)}
@@ -607,10 +693,14 @@ def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]
         ep = graded.get(entry["index"])
         trial = Trial(ep.score or 0.0, bool(ep.resolved)) if ep is not None else Trial(0.0, False)
         items.setdefault((entry["task_id"], entry["seed"]), []).append(trial)
-    summary = summarize(items, run.trials, groups={
-        "per_task": lambda key: key[0],
-        "per_family": lambda key: core.TASKS[key[0]].family,
-        "per_difficulty": lambda key: core.TASKS[key[0]].difficulty,
-    })
+    summary = summarize(
+        items,
+        run.trials,
+        groups={
+            "per_task": lambda key: key[0],
+            "per_family": lambda key: core.TASKS[key[0]].family,
+            "per_difficulty": lambda key: core.TASKS[key[0]].difficulty,
+        },
+    )
     summary["errors"] = sum(1 for e in episodes if e.truncated)
     return summary

@@ -16,9 +16,16 @@ from service.settings import Settings
 
 # What GET /limits shows: the settings that bound one client.
 SHOWN_LIMITS = (
-    "rate_limit_per_s", "rate_limit_run_token_per_s", "rate_limit_heavy_reads_per_min", "rate_limit_trajectories_per_min",
-    "rate_limit_runs_per_min", "ws_max_sessions_per_client", "mcp_max_sessions_per_client", "max_active_episodes_per_client",
-    "max_episodes_per_client_per_day", "max_body_bytes",
+    "rate_limit_per_s",
+    "rate_limit_run_token_per_s",
+    "rate_limit_heavy_reads_per_min",
+    "rate_limit_trajectories_per_min",
+    "rate_limit_runs_per_min",
+    "ws_max_sessions_per_client",
+    "mcp_max_sessions_per_client",
+    "max_active_episodes_per_client",
+    "max_episodes_per_client_per_day",
+    "max_body_bytes",
 )
 
 
@@ -40,12 +47,18 @@ async def index() -> dict[str, str]:
 @get("/limits", summary="The client address the limits count this request against, and the limits (docs/security.md)")
 async def limits(request: Request[Any, Any, Any], settings: NamedDependency[Settings]) -> LimitsResponse:
     client = request.app.state.clients.of(request)
-    return LimitsResponse(client_address=client.address, exempt=client.exempt,
-                          limits={name: getattr(settings, name) for name in SHOWN_LIMITS})
+    return LimitsResponse(
+        client_address=client.address,
+        exempt=client.exempt,
+        limits={name: getattr(settings, name) for name in SHOWN_LIMITS},
+    )
 
 
-@get("/ready", summary="Readiness: the database answers, is not stalled and is migrated (GET /health is liveness only)",
-     responses=problem_responses())
+@get(
+    "/ready",
+    summary="Readiness: the database answers, is not stalled and is migrated (GET /health is liveness only)",
+    responses=problem_responses(),
+)
 async def ready(state: State) -> ReadyResponse:
     await state.readiness.check()  # a DatabaseFault answers 503 (or 507) through the problem handlers
     return ReadyResponse()
