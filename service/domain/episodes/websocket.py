@@ -32,7 +32,7 @@ from service.domain.episodes.mcp import (
 from service.domain.episodes.schemas import ResetParams
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import BodyNotJson, UnstorableText, decode_json, validation_errors
-from service.lib.limits import Client, ClientAddresses, FrameRate
+from service.lib.limits import Client, FrameRate
 from service.lib.problems import Problem
 from service.settings import Settings
 
@@ -223,138 +223,169 @@ async def _handle(
         return _error(exc.detail, "EXECUTION_ERROR", status=exc.status), False
 
 
-@websocket("/ws")
-async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: NamedDependency[Settings]) -> None:
-    sessions: WsSessions = state.ws_sessions
-    episodes: EpisodeService = state.episodes
-    clients: ClientAddresses = state.clients
-    client = clients.of(socket)
-    loop = asyncio.get_running_loop()
-    await socket.accept()
-    acquired = False
-    try:
-        retry_after = sessions.frame_rate.spend(client)  # a handshake counts against the address's budget
+class _SessionGone(Exception):
+    """The HTTP MCP session this socket shares was closed or expired: the socket closes too."""
+
+
+class _Connection:
+    """One WebSocket session: the frames of one socket, answered in order (see the module docstring)."""
+
+    def __init__(self, socket: WebSocket[Any, Any, Any], state: State, settings: Settings) -> None:
+        self.socket, self.settings = socket, settings
+        self.sessions: WsSessions = state.ws_sessions
+        self.episodes: EpisodeService = state.episodes
+        self.mcp_sessions: McpSessions = state.mcp_sessions
+        self.client = state.clients.of(socket)
+        self.address = None if self.client.exempt else self.client.address
+        self.requested = socket.query_params.get("session_id")  # MCPToolClient: share an HTTP MCP session
+        self.loop = asyncio.get_running_loop()
+        self.acquired = False
+        self.session = McpSession()
+
+    async def send_error(self, message: str, code: str, **extra: Any) -> None:
+        await self.socket.send_text(_error(message, code, **extra))
+
+    async def open(self) -> bool:
+        """Admit the socket (its address's handshake budget, a session slot, the shared MCP session)."""
+        retry_after = self.sessions.frame_rate.spend(self.client)  # a handshake counts against the budget
         if retry_after is not None:
-            await socket.send_text(
-                _error(
-                    f"more than {sessions.frame_rate.per_s} WebSocket handshakes and frames per second from this client "
-                    f"(RATE_LIMIT_PER_S); wait {retry_after}s and reconnect",
-                    "CAPACITY_REACHED",
-                    status=429,
-                    retry_after_s=retry_after,
-                )
+            await self.send_error(
+                f"more than {self.sessions.frame_rate.per_s} WebSocket handshakes and frames per second from this "
+                f"client (RATE_LIMIT_PER_S); wait {retry_after}s and reconnect",
+                "CAPACITY_REACHED",
+                status=429,
+                retry_after_s=retry_after,
             )
-            return
-        sessions.acquire(client)
-        acquired = True
-        session = await sessions.open_session()
-        mcp_sessions: McpSessions = state.mcp_sessions
-        requested = socket.query_params.get("session_id")
-        if requested:  # MCPToolClient: this WebSocket shares an HTTP MCP session (openenv/session/create)
-            shared = await mcp_sessions.get(requested)
+            return False
+        self.sessions.acquire(self.client)
+        self.acquired = True
+        self.session = await self.sessions.open_session()
+        if self.requested:
+            shared = await self.mcp_sessions.get(self.requested)
             if shared is None:
-                await socket.send_text(
-                    _error("Unknown session_id; create one with POST /mcp openenv/session/create", "SESSION_ERROR")
+                await self.send_error(
+                    "Unknown session_id; create one with POST /mcp openenv/session/create", "SESSION_ERROR"
                 )
-                return
-            session = shared
-        address = None if client.exempt else client.address
-        idle_deadline = loop.time() + settings.ws_idle_timeout_s
+                return False
+            self.session = shared
+        return True
+
+    async def serve(self) -> None:
+        """Answer frames until the client closes, goes idle or sends ``close``."""
+        idle_deadline = self.loop.time() + self.settings.ws_idle_timeout_s
         while True:
             try:
-                raw = await _receive_text(socket, idle_deadline)
+                raw = await _receive_text(self.socket, idle_deadline)
             except TimeoutError:
-                log.info(
-                    "ws session reaped after %.0fs idle episode_id=%s", settings.ws_idle_timeout_s, session.episode_id
-                )
-                await socket.send_text(
-                    _error(
-                        f"session idle for {settings.ws_idle_timeout_s:g}s (no reset or step) and closed; reconnect "
-                        'and send a reset frame with {"episode_id": ..., "resume": true} to continue',
-                        "SESSION_ERROR",
-                    )
-                )
-                break
+                await self._reap()
+                return
             if raw is None:
                 return
-            if len(raw) > settings.max_body_bytes:
-                await socket.send_text(
-                    _error(
-                        f"frame of {len(raw)} bytes is over the {settings.max_body_bytes}-byte limit; send less",
-                        "VALIDATION_ERROR",
-                        errors=[{"field": "frame", "message": "too large"}],
-                    )
-                )
-                continue
-            retry_after = sessions.frame_rate.spend(client)
-            if retry_after is not None:
-                await socket.send_text(
-                    _error(
-                        f"more than {sessions.frame_rate.per_s} frames per second from this client (RATE_LIMIT_PER_S); "
-                        f"wait {retry_after}s",
-                        "EXECUTION_ERROR",
-                        status=429,
-                        retry_after_s=retry_after,
-                    )
-                )
+            frame = await self._decoded(raw)
+            if frame is None:
                 continue
             try:
-                frame = decode_json(raw)
-            except (BodyNotJson, RecursionError):
-                await socket.send_text(_error("Invalid JSON: send one JSON object per text frame", "INVALID_JSON"))
-                continue
-            except UnstorableText as exc:
-                await socket.send_text(_error(exc.detail, "VALIDATION_ERROR", errors=exc.extra["errors"]))
-                continue
-            if not isinstance(frame, dict):
-                await socket.send_text(
-                    _error("a frame must be a JSON object with a `type` key", "VALIDATION_ERROR", errors=[])
-                )
-                continue
-            active = False
-            try:
-                if requested:  # the shared session as any worker last left it (HTTP tools may have moved it)
-                    shared = await mcp_sessions.get(requested)
-                    if shared is None:
-                        await socket.send_text(
-                            _error("this MCP session was closed or expired; create a new one", "SESSION_ERROR")
-                        )
-                        break
-                    session = shared
-                reply, active = await _handle(frame, session, episodes, address)
-                if requested:
-                    await mcp_sessions.save(session)
-            except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
-                episodes.db.faults.failure(log, f"ws frame episode_id={session.episode_id}", exc)
-                reply = _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s)
-            except Exception:
-                log.exception("ws frame failed episode_id=%s", session.episode_id)
-                reply = _error(
-                    "internal error while handling the frame (logged on the server); retry", "EXECUTION_ERROR"
-                )
+                reply, active = await self._answer(frame)
+            except _SessionGone as gone:
+                await self.send_error(str(gone), "SESSION_ERROR")
+                return
             if reply is None:
-                break
+                return
             if active:
-                idle_deadline = loop.time() + settings.ws_idle_timeout_s
-            await socket.send_text(reply)
-    except SessionCapacity as exc:
-        await socket.send_text(
-            _error(str(exc), "CAPACITY_REACHED", active_sessions=exc.active, max_sessions=exc.maximum)
+                idle_deadline = self.loop.time() + self.settings.ws_idle_timeout_s
+            await self.socket.send_text(reply)
+
+    async def _reap(self) -> None:
+        timeout = self.settings.ws_idle_timeout_s
+        log.info("ws session reaped after %.0fs idle episode_id=%s", timeout, self.session.episode_id)
+        await self.send_error(
+            f"session idle for {timeout:g}s (no reset or step) and closed; reconnect "
+            'and send a reset frame with {"episode_id": ..., "resume": true} to continue',
+            "SESSION_ERROR",
         )
+
+    async def _decoded(self, raw: str) -> dict[str, Any] | None:
+        """The frame as a JSON object, or None after answering why it cannot be one (size, rate, JSON)."""
+        limit = self.settings.max_body_bytes
+        if len(raw) > limit:
+            await self.send_error(
+                f"frame of {len(raw)} bytes is over the {limit}-byte limit; send less",
+                "VALIDATION_ERROR",
+                errors=[{"field": "frame", "message": "too large"}],
+            )
+            return None
+        retry_after = self.sessions.frame_rate.spend(self.client)
+        if retry_after is not None:
+            await self.send_error(
+                f"more than {self.sessions.frame_rate.per_s} frames per second from this client (RATE_LIMIT_PER_S); "
+                f"wait {retry_after}s",
+                "EXECUTION_ERROR",
+                status=429,
+                retry_after_s=retry_after,
+            )
+            return None
+        try:
+            frame = decode_json(raw)
+        except (BodyNotJson, RecursionError):
+            await self.send_error("Invalid JSON: send one JSON object per text frame", "INVALID_JSON")
+            return None
+        except UnstorableText as exc:
+            await self.send_error(exc.detail, "VALIDATION_ERROR", errors=exc.extra["errors"])
+            return None
+        if not isinstance(frame, dict):
+            await self.send_error("a frame must be a JSON object with a `type` key", "VALIDATION_ERROR", errors=[])
+            return None
+        return frame
+
+    async def _answer(self, frame: dict[str, Any]) -> tuple[str | None, bool]:
+        """The reply to a decoded frame (None: close) and whether it was activity; a shared MCP session
+        is read before and written after, as any worker last left it."""
+        try:
+            if self.requested:
+                shared = await self.mcp_sessions.get(self.requested)
+                if shared is None:
+                    raise _SessionGone("this MCP session was closed or expired; create a new one")
+                self.session = shared
+            reply, active = await _handle(frame, self.session, self.episodes, self.address)
+            if self.requested:
+                await self.mcp_sessions.save(self.session)
+            return reply, active
+        except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
+            self.episodes.db.faults.failure(log, f"ws frame episode_id={self.session.episode_id}", exc)
+            return _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s), False
+        except Exception:
+            log.exception("ws frame failed episode_id=%s", self.session.episode_id)
+            return _error(
+                "internal error while handling the frame (logged on the server); retry", "EXECUTION_ERROR"
+            ), False
+
+    async def close(self) -> None:
+        if self.acquired:
+            self.sessions.release(self.client)
+        try:
+            await self.socket.close()
+        except Exception:  # noqa: BLE001 - already closed by the peer
+            pass
+
+
+@websocket("/ws")
+async def ws_endpoint(socket: WebSocket[Any, Any, Any], state: State, settings: NamedDependency[Settings]) -> None:
+    await socket.accept()
+    connection = _Connection(socket, state, settings)
+    try:
+        if await connection.open():
+            await connection.serve()
+    except SessionCapacity as exc:
+        await connection.send_error(str(exc), "CAPACITY_REACHED", active_sessions=exc.active, max_sessions=exc.maximum)
     except FactoryFailed as exc:
-        await socket.send_text(_error(str(exc), "FACTORY_ERROR", factory_name="episode_store"))
+        await connection.send_error(str(exc), "FACTORY_ERROR", factory_name="episode_store")
     except Exception as exc:
         if type(exc).__name__ == "WebSocketDisconnect":
             return
         log.exception("ws session failed")
         try:
-            await socket.send_text(_error("session failed (logged on the server); reconnect", "SESSION_ERROR"))
+            await connection.send_error("session failed (logged on the server); reconnect", "SESSION_ERROR")
         except Exception:  # noqa: BLE001 - the socket may already be gone
             pass
     finally:
-        if acquired:
-            sessions.release(client)
-        try:
-            await socket.close()
-        except Exception:  # noqa: BLE001 - already closed by the peer
-            pass
+        await connection.close()
