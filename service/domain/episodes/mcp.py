@@ -21,7 +21,7 @@ import json
 import secrets
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from litestar import Request, post
@@ -34,6 +34,7 @@ from service.db.models import utcnow
 from service.domain.episodes.schemas import (
     EpisodeArguments,
     EpisodeResult,
+    JsonRpcError,
     JsonRpcResponse,
     ResetParams,
     StepArguments,
@@ -76,14 +77,14 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
-def _error(code: int, message: str, id_: Any = None, data: Any = None) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
+def _error(code: int, message: str, id_: Any = None, data: Any = None) -> JsonRpcResponse:
+    err: JsonRpcError = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "error": err, "id": id_}
 
 
-def jsonrpc_invalid_text(exc: UnstorableText, id_: Any = None) -> dict[str, Any]:
+def jsonrpc_invalid_text(exc: UnstorableText, id_: Any = None) -> JsonRpcResponse:
     """A request whose text cannot be stored: JSON-RPC invalid params, the field in ``data``."""
     return _error(INVALID_PARAMS, f"Invalid params: {exc.detail}", id_, data={"errors": exc.extra["errors"]})
 
@@ -135,8 +136,8 @@ class McpSession:
 class TooManySessions(Exception):
     def __init__(self, held: int, limit: int) -> None:
         super().__init__(
-            f"this client already holds {held} MCP sessions used in the last hour (MCP_MAX_SESSIONS_PER_CLIENT={limit}); "
-            "close one with openenv/session/close, or reuse one"
+            f"this client already holds {held} MCP sessions used in the last hour "
+            f"(MCP_MAX_SESSIONS_PER_CLIENT={limit}); close one with openenv/session/close, or reuse one"
         )
 
 
@@ -191,6 +192,88 @@ class McpSessions:
         return await mcp_store.close(self.db, session_id)
 
 
+class _Request(NamedTuple):
+    """A JSON-RPC request that passed the envelope checks."""
+
+    id: str | int | None
+    method: str
+    params: dict[str, Any]
+
+
+def _envelope(raw: Any) -> _Request | JsonRpcResponse:
+    """The request, or the JSON-RPC error its envelope deserves (text rule, version, id, params)."""
+    if isinstance(raw, dict):
+        try:  # the decoders' text rule, answered in JSON-RPC's shape with the caller's id when it is usable
+            check_text(raw)
+        except UnstorableText as exc:
+            rid = raw.get("id")
+            usable = isinstance(rid, int) or (isinstance(rid, str) and not unstorable(rid))
+            return jsonrpc_invalid_text(exc, rid if usable else None)
+    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
+        rid = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) else None
+        return _error(INVALID_REQUEST, 'Invalid Request: send {"jsonrpc": "2.0", "method": ..., "id": ...}', rid)
+    id_ = raw.get("id")
+    if id_ is not None and not isinstance(id_, (str, int)):
+        return _error(INVALID_REQUEST, "Invalid Request: id must be a string, an integer or null")
+    params = raw.get("params")
+    params = {} if params is None else params
+    if not isinstance(params, dict):
+        return _error(INVALID_PARAMS, "params must be an object", id_)
+    return _Request(id_, raw["method"], params)
+
+
+def _result(id_: str | int | None, result: dict[str, Any]) -> JsonRpcResponse:
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+async def _session_method(
+    req: _Request, session: McpSession | None, sessions: McpSessions | None, client: Client | None
+) -> JsonRpcResponse:
+    """``openenv/session/create`` and ``openenv/session/close`` (openenv 0.10's MCPToolClient)."""
+    if req.method == "openenv/session/create":
+        if session is not None:  # a WebSocket is its own session
+            return _result(req.id, {"session_id": session.id})
+        if sessions is None:
+            return _error(METHOD_NOT_FOUND, "Method not found: openenv/session/create (no session store here)", req.id)
+        try:
+            created = await sessions.create(client or Client("unknown", exempt=False))
+        except TooManySessions as exc:
+            return _error(TOO_MANY_SESSIONS, str(exc), req.id, data={"status": 429})
+        return _result(req.id, {"session_id": created.id})
+    target = req.params.get("session_id")
+    if not isinstance(target, str) or not target:
+        return _error(INVALID_PARAMS, "Invalid params - 'session_id' is required", req.id)
+    if session is not None and target == session.id:
+        return _error(INVALID_REQUEST, "Cannot close the WebSocket's own session via MCP; close the WebSocket", req.id)
+    if sessions is None or not await sessions.close(target):
+        return _error(INVALID_PARAMS, f"Unknown session_id: {target}", req.id)
+    return _result(req.id, {"session_id": target, "closed": True})
+
+
+async def _tools_call(
+    req: _Request,
+    episodes: EpisodeService,
+    session: McpSession | None,
+    sessions: McpSessions | None,
+    client: Client | None,
+) -> JsonRpcResponse:
+    """``tools/call``: a tool that refuses its input answers a result with ``isError``, not an error."""
+    name, args = req.params.get("name"), req.params.get("arguments") or {}
+    if not isinstance(name, str) or not isinstance(args, dict):
+        return _error(INVALID_PARAMS, 'tools/call needs params {"name": str, "arguments": object}', req.id)
+    address = None if client is None or client.exempt else client.address
+    try:
+        payload = await _call_tool(name, args, episodes, session, address)
+    except KeyError:
+        return _error(INVALID_PARAMS, f"unknown tool {name!r}; tools/list shows reset, step, state, grade", req.id)
+    except Problem as exc:
+        return _result(req.id, _tool_result(exc.body(), is_error=True))
+    finally:
+        if session is not None and sessions is not None:
+            await sessions.save(session)  # a reset moved the session to another episode: every worker sees it
+    return _result(req.id, _tool_result(payload))
+
+
 async def handle_jsonrpc(
     raw: Any,
     episodes: EpisodeService,
@@ -201,91 +284,38 @@ async def handle_jsonrpc(
     """Answer one JSON-RPC request (already JSON-decoded). ``session`` is the WebSocket's own
     session (``mcp`` frames); ``sessions`` the HTTP MCP sessions (``POST /mcp``); ``client`` who asks
     (its address holds the sessions it creates and the episodes it resets)."""
-    if isinstance(raw, dict):
-        try:  # the decoders' text rule, answered in JSON-RPC's shape with the caller's id when it is usable
-            check_text(raw)
-        except UnstorableText as exc:
-            rid = raw.get("id")
-            usable = isinstance(rid, int) or (isinstance(rid, str) and not unstorable(rid))
-            return jsonrpc_invalid_text(exc, rid if usable else None)
-    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not isinstance(raw.get("method"), str):
-        return _error(
-            INVALID_REQUEST,
-            'Invalid Request: send {"jsonrpc": "2.0", "method": ..., "id": ...}',
-            raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) else None,
-        )
-    id_ = raw.get("id")
-    if id_ is not None and not isinstance(id_, (str, int)):
-        return _error(INVALID_REQUEST, "Invalid Request: id must be a string, an integer or null")
-    params = raw.get("params", {})
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        return _error(INVALID_PARAMS, "params must be an object", id_)
-    method = raw["method"]
-    if method == "initialize":
-        return {
-            "jsonrpc": "2.0",
-            "id": id_,
-            "result": {
+    req = _envelope(raw)
+    if not isinstance(req, _Request):
+        return req
+    if req.method == "initialize":
+        return _result(
+            req.id,
+            {
                 "protocolVersion": PROTOCOL_VERSION,
                 "capabilities": {"tools": {"listChanged": False}},
                 "serverInfo": {"name": "ecomm-support-env", "version": "1.0.0"},
             },
-        }
-    if method == "ping" or method.startswith("notifications/"):
-        return {"jsonrpc": "2.0", "id": id_, "result": {}}
-    if method == "openenv/session/create":
-        if session is not None:  # a WebSocket is its own session
-            return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": session.id}}
-        if sessions is None:
-            return _error(METHOD_NOT_FOUND, "Method not found: openenv/session/create (no session store here)", id_)
-        try:
-            created = await sessions.create(client or Client("unknown", exempt=False))
-        except TooManySessions as exc:
-            return _error(TOO_MANY_SESSIONS, str(exc), id_, data={"status": 429})
-        return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": created.id}}
-    if method == "openenv/session/close":
-        target = params.get("session_id")
-        if not isinstance(target, str) or not target:
-            return _error(INVALID_PARAMS, "Invalid params - 'session_id' is required", id_)
-        if session is not None and target == session.id:
-            return _error(INVALID_REQUEST, "Cannot close the WebSocket's own session via MCP; close the WebSocket", id_)
-        if sessions is None or not isinstance(target, str) or not await sessions.close(target):
-            return _error(INVALID_PARAMS, f"Unknown session_id: {target}", id_)
-        return {"jsonrpc": "2.0", "id": id_, "result": {"session_id": target, "closed": True}}
-    requested = params.get("session_id")
-    if session is None and requested is not None:
-        found = await sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
-        if found is None:
-            return _error(
-                INVALID_PARAMS, f"Unknown session_id: {requested}; create one with openenv/session/create", id_
-            )
-        session = found
-    if method == "tools/list":
-        return {"jsonrpc": "2.0", "id": id_, "result": {"tools": TOOLS}}
-    if method != "tools/call":
-        return _error(
-            METHOD_NOT_FOUND,
-            f"Method not found: {method}; use initialize, tools/list, tools/call, "
-            "openenv/session/create or openenv/session/close",
-            id_,
         )
-    name = params.get("name")
-    args = params.get("arguments") or {}
-    if not isinstance(name, str) or not isinstance(args, dict):
-        return _error(INVALID_PARAMS, 'tools/call needs params {"name": str, "arguments": object}', id_)
-    address = None if client is None or client.exempt else client.address
-    try:
-        payload = await _call_tool(name, args, episodes, session, address)
-    except KeyError:
-        return _error(INVALID_PARAMS, f"unknown tool {name!r}; tools/list shows reset, step, state, grade", id_)
-    except Problem as exc:
-        return {"jsonrpc": "2.0", "id": id_, "result": _tool_result(exc.body(), is_error=True)}
-    finally:
-        if session is not None and sessions is not None:
-            await sessions.save(session)  # a reset moved the session to another episode: every worker sees it
-    return {"jsonrpc": "2.0", "id": id_, "result": _tool_result(payload)}
+    if req.method == "ping" or req.method.startswith("notifications/"):
+        return _result(req.id, {})
+    if req.method in ("openenv/session/create", "openenv/session/close"):
+        return await _session_method(req, session, sessions, client)
+    requested = req.params.get("session_id")
+    if session is None and requested is not None:
+        session = await sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
+        if session is None:
+            unknown = f"Unknown session_id: {requested}; create one with openenv/session/create"
+            return _error(INVALID_PARAMS, unknown, req.id)
+    if req.method == "tools/list":
+        return _result(req.id, {"tools": TOOLS})
+    if req.method == "tools/call":
+        return await _tools_call(req, episodes, session, sessions, client)
+    return _error(
+        METHOD_NOT_FOUND,
+        f"Method not found: {req.method}; use initialize, tools/list, tools/call, "
+        "openenv/session/create or openenv/session/close",
+        req.id,
+    )
 
 
 def _arguments(name: str, args: dict[str, Any]) -> Any:
