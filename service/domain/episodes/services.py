@@ -70,6 +70,15 @@ class RunGate(Protocol):
 
 
 @dataclass(frozen=True)
+class _NewEpisode:
+    episode_id: str
+    task_id: str
+    seed: int
+    split: str
+    token: str | None  # a client-chosen id's episode token (None: a server-made id is its own secret)
+
+
+@dataclass(frozen=True)
 class CachedEpisode:
     record: repo.EpisodeRecord
     state: core.EpisodeState
@@ -201,6 +210,7 @@ class EpisodeService:
         episode_token: str | None = None,
         client_address: str | None = None,
     ) -> EpisodeResult:
+        """A new plain episode, a run's next one (``run_id``), or a stored one re-attached (``resume``)."""
         token = run_token or params.run_token
         if params.resume:
             if not params.episode_id:
@@ -208,6 +218,31 @@ class EpisodeService:
             return await self.resume(params.episode_id, token, params.episode_token or episode_token)
         if params.run_id is not None and self.runs is not None:
             return await self.runs.next_episode(params.run_id, token)
+        if client_address is not None and self.quota is not None:  # storage per client address (limits.EpisodeQuota)
+            await self.quota.check(client_address)
+        plan = self._plan(params)
+        try:
+            state, observation = core.reset(plan.task_id, plan.seed, plan.split, self.dataset)
+        except core.EnvError as exc:
+            raise InvalidInput(
+                f"cannot start this episode: {exc}", errors=[{"field": "split", "message": str(exc)}]
+            ) from exc
+        record = await self._insert(plan, state, client_address)
+        self.cache.put(record, state)
+        log.debug(
+            "episode reset episode_id=%s task_id=%s seed=%s split=%s",
+            plan.episode_id,
+            plan.task_id,
+            plan.seed,
+            plan.split,
+        )
+        meta = self._meta(record, step_count=0)
+        if plan.token is not None:
+            meta["episode_token"] = plan.token  # shown once; only its hash is stored
+        return EpisodeResult(plan.episode_id, wire_observation(plan.episode_id, observation), None, state.done, meta)
+
+    def _plan(self, params: ResetParams) -> _NewEpisode:
+        """What a plain reset starts: its id (and the token of a chosen one), task, seed and split."""
         if params.episode_id is not None and params.episode_id[: len(RUN_ID_PREFIX)].lower() == RUN_ID_PREFIX:
             raise InvalidInput(
                 f"episode ids starting with {RUN_ID_PREFIX!r} are reserved for the episodes of runs; choose another "
@@ -216,8 +251,6 @@ class EpisodeService:
                     {"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}
                 ],
             )
-        if client_address is not None and self.quota is not None:  # storage per client address (limits.EpisodeQuota)
-            await self.quota.check(client_address)
         seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
         split = params.split or self.default_split
         if split == core.HIDDEN_SPLIT:
@@ -226,47 +259,41 @@ class EpisodeService:
                 "then POST /runs/{run_id}/next with its token"
             )
         task_id = choose_task(params.task_id, params.difficulty, seed, self.default_tasks)
-        episode_id = params.episode_id or uuid.uuid4().hex
         # A chosen id is guessable, so it comes with a secret (the client's own, so that it can
         # resume even if this response is lost, or ours); a server-made id is the secret.
-        new_token = params.episode_token or (secrets.token_urlsafe(32) if params.episode_id else None)
-        if new_token is not None and len(new_token) < MIN_CLIENT_TOKEN:
+        token = params.episode_token or (secrets.token_urlsafe(32) if params.episode_id else None)
+        if token is not None and len(token) < MIN_CLIENT_TOKEN:
             raise InvalidInput(
-                f"episode_token must be at least {MIN_CLIENT_TOKEN} random characters (or omit it and use the one returned)",
+                f"episode_token must be at least {MIN_CLIENT_TOKEN} random characters (or omit it and use the one "
+                "returned)",
                 errors=[{"field": "episode_token", "message": f"shorter than {MIN_CLIENT_TOKEN}", "type": "too_short"}],
             )
+        return _NewEpisode(params.episode_id or uuid.uuid4().hex, task_id, seed, split, token)
+
+    async def _insert(
+        self, plan: _NewEpisode, state: core.EpisodeState, client_address: str | None
+    ) -> repo.EpisodeRecord:
         try:
-            state, observation = core.reset(task_id, seed, split, self.dataset)
-        except core.EnvError as exc:
-            raise InvalidInput(
-                f"cannot start this episode: {exc}", errors=[{"field": "split", "message": str(exc)}]
-            ) from exc
-        try:
-            record = await repo.insert_episode(
+            return await repo.insert_episode(
                 self.db,
-                episode_id=episode_id,
-                task_id=task_id,
-                split=split,
-                seed=seed,
+                episode_id=plan.episode_id,
+                task_id=plan.task_id,
+                split=plan.split,
+                seed=plan.seed,
                 ticket_id=state.ticket_id,
                 run_id=None,
                 state=state.model_dump(mode="json"),
                 done=state.done,
-                token_sha256=hash_secret(new_token) if new_token else None,
+                token_sha256=hash_secret(plan.token) if plan.token else None,
                 client_address=client_address,
             )
         except repo.EpisodeExists as exc:
             # Never point at the stored episode: it may be someone else's, set up as a trap.
             raise EpisodeAlreadyExists(
-                f"the episode id {episode_id!r} is taken; omit episode_id to get a fresh one, or choose another id",
-                episode_id=episode_id,
+                f"the episode id {plan.episode_id!r} is taken; omit episode_id to get a fresh one, or choose "
+                "another id",
+                episode_id=plan.episode_id,
             ) from exc
-        self.cache.put(record, state)
-        log.debug("episode reset episode_id=%s task_id=%s seed=%s split=%s", episode_id, task_id, seed, split)
-        meta = self._meta(record, step_count=0)
-        if new_token is not None:
-            meta["episode_token"] = new_token  # shown once; only its hash is stored
-        return EpisodeResult(episode_id, wire_observation(episode_id, observation), None, state.done, meta)
 
     async def resume(
         self, episode_id: str, run_token: str | None = None, episode_token: str | None = None
@@ -369,37 +396,11 @@ class EpisodeService:
         and is answered with the stored result, applying nothing twice.
         """
         action_json = action.model_dump(mode="json")
-        if record.status == "done":
-            if request_id is not None:
-                stored = await repo.get_transition_by_request(self.db, record.id, request_id)
-                if stored is not None:
-                    return self._shown(self._replay(record, stored, action_json), record, run_status)
-            raise EpisodeFinishedProblem(
-                f"episode {record.id!r} is finished after {record.step_count} steps; "
-                "GET /grader?episode_id=… for its score, or POST /reset for a new episode",
-                episode_id=record.id,
-            )
-        if run_status not in (None, "active"):
-            why = " (idle past its TTL)" if run_status == "expired" else ""
-            raise RunNotActive(
-                f"run {record.run_id!r} is {run_status}{why}; its episodes take no more steps — start a new run with POST /runs",
-                run_id=record.run_id,
-                run_status=run_status,
-                code=f"run_{run_status}",
-            )
-        state = state if state is not None else core.EpisodeState.model_validate(record.state)
-        try:
-            result = core.step(state, action, self.dataset)
-        except core.EpisodeFinished as exc:
-            raise EpisodeFinishedProblem(str(exc), episode_id=record.id) from exc
-        except core.EnvError as exc:
-            raise InvalidInput(
-                f"the action cannot be applied: {exc}", errors=[{"field": "action", "message": str(exc)}]
-            ) from exc
+        if record.status == "done" or run_status not in (None, "active"):
+            return await self._closed(record, request_id, action_json, run_status)
+        result = self._core_step(record, state, action)
         observation = wire_observation(record.id, result.observation)
-        grade = None
-        if result.done:
-            grade = _draft(result.grade)
+        grade = _draft(result.grade) if result.done else None
         new_state = result.state.model_dump(mode="json")
         try:
             stored = await repo.record_step(
@@ -417,67 +418,116 @@ class EpisodeService:
                 previous_observation=previous_observation,
             )
         except repo.StepConflict as exc:
-            if request_id is not None:
-                winner = await repo.get_transition_by_request(self.db, record.id, request_id)
-                if winner is not None:
-                    return self._shown(self._replay(record, winner, action_json), record, run_status)
-            fresh = await self._load(record.id)
-            current = self.cache.get(record.id)
-            if from_cache and (current is None or current.record.version != fresh.version):
-                # Our copy was stale: another process stepped this episode. Not a race of this
-                # request: apply it to the fresh state (once; a second conflict is a real race).
-                self.cache.put(fresh, core.EpisodeState.model_validate(fresh.state))
-                return await self._apply(fresh, None, action, request_id, run_status, from_cache=False)
-            if fresh.status == "done":
-                raise EpisodeFinishedProblem(
-                    f"episode {record.id!r} finished in a concurrent step; GET /grader?episode_id=… for its score",
-                    episode_id=record.id,
-                ) from exc
-            raise StepRaceLost(
-                f"another step on episode {record.id!r} was applied first (it is now at step {fresh.step_count}); "
-                "GET /state?episode_id=… and send your next action, or retry with the same request_id",
-                episode_id=record.id,
-                step_count=fresh.step_count,
-            ) from exc
-        self.cache.put(
-            replace(
-                record,
-                step_count=stored.step_index,
-                status="done" if stored.done else "active",
-                state=new_state,
-                version=record.version + 1,
-                updated_at=stored.created_at,
-            ),
-            result.state,
-            repo.GradeRecord(
-                record.id, grade.score, grade.resolved, grade.breakdown, grade.grader_version, stored.created_at
-            )
-            if grade
-            else None,
-            observation,
-        )
+            return await self._conflict(record, action, action_json, request_id, run_status, from_cache, exc)
+        self._remember(record, stored, new_state, result.state, grade, observation)
         if stored.done and record.run_id is not None and self.runs is not None:
             try:
                 await self.runs.finish_if_complete(record.run_id)  # this step is still shown as during the run
             except DatabaseFault as exc:  # the step is stored: answer it; the run sweep writes the summary
                 log.warning("run summary deferred to the sweep run_id=%s: %s", record.run_id, exc.reason)
-        return self._shown(
-            EpisodeResult(
-                record.id,
-                observation,
-                stored.reward,
-                stored.done,
-                self._meta(
-                    record,
-                    step_index=stored.step_index,
-                    step_count=stored.step_index,
-                    request_id=request_id,
-                    replayed=False,
-                ),
-            ),
-            record,
-            run_status,
+        meta = self._meta(
+            record, step_index=stored.step_index, step_count=stored.step_index, request_id=request_id, replayed=False
         )
+        return self._shown(EpisodeResult(record.id, observation, stored.reward, stored.done, meta), record, run_status)
+
+    async def _closed(
+        self, record: repo.EpisodeRecord, request_id: str | None, action_json: dict[str, Any], run_status: str | None
+    ) -> EpisodeResult:
+        """A step on a finished episode (a retry of its last step is answered as stored) or of a run
+        that takes no more steps: refused with the problem that says why."""
+        if record.status == "done":
+            if request_id is not None:
+                stored = await repo.get_transition_by_request(self.db, record.id, request_id)
+                if stored is not None:
+                    return self._shown(self._replay(record, stored, action_json), record, run_status)
+            raise EpisodeFinishedProblem(
+                f"episode {record.id!r} is finished after {record.step_count} steps; "
+                "GET /grader?episode_id=… for its score, or POST /reset for a new episode",
+                episode_id=record.id,
+            )
+        why = " (idle past its TTL)" if run_status == "expired" else ""
+        raise RunNotActive(
+            f"run {record.run_id!r} is {run_status}{why}; its episodes take no more steps — start a new run with "
+            "POST /runs",
+            run_id=record.run_id,
+            run_status=run_status,
+            code=f"run_{run_status}",
+        )
+
+    def _core_step(
+        self, record: repo.EpisodeRecord, state: core.EpisodeState | None, action: core.Action
+    ) -> core.StepResult:
+        state = state if state is not None else core.EpisodeState.model_validate(record.state)
+        try:
+            return core.step(state, action, self.dataset)
+        except core.EpisodeFinished as exc:
+            raise EpisodeFinishedProblem(str(exc), episode_id=record.id) from exc
+        except core.EnvError as exc:
+            raise InvalidInput(
+                f"the action cannot be applied: {exc}", errors=[{"field": "action", "message": str(exc)}]
+            ) from exc
+
+    async def _conflict(
+        self,
+        record: repo.EpisodeRecord,
+        action: core.Action,
+        action_json: dict[str, Any],
+        request_id: str | None,
+        run_status: str | None,
+        from_cache: bool,
+        exc: repo.StepConflict,
+    ) -> EpisodeResult:
+        """The step count moved since ``record`` was read: a retry (answered as stored), a stale copy of
+        ours (applied again to the fresh state, once), or a lost race (409)."""
+        if request_id is not None:
+            winner = await repo.get_transition_by_request(self.db, record.id, request_id)
+            if winner is not None:
+                return self._shown(self._replay(record, winner, action_json), record, run_status)
+        fresh = await self._load(record.id)
+        current = self.cache.get(record.id)
+        if from_cache and (current is None or current.record.version != fresh.version):
+            # Our copy was stale: another process stepped this episode. Not a race of this
+            # request: apply it to the fresh state (once; a second conflict is a real race).
+            self.cache.put(fresh, core.EpisodeState.model_validate(fresh.state))
+            return await self._apply(fresh, None, action, request_id, run_status, from_cache=False)
+        if fresh.status == "done":
+            raise EpisodeFinishedProblem(
+                f"episode {record.id!r} finished in a concurrent step; GET /grader?episode_id=… for its score",
+                episode_id=record.id,
+            ) from exc
+        raise StepRaceLost(
+            f"another step on episode {record.id!r} was applied first (it is now at step {fresh.step_count}); "
+            "GET /state?episode_id=… and send your next action, or retry with the same request_id",
+            episode_id=record.id,
+            step_count=fresh.step_count,
+        ) from exc
+
+    def _remember(
+        self,
+        record: repo.EpisodeRecord,
+        stored: repo.TransitionRecord,
+        new_state: dict[str, Any],
+        state: core.EpisodeState,
+        grade: repo.GradeDraft | None,
+        observation: dict[str, Any],
+    ) -> None:
+        """What this step left, in the cache: the next step of this episode (or its grade) reads nothing."""
+        graded = (
+            repo.GradeRecord(
+                record.id, grade.score, grade.resolved, grade.breakdown, grade.grader_version, stored.created_at
+            )
+            if grade
+            else None
+        )
+        moved = replace(
+            record,
+            step_count=stored.step_index,
+            status="done" if stored.done else "active",
+            state=new_state,
+            version=record.version + 1,
+            updated_at=stored.created_at,
+        )
+        self.cache.put(moved, state, graded, observation)
 
     def _replay(
         self, record: repo.EpisodeRecord, stored: repo.TransitionRecord, action_json: dict[str, Any]
