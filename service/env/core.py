@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -47,68 +48,99 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
     reply, decision, close_ticket (so a request_info's question is the reply of the same step)."""
     if state.done:
         raise EpisodeFinished("this episode is finished; call reset to start a new one")
-    task = get_task(state.task_id)
     ticket = dataset.ticket(state.ticket_id)
-    n = state.step_count
-    acts: list[Act] = []
-    history = list(state.history)
-    revealed = list(state.revealed)
-    queue, tags, status = state.queue, list(state.tags), state.status
-    tool_result: dict[str, Any] | str | None = None
-    notes: list[str] = []
-    done = False
-
-    if action.lookup:
-        acts.append(Act(step=n, kind="lookup", value=action.lookup))
-        tool_result = _lookup(ticket, action.lookup)
-    if action.reassign_queue:
-        acts.append(Act(step=n, kind="queue", value=action.reassign_queue))
-        if action.reassign_queue == queue:
-            notes.append(f"the ticket is already in {queue}")
-        queue = action.reassign_queue
-        history.append(HistoryEntry(role="system", text=f"Ticket moved to {queue}."))
-    if action.add_tag:
-        acts.append(Act(step=n, kind="tag", value=action.add_tag))
-        if action.add_tag in tags:
-            notes.append(f"tag {action.add_tag} was already on the ticket")
-        else:
-            tags.append(action.add_tag)
-    if action.reply:
-        acts.append(Act(step=n, kind="reply", value=action.reply))
-        history.append(HistoryEntry(role="agent", text=action.reply))
+    draft = _Draft.of(state)
+    _apply_parts(draft, action, ticket)
     if action.decision:
-        acts.append(Act(step=n, kind="decision", value=action.decision))
-        history.append(HistoryEntry(role="system", text=f"Decision recorded: {action.decision}."))
-        if action.decision == "request_info":
-            if not action.reply:
-                notes.append("request_info without a question in `reply`: the customer does not know what you need")
-            rounds = sum(1 for e in history if e.role == "customer")
-            answer, topics = customer.answer(ticket, action.reply, rounds)
-            history.append(HistoryEntry(role="customer", text=answer))
-            for topic in sorted(topics - set(revealed)):  # what the customer stated counts, whatever was asked
-                revealed.append(topic)
-                acts.append(Act(step=n, kind="revealed", value=topic))
-        elif task.family == "decision":
-            done = True
+        _decide(draft, action, ticket, get_task(state.task_id).family)
     if action.close_ticket:
-        acts.append(Act(step=n, kind="close", value="closed"))
-        status = "closed"
-        done = True
+        draft.act("close", "closed")
+        draft.status, draft.done = "closed", True
+    return _result(state, draft, ticket, dataset)
 
-    step_count = n + 1
-    truncated = not done and step_count >= state.max_steps
+
+@dataclass
+class _Draft:
+    """What one step changes, as it applies the action's parts in order."""
+
+    step: int
+    queue: str
+    tags: list[str]
+    status: str
+    history: list[HistoryEntry]
+    revealed: list[str]
+    acts: list[Act] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tool_result: dict[str, Any] | str | None = None
+    done: bool = False
+
+    @classmethod
+    def of(cls, state: EpisodeState) -> _Draft:
+        return cls(
+            state.step_count, state.queue, list(state.tags), state.status, list(state.history), list(state.revealed)
+        )
+
+    def act(self, kind: Any, value: str) -> None:
+        self.acts.append(Act(step=self.step, kind=kind, value=value))
+
+
+def _apply_parts(draft: _Draft, action: Action, ticket: Ticket) -> None:
+    """The parts before the decision: lookup, reassign_queue, add_tag, reply."""
+    if action.lookup:
+        draft.act("lookup", action.lookup)
+        draft.tool_result = _lookup(ticket, action.lookup)
+    if action.reassign_queue:
+        draft.act("queue", action.reassign_queue)
+        if action.reassign_queue == draft.queue:
+            draft.notes.append(f"the ticket is already in {draft.queue}")
+        draft.queue = action.reassign_queue
+        draft.history.append(HistoryEntry(role="system", text=f"Ticket moved to {draft.queue}."))
+    if action.add_tag:
+        draft.act("tag", action.add_tag)
+        if action.add_tag in draft.tags:
+            draft.notes.append(f"tag {action.add_tag} was already on the ticket")
+        else:
+            draft.tags.append(action.add_tag)
+    if action.reply:
+        draft.act("reply", action.reply)
+        draft.history.append(HistoryEntry(role="agent", text=action.reply))
+
+
+def _decide(draft: _Draft, action: Action, ticket: Ticket, family: str) -> None:
+    """The decision: request_info asks the customer (the reply is the question); any other decision
+    ends a decision-family episode."""
+    assert action.decision is not None
+    draft.act("decision", action.decision)
+    draft.history.append(HistoryEntry(role="system", text=f"Decision recorded: {action.decision}."))
+    if action.decision != "request_info":
+        draft.done = draft.done or family == "decision"
+        return
+    if not action.reply:
+        draft.notes.append("request_info without a question in `reply`: the customer does not know what you need")
+    rounds = sum(1 for e in draft.history if e.role == "customer")
+    answer, topics = customer.answer(ticket, action.reply, rounds)
+    draft.history.append(HistoryEntry(role="customer", text=answer))
+    for topic in sorted(topics - set(draft.revealed)):  # what the customer stated counts, whatever was asked
+        draft.revealed.append(topic)
+        draft.act("revealed", topic)
+
+
+def _result(state: EpisodeState, draft: _Draft, ticket: Ticket, dataset: Dataset) -> StepResult:
+    """The new state, its grade, the step's reward and the observation."""
+    step_count = draft.step + 1
+    truncated = not draft.done and step_count >= state.max_steps
     new_state = state.model_copy(
         update={
             "step_count": step_count,
-            "queue": queue,
-            "tags": tuple(tags),
-            "status": status,
-            "history": tuple(history),
-            "revealed": tuple(revealed),
-            "acts": state.acts + tuple(acts),
-            "tool_result": tool_result,
-            "last_action_error": "; ".join(notes) or None,
-            "done": done or truncated,
+            "queue": draft.queue,
+            "tags": tuple(draft.tags),
+            "status": draft.status,
+            "history": tuple(draft.history),
+            "revealed": tuple(draft.revealed),
+            "acts": state.acts + tuple(draft.acts),
+            "tool_result": draft.tool_result,
+            "last_action_error": "; ".join(draft.notes) or None,
+            "done": draft.done or truncated,
             "truncated": truncated,
         }
     )

@@ -16,7 +16,7 @@ from typing import Any
 from tests.client.test_clients_venvs import OPENENV_CORE_030, client_venv
 
 SNIPPET_SYNC = """
-from openenv.core import GenericEnvClient          # openenv-core 0.3.0 and openenv 0.10
+from openenv.core import GenericEnvClient  # openenv-core 0.3.0 and openenv 0.10
 
 with GenericEnvClient(base_url="http://127.0.0.1:7860").sync() as env:
     result = env.reset(task_id="decision-hard", seed=4, split="dev")
