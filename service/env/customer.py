@@ -45,76 +45,200 @@ TOPICS = ("photos", "usage", "delivery", "details")
 
 _EXAMPLES: dict[str, tuple[str, ...]] = {
     "photos": (
-        "could you send photos of the damage", "please attach a picture showing the problem", "can you share an image of it",
-        "send us some pictures", "a photo of the fault would help", "please upload photos", "do you have any pictures",
-        "could you take a picture of the item", "we need photo evidence", "please provide images of the defect",
-        "send a photo showing the crack", "can I see a picture", "attach pics of the damage", "a quick snapshot would help",
-        "could you record a short video showing the fault", "share a photo so we can see the issue",
-        "please send photographs of the item", "could you email us some images", "photos of the packaging and the item",
-        "show us what it looks like", "evidence of the damage such as a photo",
-        "can I see the damage", "I need to see it", "a snap of the damage", "film a short clip of it",
-        "a screenshot of the error", "photos please", "could you photograph the damaged part",
-        "send an image of the item you received", "let me see the marks",
+        "could you send photos of the damage",
+        "please attach a picture showing the problem",
+        "can you share an image of it",
+        "send us some pictures",
+        "a photo of the fault would help",
+        "please upload photos",
+        "do you have any pictures",
+        "could you take a picture of the item",
+        "we need photo evidence",
+        "please provide images of the defect",
+        "send a photo showing the crack",
+        "can I see a picture",
+        "attach pics of the damage",
+        "a quick snapshot would help",
+        "could you record a short video showing the fault",
+        "share a photo so we can see the issue",
+        "please send photographs of the item",
+        "could you email us some images",
+        "photos of the packaging and the item",
+        "show us what it looks like",
+        "evidence of the damage such as a photo",
+        "can I see the damage",
+        "I need to see it",
+        "a snap of the damage",
+        "film a short clip of it",
+        "a screenshot of the error",
+        "photos please",
+        "could you photograph the damaged part",
+        "send an image of the item you received",
+        "let me see the marks",
     ),
     "usage": (
-        "has the item been used", "have you used it", "was it worn", "has it been washed", "is it still unused",
-        "are the tags still on", "is it in the original packaging", "has it been opened", "did you try it",
-        "what condition is it in", "is it still brand new in the box", "has it been worn or washed",
-        "is it unopened", "is the item still sealed", "have you worn it at all", "is it in new condition",
-        "did you use it before the problem", "has the seal been opened", "is everything still in the box", "was it tried on",
-        "how much has it been used", "is it in resalable condition", "has it been slept on or sat on",
-        "has it been taken out of the packaging", "is the item unworn", "has it been assembled or installed",
-        "is it in the same state as it arrived", "has it been put through the wash", "is the wrapping still on",
-        "are the labels still attached", "has the shirt been washed",
-        "have you used it yet", "has it been switched on", "was it used before it broke",
+        "has the item been used",
+        "have you used it",
+        "was it worn",
+        "has it been washed",
+        "is it still unused",
+        "are the tags still on",
+        "is it in the original packaging",
+        "has it been opened",
+        "did you try it",
+        "what condition is it in",
+        "is it still brand new in the box",
+        "has it been worn or washed",
+        "is it unopened",
+        "is the item still sealed",
+        "have you worn it at all",
+        "is it in new condition",
+        "did you use it before the problem",
+        "has the seal been opened",
+        "is everything still in the box",
+        "was it tried on",
+        "how much has it been used",
+        "is it in resalable condition",
+        "has it been slept on or sat on",
+        "has it been taken out of the packaging",
+        "is the item unworn",
+        "has it been assembled or installed",
+        "is it in the same state as it arrived",
+        "has it been put through the wash",
+        "is the wrapping still on",
+        "are the labels still attached",
+        "has the shirt been washed",
+        "have you used it yet",
+        "has it been switched on",
+        "was it used before it broke",
     ),
     "delivery": (
-        "has the parcel turned up", "could you check with your neighbours", "did it show up since", "please check the porch",
-        "has it arrived since", "could it have been left somewhere", "check the parcel locker", "ask at reception",
-        "did anyone sign for it", "has it turned up since", "could you look around the delivery spot",
-        "check with the building reception or mailroom", "is it possible a neighbour took it in", "look in your safe place",
-        "has the package been found", "did the courier leave it with someone", "check behind the bins or by the door",
-        "have you found the parcel", "please confirm whether the parcel is still missing", "did you receive a delivery card",
-        "any sign of the package", "check your mailbox", "ask the concierge if they are holding it",
-        "left in the post room", "have you been able to locate it", "is it with a neighbour", "check the doorstep",
-        "have you received it", "have you tracked it down", "was it left at the door", "did the driver leave it somewhere",
+        "has the parcel turned up",
+        "could you check with your neighbours",
+        "did it show up since",
+        "please check the porch",
+        "has it arrived since",
+        "could it have been left somewhere",
+        "check the parcel locker",
+        "ask at reception",
+        "did anyone sign for it",
+        "has it turned up since",
+        "could you look around the delivery spot",
+        "check with the building reception or mailroom",
+        "is it possible a neighbour took it in",
+        "look in your safe place",
+        "has the package been found",
+        "did the courier leave it with someone",
+        "check behind the bins or by the door",
+        "have you found the parcel",
+        "please confirm whether the parcel is still missing",
+        "did you receive a delivery card",
+        "any sign of the package",
+        "check your mailbox",
+        "ask the concierge if they are holding it",
+        "left in the post room",
+        "have you been able to locate it",
+        "is it with a neighbour",
+        "check the doorstep",
+        "have you received it",
+        "have you tracked it down",
+        "was it left at the door",
+        "did the driver leave it somewhere",
         "is it still missing",
-        "did someone in your household take the parcel in", "did the package arrive after all",
+        "did someone in your household take the parcel in",
+        "did the package arrive after all",
         "did anyone at home receive the parcel",
     ),
     "details": (
-        "could you tell me more", "what exactly is the problem", "please describe what happened", "what is wrong with it",
-        "can you explain the issue", "could you give me more details", "what kind of problem is it",
-        "what happened to the item", "please clarify the issue", "which item is affected", "can you be more specific",
-        "what seems to be the problem", "tell me what went wrong", "describe the fault", "what issue are you having",
-        "how would you describe the damage", "what do you mean exactly", "when did you notice the problem and what happened",
-        "could you elaborate", "what is the issue with your order", "what is not working", "in what way is it faulty",
-        "which part is faulty", "what are you seeing", "which part is broken", "what is the defect",
-        "does it not turn on or is it damaged", "what is the problem with the order", "a short description of the issue",
-        "which item is damaged", "which items are missing", "is there more you can tell me",
-        "what is the matter with it", "what happens when you use it", "is the problem with one part or the whole thing",
-        "which of the items is faulty", "give me more information", "what is the fault", "what is up with it",
-        "what did you notice", "how is it behaving",
+        "could you tell me more",
+        "what exactly is the problem",
+        "please describe what happened",
+        "what is wrong with it",
+        "can you explain the issue",
+        "could you give me more details",
+        "what kind of problem is it",
+        "what happened to the item",
+        "please clarify the issue",
+        "which item is affected",
+        "can you be more specific",
+        "what seems to be the problem",
+        "tell me what went wrong",
+        "describe the fault",
+        "what issue are you having",
+        "how would you describe the damage",
+        "what do you mean exactly",
+        "when did you notice the problem and what happened",
+        "could you elaborate",
+        "what is the issue with your order",
+        "what is not working",
+        "in what way is it faulty",
+        "which part is faulty",
+        "what are you seeing",
+        "which part is broken",
+        "what is the defect",
+        "does it not turn on or is it damaged",
+        "what is the problem with the order",
+        "a short description of the issue",
+        "which item is damaged",
+        "which items are missing",
+        "is there more you can tell me",
+        "what is the matter with it",
+        "what happens when you use it",
+        "is the problem with one part or the whole thing",
+        "which of the items is faulty",
+        "give me more information",
+        "what is the fault",
+        "what is up with it",
+        "what did you notice",
+        "how is it behaving",
     ),
 }
 _NONE_EXAMPLES = (
-    "did you use the correct address at checkout", "is the delivery address still correct", "what is your phone number",
-    "which refund method would you prefer", "thank you for your patience", "what is your address",
-    "have you used our returns portal", "which photo format do you prefer", "thanks for getting in touch",
-    "do you want a refund or a replacement", "what is your order number",
-    "could you confirm your email", "sorry for the trouble",
-    "can you tell me which refund method you want", "has the refund arrived in your account", "safe place for future deliveries",
-    "would you like us to send it to the same address", "photo of the receipt", "a picture of the return label",
-    "how would you like us to resolve this", "please print the return label",
-    "what email address did you use", "which payment method did you use", "did you use a discount code",
-    "did you pay by card", "what is your postcode", "can I help with anything else", "did you receive our email",
-    "has the refund reached your account", "would you like it in new packaging", "which card did you pay with",
-    "has the refund come through", "can we leave the replacement with a neighbour", "when should the courier collect the return",
-    "is this your first order with us", "where should we deliver the replacement", "when would you like it delivered",
+    "did you use the correct address at checkout",
+    "is the delivery address still correct",
+    "what is your phone number",
+    "which refund method would you prefer",
+    "thank you for your patience",
+    "what is your address",
+    "have you used our returns portal",
+    "which photo format do you prefer",
+    "thanks for getting in touch",
+    "do you want a refund or a replacement",
+    "what is your order number",
+    "could you confirm your email",
+    "sorry for the trouble",
+    "can you tell me which refund method you want",
+    "has the refund arrived in your account",
+    "safe place for future deliveries",
+    "would you like us to send it to the same address",
+    "photo of the receipt",
+    "a picture of the return label",
+    "how would you like us to resolve this",
+    "please print the return label",
+    "what email address did you use",
+    "which payment method did you use",
+    "did you use a discount code",
+    "did you pay by card",
+    "what is your postcode",
+    "can I help with anything else",
+    "did you receive our email",
+    "has the refund reached your account",
+    "would you like it in new packaging",
+    "which card did you pay with",
+    "has the refund come through",
+    "can we leave the replacement with a neighbour",
+    "when should the courier collect the return",
+    "is this your first order with us",
+    "where should we deliver the replacement",
+    "when would you like it delivered",
     "could you confirm your name for our records",
     "what would you like us to do next",
-    "have you shopped with us through the app", "is our website working for you", "did the online chat help",
-    "when can we phone you", "which number is best to reach you on", "is now a good time to talk",
+    "have you shopped with us through the app",
+    "is our website working for you",
+    "did the online chat help",
+    "when can we phone you",
+    "which number is best to reach you on",
+    "is now a good time to talk",
 )
 # What makes a sentence a request rather than a statement: a question mark, a modal addressed to the
 # reader ("could you"), "please" before anything but an instruction ("please keep…", "please don't…"), an
@@ -155,36 +279,166 @@ _CONTEXT = re.compile(
     r"^(?:i|we)\s+(?:will|shall|am|are|have|can|could|would)\b(?!.*\b(?:need|require|like|appreciate|love|want|ask)\b).*$"
 )
 # A fragment that only modifies the request before it ("…, with the label in shot", "…, including the box").
-_MODIFIER = re.compile(r"^(?:with|without|including|in|on|at|of|from|for|showing|like|such\s+as|especially|ideally|preferably|where)\b")
+_MODIFIER = re.compile(
+    r"^(?:with|without|including|in|on|at|of|from|for|showing|like|such\s+as|especially|ideally|preferably|where)\b"
+)
 # "a couple of photos" is photos: "of" after a quantity does not open a complement.
-_QUANTITY = frozenset("couple few bit lot lots pair set number some any both all one each none most".split())
+_QUANTITY = frozenset(["couple", "few", "bit", "lot", "lots", "pair", "set", "number", "some", "any", "both", "all", "one", "each", "none", "most"])
 # Words that frame a request rather than say what it is about (and negation, which does not change
 # what is asked: "hasn't been used" asks about use).
-_STOP = frozenset("a an the to of for you your it its we us our me my i is be are was were do does did have has had can could "
-                  "would will please and or in on at by with that this there if any some just so as from about confirm whether "
-                  "let know tell need help quick like mind able chance get got make kindly also really still yet since "
-                  "item order one u pls plz possible possibly happy not no never out".split())
+_STOP = frozenset(
+    ["a", "an", "the", "to", "of", "for", "you", "your", "it", "its", "we", "us", "our", "me", "my", "i", "is", "be", "are", "was", "were", "do", "does", "did", "have", "has", "had", "can", "could", "would", "will", "please", "and", "or", "in", "on", "at", "by", "with", "that", "this", "there", "if", "any", "some", "just", "so", "as", "from", "about", "confirm", "whether", "let", "know", "tell", "need", "help", "quick", "like", "mind", "able", "chance", "get", "got", "make", "kindly", "also", "really", "still", "yet", "since", "item", "order", "one", "u", "pls", "plz", "possible", "possibly", "happy", "not", "no", "never", "out"]
+)
 # Concepts: words that mean the same thing *for what is asked* share a feature, so a synonym no example
 # uses ("shots", "visual proof", "laundered", "the wrong door") still lands near the examples of its
 # topic. A concept is a feature like any word, weighed by how well it tells the classes apart.
 _CONCEPTS: dict[str, tuple[str, ...]] = {
-    "PHOTO": ("photo", "photograph", "picture", "pic", "pics", "image", "snap", "snapshot", "shot", "video", "clip",
-              "footage", "visual", "screenshot", "selfie", "film", "camera", "photographic", "imagery", "close-up", "closeup",
-              "view"),
-    "USE": ("use", "wear", "wash", "launder", "try", "run", "plug", "switch", "unbox", "assemble", "install", "ride", "drive",
-            "cook", "sleep", "jog", "walk", "test", "operate", "condition", "unused", "unworn", "unopened", "unwashed", "seal",
-            "sealed", "tag", "packaging", "wrapping", "untouched", "pristine", "mint", "resalable", "worn", "washed", "used",
-            "open", "rain", "outdoors", "outside", "unwrap", "unpack", "unseal", "cellophane", "wrapper", "shrinkwrap",
-            "indoors"),
-    "PLACE": ("door", "porch", "doorstep", "neighbour", "neighbor", "reception", "mailroom", "locker", "shed", "garage",
-              "gate", "bin", "garden", "concierge", "letterbox", "mailbox", "postbox", "doormat", "hallway", "lobby", "step",
-              "address", "house", "flat", "building", "entrance", "yard", "porter", "desk", "front"),
+    "PHOTO": (
+        "photo",
+        "photograph",
+        "picture",
+        "pic",
+        "pics",
+        "image",
+        "snap",
+        "snapshot",
+        "shot",
+        "video",
+        "clip",
+        "footage",
+        "visual",
+        "screenshot",
+        "selfie",
+        "film",
+        "camera",
+        "photographic",
+        "imagery",
+        "close-up",
+        "closeup",
+        "view",
+    ),
+    "USE": (
+        "use",
+        "wear",
+        "wash",
+        "launder",
+        "try",
+        "run",
+        "plug",
+        "switch",
+        "unbox",
+        "assemble",
+        "install",
+        "ride",
+        "drive",
+        "cook",
+        "sleep",
+        "jog",
+        "walk",
+        "test",
+        "operate",
+        "condition",
+        "unused",
+        "unworn",
+        "unopened",
+        "unwashed",
+        "seal",
+        "sealed",
+        "tag",
+        "packaging",
+        "wrapping",
+        "untouched",
+        "pristine",
+        "mint",
+        "resalable",
+        "worn",
+        "washed",
+        "used",
+        "open",
+        "rain",
+        "outdoors",
+        "outside",
+        "unwrap",
+        "unpack",
+        "unseal",
+        "cellophane",
+        "wrapper",
+        "shrinkwrap",
+        "indoors",
+    ),
+    "PLACE": (
+        "door",
+        "porch",
+        "doorstep",
+        "neighbour",
+        "neighbor",
+        "reception",
+        "mailroom",
+        "locker",
+        "shed",
+        "garage",
+        "gate",
+        "bin",
+        "garden",
+        "concierge",
+        "letterbox",
+        "mailbox",
+        "postbox",
+        "doormat",
+        "hallway",
+        "lobby",
+        "step",
+        "address",
+        "house",
+        "flat",
+        "building",
+        "entrance",
+        "yard",
+        "porter",
+        "desk",
+        "front",
+    ),
     "ARRIVE": ("arrive", "find", "locate", "appear", "surface", "deliver", "delivery"),
-    "DOC": ("receipt", "invoice", "statement", "transaction", "slip", "note", "document", "barcode", "bank", "proof of purchase", "payment",
-            "refund", "voucher", "card", "account", "email", "format", "pay", "paypal", "credit", "gift", "jpeg", "pdf"),
+    "DOC": (
+        "receipt",
+        "invoice",
+        "statement",
+        "transaction",
+        "slip",
+        "note",
+        "document",
+        "barcode",
+        "bank",
+        "proof of purchase",
+        "payment",
+        "refund",
+        "voucher",
+        "card",
+        "account",
+        "email",
+        "format",
+        "pay",
+        "paypal",
+        "credit",
+        "gift",
+        "jpeg",
+        "pdf",
+    ),
     "PREFER": ("prefer", "rather", "instead", "choose", "colour", "color", "option", "preference", "alternative"),
     # our own services and how we reach the customer: "have you used our live chat", "a good time to call you"
-    "SERVICE": ("app", "chat", "webchat", "website", "site", "portal", "helpline", "hotline", "online", "service", "live"),
+    "SERVICE": (
+        "app",
+        "chat",
+        "webchat",
+        "website",
+        "site",
+        "portal",
+        "helpline",
+        "hotline",
+        "online",
+        "service",
+        "live",
+    ),
     "CONTACT": ("call", "ring", "phone", "text", "reach", "contact", "number", "callback", "sms", "whatsapp"),
 }
 _CONCEPT_OF = {w: c for c, ws in _CONCEPTS.items() for w in ws}
@@ -199,14 +453,26 @@ def _concept(token: str) -> str | None:
 
 # Phrasal verbs read as one word, so their particle-less verb keeps its own meaning: "show up" is a parcel
 # appearing, "show me the damage" a picture.
-_PHRASAL = {("show", "up"): "appear", ("turn", "up"): "appear", ("pop", "up"): "appear", ("track", "down"): "locate",
-            ("hand", "in"): "deliver", ("drop", "off"): "deliver", ("close", "up"): "closeup",
-            # someone took the parcel in, the customer asking around: a neighbour
-            ("take", "it", "in"): "neighbour", ("take", "in"): "neighbour", ("ask", "around"): "neighbour",
-            ("be", "it", "do"): "behave", ("do", "it", "do"): "behave", ("take", "delivery", "of"): "sign",
-            # idioms of a missing parcel: "still nowhere to be seen" sees nothing
-            ("nowhere", "to", "be", "see"): "missing", ("nowhere", "to", "be", "find"): "missing",
-            ("no", "sign", "of"): "missing"}
+_PHRASAL = {
+    ("show", "up"): "appear",
+    ("turn", "up"): "appear",
+    ("pop", "up"): "appear",
+    ("track", "down"): "locate",
+    ("hand", "in"): "deliver",
+    ("drop", "off"): "deliver",
+    ("close", "up"): "closeup",
+    # someone took the parcel in, the customer asking around: a neighbour
+    ("take", "it", "in"): "neighbour",
+    ("take", "in"): "neighbour",
+    ("ask", "around"): "neighbour",
+    ("be", "it", "do"): "behave",
+    ("do", "it", "do"): "behave",
+    ("take", "delivery", "of"): "sign",
+    # idioms of a missing parcel: "still nowhere to be seen" sees nothing
+    ("nowhere", "to", "be", "see"): "missing",
+    ("nowhere", "to", "be", "find"): "missing",
+    ("no", "sign", "of"): "missing",
+}
 _PHRASAL_LENGTHS = sorted({len(k) for k in _PHRASAL}, reverse=True)
 
 
@@ -215,7 +481,7 @@ def _phrasal(tokens: tuple[str, ...]) -> list[str]:
     i = 0
     while i < len(tokens):
         for n in _PHRASAL_LENGTHS:
-            merged = _PHRASAL.get(tuple(tokens[i:i + n]))
+            merged = _PHRASAL.get(tuple(tokens[i : i + n]))
             if merged:
                 out.append(merged)
                 i += n
@@ -227,8 +493,22 @@ def _phrasal(tokens: tuple[str, ...]) -> list[str]:
 
 
 # Nouns that qualify the next one: "a photo of the [packing] slip", "of your [bank] statement".
-_ATTRIBUTIVE = frozenset({"pack", "packing", "order", "return", "shipping", "delivery", "postage", "bank", "card", "payment",
-                          "gift", "purchase"})
+_ATTRIBUTIVE = frozenset(
+    {
+        "pack",
+        "packing",
+        "order",
+        "return",
+        "shipping",
+        "delivery",
+        "postage",
+        "bank",
+        "card",
+        "payment",
+        "gift",
+        "purchase",
+    }
+)
 _NOUN_PHRASE = re.compile(r"^(?:the|a|an|your|its|any|some|this|that|those|these)\b")
 
 
@@ -237,8 +517,8 @@ def _photographs_a_document(part: str) -> bool:
     photo of your receipt?" asks for none of the topics."""
     tokens = _phrasal(lemmas(part))
     for i, t in enumerate(tokens):
-        if _concept(_spelled(t)) == "PHOTO" and "of" in tokens[i + 1:i + 3]:
-            rest = [w for w in tokens[tokens.index("of", i) + 1:] if w not in _STOP]
+        if _concept(_spelled(t)) == "PHOTO" and "of" in tokens[i + 1 : i + 3]:
+            rest = [w for w in tokens[tokens.index("of", i) + 1 :] if w not in _STOP]
             head = rest[1] if len(rest) > 1 and rest[0] in _ATTRIBUTIVE else rest[0] if rest else ""
             return _concept(head) == "DOC"
     return False
@@ -263,7 +543,7 @@ def _vocabulary() -> dict[str, str]:
 
 
 def _gerund(token: str) -> str:
-    """"finding" is "find" (the dictionary reads it as a noun): a gerund read as the example verb it is."""
+    """ "finding" is "find" (the dictionary reads it as a noun): a gerund read as the example verb it is."""
     vocab = _vocabulary()
     if token.endswith("ing") and len(token) > 5 and token not in vocab:
         stem = token[:-3]
@@ -363,7 +643,7 @@ def _frame(part: str, piece: str = "") -> str:
     damaged area]": the second thing, a noun phrase, is pictured too)."""
     cut = part.rfind(" of ")
     if cut > 0 and _NOUN_PHRASE.match(piece) and any(_concept(_spelled(t)) == "PHOTO" for t in lemmas(part[:cut])):
-        return part[:cut + 3]
+        return part[: cut + 3]
     ws = part.split()
     for i, w in enumerate(ws):
         if any(t not in _STOP for t in lemmas(w)):
@@ -378,25 +658,45 @@ _TRIM = " .?!:-—–"
 _REWRITES = (
     (re.compile(r"\bout\s+and\s+about\b"), "outdoors"),
     (re.compile(r"\bclose[- ]?ups?\b"), "closeup"),
-    (re.compile(r"\b(?:(?:in\s+)?the\s+same\s+(?:state|condition|shape|way)|still|exactly|just|condition|state)\s+"
-                r"(?:as|how|like)\s+(?:it\s+was\s+|they\s+were\s+)?(?:when\s+)?(?:it|they|you)\s+(?:first\s+)?"
-                r"(?:\w+\s+){0,2}?(?:arrived|delivered|came|got\s+(?:it|them)|received\s+(?:it|them)|turned\s+up)\b"),
-     "in original condition"),
-    (re.compile(r"\bwhat\s+(?:did|do|have|had)\s+you\s+(?:find|found|see|seen|notice|noticed|spot|spotted|discover|discovered)\b"),
-     "what did you notice"),
+    (
+        re.compile(
+            r"\b(?:(?:in\s+)?the\s+same\s+(?:state|condition|shape|way)|still|exactly|just|condition|state)\s+"
+            r"(?:as|how|like)\s+(?:it\s+was\s+|they\s+were\s+)?(?:when\s+)?(?:it|they|you)\s+(?:first\s+)?"
+            r"(?:\w+\s+){0,2}?(?:arrived|delivered|came|got\s+(?:it|them)|received\s+(?:it|them)|turned\s+up)\b"
+        ),
+        "in original condition",
+    ),
+    (
+        re.compile(
+            r"\bwhat\s+(?:did|do|have|had)\s+you\s+(?:find|found|see|seen|notice|noticed|spot|spotted|discover|discovered)\b"
+        ),
+        "what did you notice",
+    ),
     # wanting to see what the customer sees is a picture: "I'd like to see what you're seeing"
-    (re.compile(r"\b(?:(?:i|we)\s+(?:would|will)?\s*(?:like|love|want|need)\s+to|let\s+(?:me|us))\s+see\b"
-                r"(?:\s+what\s+you\s+(?:are|have\s+been|can)\s+(?:seeing|see|looking\s+at|describing|talking\s+about))?"), "view it"),
+    (
+        re.compile(
+            r"\b(?:(?:i|we)\s+(?:would|will)?\s*(?:like|love|want|need)\s+to|let\s+(?:me|us))\s+see\b"
+            r"(?:\s+what\s+you\s+(?:are|have\s+been|can)\s+(?:seeing|see|looking\s+at|describing|talking\s+about))?"
+        ),
+        "view it",
+    ),
     # a film that protects, a card the courier leaves, a fault that shows itself: no picture in any of them
-    (re.compile(r"\b(?:protective|plastic|cling|clear|screen|shrink)\s+film\b|\bfilm\b(?=\s+(?:is\s+|still\s+)+on\b)"), "wrapping"),
+    (
+        re.compile(
+            r"\b(?:protective|plastic|cling|clear|screen|shrink)\s+film\b|\bfilm\b(?=\s+(?:is\s+|still\s+)+on\b)"
+        ),
+        "wrapping",
+    ),
     (re.compile(r"\b(?:courier|calling|missed[- ]delivery|postman's|postie's|carrier)\s+card\b"), "delivery card"),
     (re.compile(r"\bshows?\s+itself\b|\bmanifests?(?:\s+itself)?\b"), "behave"),
     # a side, not a parcel left somewhere: "is it the left or the right earbud"
     (re.compile(r"\b(the|your|its)\s+left\b(?!\s+(?:it|them|at|by|with|outside|in|on))"), r"\1 lefthand"),
 )
 # An offer asks the customer for nothing: "would you like us to email you a photo of the replacement?"
-_OFFER = re.compile(r"^(?:shall|should)\s+(?:we|i)\b|\b(?:would|do)\s+you\s+(?:like|want|prefer)\s+(?:us|me)\s+to\b|"
-                    r"^(?:we|i)\s+(?:can|could)\s+(?:send|email|text)\s+you\b")
+_OFFER = re.compile(
+    r"^(?:shall|should)\s+(?:we|i)\b|\b(?:would|do)\s+you\s+(?:like|want|prefer)\s+(?:us|me)\s+to\b|"
+    r"^(?:we|i)\s+(?:can|could)\s+(?:send|email|text)\s+you\b"
+)
 
 
 def _rewritten(norm: str) -> str:
@@ -451,7 +751,11 @@ def topics_asked(question: str | None) -> frozenset[str]:
     for part in _requests(question):
         best = _closest(part)
         topic, score = max(((t, best.get(t, 0.0)) for t in TOPICS), key=lambda ts: ts[1])
-        if score >= THRESHOLD and score > best.get("none", 0.0) and not (topic == "photos" and _photographs_a_document(part)):
+        if (
+            score >= THRESHOLD
+            and score > best.get("none", 0.0)
+            and not (topic == "photos" and _photographs_a_document(part))
+        ):
             asked.add(topic)
     return frozenset(asked)
 

@@ -402,7 +402,9 @@ def _item(
                 return False
             if claim == "defective" and (c.perishable or c.category == "apparel"):
                 return False
-        return not (issue in ("changed_mind", "size_issue", "item_used") and (c.hygiene or c.perishable) != return_flagged)
+        return not (
+            issue in ("changed_mind", "size_issue", "item_used") and (c.hygiene or c.perishable) != return_flagged
+        )
 
     candidates = [c for c in CATALOG if fits(c)]
     if pool.price == "around_threshold":  # items whose refund can land on either side of the escalation threshold

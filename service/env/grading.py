@@ -53,6 +53,7 @@ def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
 
 # ------------------------------------------------------------------------------- the episode
 
+
 @dataclass
 class _Walk:
     """The episode's acts folded into the facts graders need."""
@@ -145,7 +146,9 @@ class _Context:
         return decision, evaluate(self.ticket, revealed)
 
     def judge_replies(self, replies: list[str], decision: str | None, verdict: Verdict) -> Judgement | None:
-        return judge(" ".join(replies), self.ticket, decision, verdict, frozenset(self.walk.revealed)) if replies else None
+        return (
+            judge(" ".join(replies), self.ticket, decision, verdict, frozenset(self.walk.revealed)) if replies else None
+        )
 
     @cached_property
     def answer(self) -> Judgement | None:
@@ -160,15 +163,19 @@ class _Context:
         """The routing reply, judged as a holding reply."""
         return self.judge_replies(self.walk.replies, None, self.initial)
 
-
     @cached_property
     def conduct(self) -> list[str]:
         """Problems of conduct across every reply of the episode (rude, leaks, promises)."""
         decided = self.decision
         bad: list[str] = []
         for reply in self.walk.replies:
-            j = judge(reply, self.ticket, decided[0] if decided else None, decided[1] if decided else self.initial,
-                      frozenset(self.walk.revealed))
+            j = judge(
+                reply,
+                self.ticket,
+                decided[0] if decided else None,
+                decided[1] if decided else self.initial,
+                frozenset(self.walk.revealed),
+            )
             bad += [p for p in j.problems if p.startswith(("rude", "leaks", "promises"))]
         return bad
 
@@ -186,6 +193,7 @@ def _ok(passed: bool, yes: str, no: str) -> _Check:
 
 # ---------------------------------------------------------------------------------- checks
 
+
 def _information(c: _Context) -> _Check:
     real = c.walk.real_decisions
     revealed = real[0][1] if real else frozenset(c.walk.revealed)
@@ -194,7 +202,11 @@ def _information(c: _Context) -> _Check:
     if done:
         return _Check(1.0, "asked the customer and learned what the policy needs", c.initial.clauses)
     when = "before deciding" if real else "yet"
-    return _Check(0.0, f"the policy needs the customer's answer about {known.ask_topic} and it was not obtained {when}", known.clauses)
+    return _Check(
+        0.0,
+        f"the policy needs the customer's answer about {known.ask_topic} and it was not obtained {when}",
+        known.clauses,
+    )
 
 
 def _decision(c: _Context) -> _Check:
@@ -205,7 +217,9 @@ def _decision(c: _Context) -> _Check:
     value = decision_value(decision, verdict, c.ticket)
     later = {d for d, _ in c.walk.real_decisions[1:]} - {decision}
     if later:
-        return _Check(min(value, WRONG), f"{decision} was changed afterwards to {', '.join(sorted(later))}", verdict.clauses)
+        return _Check(
+            min(value, WRONG), f"{decision} was changed afterwards to {', '.join(sorted(later))}", verdict.clauses
+        )
     return _Check(value, f"{decision} against {verdict.gold}: {verdict.rationale}", verdict.clauses)
 
 
@@ -221,24 +235,38 @@ def _outcome_tag(c: _Context) -> _Check:
     expected, tags = _expected_tag(c), c.walk.outcome_tags
     if len(tags) > 1:
         return _Check(0.0, f"several outcome tags ({', '.join(tags)}) record contradictory outcomes")
-    return _ok(tags == [expected], f"tagged {expected}", f"expected the outcome tag {expected}, got {tags[0] if tags else 'none'}")
+    return _ok(
+        tags == [expected],
+        f"tagged {expected}",
+        f"expected the outcome tag {expected}, got {tags[0] if tags else 'none'}",
+    )
 
 
 def _closed_triage(c: _Context) -> _Check:
     w = c.walk
-    return _ok(w.closed and any(t in OUTCOME_TAGS for t in w.tags_before_close), "closed with the outcome tag on", "not closed with an outcome tag on")
+    return _ok(
+        w.closed and any(t in OUTCOME_TAGS for t in w.tags_before_close),
+        "closed with the outcome tag on",
+        "not closed with an outcome tag on",
+    )
 
 
 def _closed_routing(c: _Context) -> _Check:
     w = c.walk
-    return _ok(w.closed and w.replied_before_close and w.routed_before_close, "closed after routing and replying",
-               "not closed after routing and replying")
+    return _ok(
+        w.closed and w.replied_before_close and w.routed_before_close,
+        "closed after routing and replying",
+        "not closed after routing and replying",
+    )
 
 
 def _closed_resolution(c: _Context) -> _Check:
     w = c.walk
-    return _ok(w.closed and w.answered_before_close and w.decided_before_close, "closed after deciding and replying",
-               "not closed after deciding and telling the customer")
+    return _ok(
+        w.closed and w.answered_before_close and w.decided_before_close,
+        "closed after deciding and replying",
+        "not closed after deciding and telling the customer",
+    )
 
 
 def _queue(c: _Context) -> _Check:
@@ -264,18 +292,29 @@ def _reply_courteous(c: _Context) -> _Check:
 
 def _reply_order_id(c: _Context) -> _Check:
     j = c.reply
-    return _judged(j, j is not None and j.quotes_order_id, f"quotes {c.ticket.order.order_id}", "does not quote the order id")
+    return _judged(
+        j, j is not None and j.quotes_order_id, f"quotes {c.ticket.order.order_id}", "does not quote the order id"
+    )
 
 
 def _reply_no_outcome(c: _Context) -> _Check:
     j = c.holding
-    return _judged(j, j is not None and j.no_outcome and j.clean, "a holding reply that says who handles it and promises no outcome",
-                   "not a clean holding reply")
+    return _judged(
+        j,
+        j is not None and j.no_outcome and j.clean,
+        "a holding reply that says who handles it and promises no outcome",
+        "not a clean holding reply",
+    )
 
 
 def _reply_outcome(c: _Context) -> _Check:
     j = c.answer
-    return _judged(j, j is not None and j.states_outcome, "states the decision (and the actual reason)", "does not state the outcome")
+    return _judged(
+        j,
+        j is not None and j.states_outcome,
+        "states the decision (and the actual reason)",
+        "does not state the outcome",
+    )
 
 
 def _reply_clean(c: _Context) -> _Check:
@@ -291,12 +330,18 @@ def _conduct(c: _Context) -> _Check:
 
 
 def _policy_lookup(c: _Context) -> _Check:
-    return _ok(c.walk.policy_before_decision, "looked up the policy before deciding", "decided without consulting the policy")
+    return _ok(
+        c.walk.policy_before_decision, "looked up the policy before deciding", "decided without consulting the policy"
+    )
 
 
 def _hands_off(c: _Context) -> _Check:
     decided = [d for d, _ in c.walk.real_decisions]
-    return _ok(not decided, "left the decision to the owning team", f"decided the claim ({', '.join(decided)}) instead of routing it")
+    return _ok(
+        not decided,
+        "left the decision to the owning team",
+        f"decided the claim ({', '.join(decided)}) instead of routing it",
+    )
 
 
 _CHECKS: dict[str, Callable[[_Context], _Check]] = {
@@ -323,8 +368,11 @@ _CLOSED: dict[str, Callable[[_Context], _Check]] = {
 
 # -------------------------------------------------------------------------------- penalties
 
+
 def _needless_questions(c: _Context) -> int:
-    return sum(1 for d, rev in c.walk.decisions if d == "request_info" and evaluate(c.ticket, rev).gold != "request_info")
+    return sum(
+        1 for d, rev in c.walk.decisions if d == "request_info" and evaluate(c.ticket, rev).gold != "request_info"
+    )
 
 
 def _repetitions(c: _Context) -> int:
@@ -339,13 +387,16 @@ _PENALTIES: dict[str, Callable[[_Context], int]] = {
     "repetition": _repetitions,
     "wrong_queue": lambda c: sum(1 for q in c.walk.queues if q != c.initial.queue),
     "decided": lambda c: int(bool(c.walk.real_decisions)),
-    "closed_without_reply": lambda c: int(c.walk.closed and not (
-        c.walk.answered_before_close if c.task_id == "workflow-resolution" else c.walk.replied_before_close)),
+    "closed_without_reply": lambda c: int(
+        c.walk.closed
+        and not (c.walk.answered_before_close if c.task_id == "workflow-resolution" else c.walk.replied_before_close)
+    ),
     "contradiction": lambda c: len({d for d, _ in c.walk.real_decisions}) - 1 if c.walk.real_decisions else 0,
 }
 
 
 # ------------------------------------------------------------------------------------ grade
+
 
 def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
     """Score the episode (finished or not) from its acts. Pure and deterministic."""
@@ -362,19 +413,34 @@ def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
         gated = criterion.gate is not None and not passed[criterion.gate]
         value = min(check.value, 0.0) if gated else check.value
         passed[criterion.name] = value >= GOLD
-        detail = f"{check.detail} — no credit while {criterion.gate} fails" if gated and check.value > 0 else check.detail
+        detail = (
+            f"{check.detail} — no credit while {criterion.gate} fails" if gated and check.value > 0 else check.detail
+        )
         weight = criterion.weight / total
-        components.append(GradeComponent(
-            name=criterion.name, kind="check", earned=round(weight * value, 6), weight=round(weight, 6),
-            passed=passed[criterion.name], required=criterion.required, detail=detail, clauses=check.clauses,
-        ))
+        components.append(
+            GradeComponent(
+                name=criterion.name,
+                kind="check",
+                earned=round(weight * value, 6),
+                weight=round(weight, 6),
+                passed=passed[criterion.name],
+                required=criterion.required,
+                detail=detail,
+                clauses=check.clauses,
+            )
+        )
     for penalty in task.rubric.penalties:
         count = _PENALTIES[penalty.name](ctx)
         if count:
-            components.append(GradeComponent(
-                name=penalty.name, kind="penalty", earned=round(-penalty.amount * count, 6), weight=0.0,
-                detail=f"{count} × {penalty.description}",
-            ))
+            components.append(
+                GradeComponent(
+                    name=penalty.name,
+                    kind="penalty",
+                    earned=round(-penalty.amount * count, 6),
+                    weight=0.0,
+                    detail=f"{count} × {penalty.description}",
+                )
+            )
     raw = round(max(-1.0, min(1.0, sum(c.earned for c in components))), 6)  # penalties stop at -1
     clauses = tuple(dict.fromkeys(cl for comp in components for cl in comp.clauses))
     return Grade(

@@ -43,19 +43,78 @@ _CONTRACTIONS = (
     (re.compile(r"\bthats\b"), "that is"),
 )
 # Frequent misspellings of the words the readers look for.
-_TYPOS = {"recieve": "receive", "recieved": "received", "thansk": "thanks", "thnaks": "thanks", "thx": "thanks",
-          "pls": "please", "plz": "please", "unfortunatly": "unfortunately", "sory": "sorry", "replacment": "replacement",
-          "refudn": "refund", "warrenty": "warranty", "warrantee": "warranty", "garantee": "guarantee", "appologies": "apologies",
-          "recieving": "receiving", "definately": "definitely", "ur": "your", "u": "you", "cos": "because", "coz": "because"}
+_TYPOS = {
+    "recieve": "receive",
+    "recieved": "received",
+    "thansk": "thanks",
+    "thnaks": "thanks",
+    "thx": "thanks",
+    "pls": "please",
+    "plz": "please",
+    "unfortunatly": "unfortunately",
+    "sory": "sorry",
+    "replacment": "replacement",
+    "refudn": "refund",
+    "warrenty": "warranty",
+    "warrantee": "warranty",
+    "garantee": "guarantee",
+    "appologies": "apologies",
+    "recieving": "receiving",
+    "definately": "definitely",
+    "ur": "your",
+    "u": "you",
+    "cos": "because",
+    "coz": "because",
+}
 _WORD = re.compile(r"\$?\d+(?:[.,]\d+)*|[a-z]+(?:-[a-z]+)*|[a-z]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Clause boundaries: punctuation and the conjunctions that start a new proposition.
-_CLAUSE = re.compile(r"[;:,()—–]|\s-\s|\b(?:but|however|although|though|whereas|while|so|because|since|unless|otherwise|and then)\b")
-_LEMMA_FIXES = {"worn": "wear", "wore": "wear", "sent": "send", "broke": "break", "paid": "pay", "found": "find", "left": "leave",
-                "gotten": "get", "got": "get", "gone": "go", "came": "come", "began": "begin", "bought": "buy", "took": "take", "refunded": "refund",
-                "data": "data", "us": "us", "was": "be", "were": "be", "is": "be", "are": "be", "been": "be", "am": "be"}
+_CLAUSE = re.compile(
+    r"[;:,()—–]|\s-\s|\b(?:but|however|although|though|whereas|while|so|because|since|unless|otherwise|and then)\b"
+)
+_LEMMA_FIXES = {
+    "worn": "wear",
+    "wore": "wear",
+    "sent": "send",
+    "broke": "break",
+    "paid": "pay",
+    "found": "find",
+    "left": "leave",
+    "gotten": "get",
+    "got": "get",
+    "gone": "go",
+    "came": "come",
+    "began": "begin",
+    "bought": "buy",
+    "took": "take",
+    "refunded": "refund",
+    "data": "data",
+    "us": "us",
+    "was": "be",
+    "were": "be",
+    "is": "be",
+    "are": "be",
+    "been": "be",
+    "am": "be",
+}
 
-NEGATORS = frozenset({"not", "no", "never", "unable", "nothing", "neither", "nor", "without", "cannot", "decline", "deny", "refuse", "reject"})
+NEGATORS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "unable",
+        "nothing",
+        "neither",
+        "nor",
+        "without",
+        "cannot",
+        "decline",
+        "deny",
+        "refuse",
+        "reject",
+    }
+)
 CONDITIONS = frozenset({"if", "once", "when", "whenever", "whether", "unless", "after"})
 # Participles that open a condition only as the clause's first word (or before "that"): "provided it is
 # unused, …" — not "we've provided a label". Matched on the words, as their lemmas are plain verbs.
@@ -144,9 +203,9 @@ def _opens_condition(tokens: tuple[str, ...], raw: list[str], i: int) -> bool:
     token = tokens[i]
     if token in CONDITIONS or (token == "should" and i == 0):
         return True
-    if token == "as" and tokens[i + 1:i + 3] == ("soon", "as"):
+    if token == "as" and tokens[i + 1 : i + 3] == ("soon", "as"):
         return True
-    return i < len(raw) and raw[i] in _PARTICIPLE_CONDITIONS and (i == 0 or raw[i + 1:i + 2] == ["that"])
+    return i < len(raw) and raw[i] in _PARTICIPLE_CONDITIONS and (i == 0 or raw[i + 1 : i + 2] == ["that"])
 
 
 def without_idioms(tokens: tuple[str, ...]) -> tuple[str, ...]:
@@ -193,8 +252,11 @@ class Phrases:
         return [(start, end) for _, start, end in sorted(found)]
 
     def in_(self, tokens: tuple[str, ...]) -> bool:
-        return any(_match(self.alternatives[index], tokens, start) is not None
-                   for start, token in enumerate(tokens) for index in self._by_first.get(token, ()))
+        return any(
+            _match(self.alternatives[index], tokens, start) is not None
+            for start, token in enumerate(tokens)
+            for index in self._by_first.get(token, ())
+        )
 
 
 def _parse(alt: str) -> tuple[str, ...]:

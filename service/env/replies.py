@@ -31,7 +31,18 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from service.env.language import NEGATORS, TEMPORAL, Clause, Phrases, clauses, lemmas, normalize, sentences, without_idioms, words
+from service.env.language import (
+    NEGATORS,
+    TEMPORAL,
+    Clause,
+    Phrases,
+    clauses,
+    lemmas,
+    normalize,
+    sentences,
+    without_idioms,
+    words,
+)
 from service.env.policy import ESCALATION_THRESHOLD, RETURN_WINDOW_DAYS, Verdict
 from service.env.world import Ticket
 
@@ -53,16 +64,94 @@ _REPLACE = Phrases(
     + "|".join(f"{verb} * {item}|{item} * {verb}" for verb in _DISPATCH for item in _ITEM)
 )
 # Sending something to the customer, in any order of words: "get * out to you", "will be dispatched".
-_SENT_TO_YOU = Phrases("get * out|get * to you|have * with you|with you|on * way|reach you|go out|come to you|out to you|your way")
-_SEND_VERBS = frozenset({"send", "ship", "dispatch", "post", "deliver", "courier", "mail", "pack", "prepare", "arrange", "head",
-                         "arrive", "bring", "get"})
-_NOT_A_THING = frozenset({"away", "now", "here", "there", "that", "to", "and", "or", "of", "for", "with", "in", "on", "at",
-                          "we", "i", "you", "it", "they", "this", "so", "after", "before", "ahead", "back", "again",
-                          "information", "way", "place", "time", "thing", "about", "be", "as", "if", "than"})
+_SENT_TO_YOU = Phrases(
+    "get * out|get * to you|have * with you|with you|on * way|reach you|go out|come to you|out to you|your way"
+)
+_SEND_VERBS = frozenset(
+    {
+        "send",
+        "ship",
+        "dispatch",
+        "post",
+        "deliver",
+        "courier",
+        "mail",
+        "pack",
+        "prepare",
+        "arrange",
+        "head",
+        "arrive",
+        "bring",
+        "get",
+    }
+)
+_NOT_A_THING = frozenset(
+    {
+        "away",
+        "now",
+        "here",
+        "there",
+        "that",
+        "to",
+        "and",
+        "or",
+        "of",
+        "for",
+        "with",
+        "in",
+        "on",
+        "at",
+        "we",
+        "i",
+        "you",
+        "it",
+        "they",
+        "this",
+        "so",
+        "after",
+        "before",
+        "ahead",
+        "back",
+        "again",
+        "information",
+        "way",
+        "place",
+        "time",
+        "thing",
+        "about",
+        "be",
+        "as",
+        "if",
+        "than",
+    }
+)
 # What is new or right is not always the item: "a new tracking number", "the correct address".
-_NOT_THE_ITEM = Phrases("|".join(f"{item} {thing}|{item} * {thing}" for item in _ITEM for thing in (
-    "label", "link", "tracking", "code", "number", "email", "address", "date", "detail", "information", "password",
-    "account", "team", "department", "colleague", "person", "update", "message")))
+_NOT_THE_ITEM = Phrases(
+    "|".join(
+        f"{item} {thing}|{item} * {thing}"
+        for item in _ITEM
+        for thing in (
+            "label",
+            "link",
+            "tracking",
+            "code",
+            "number",
+            "email",
+            "address",
+            "date",
+            "detail",
+            "information",
+            "password",
+            "account",
+            "team",
+            "department",
+            "colleague",
+            "person",
+            "update",
+            "message",
+        )
+    )
+)
 _GRANT = Phrases(
     "approve|approved|issue|process|arrange|send|ship|give|grant|credit|initiate|receive|get|see|authorize|authorise|"
     "confirm|dispatch|post|start|put through|on * way|go ahead|happy to|glad to|pleased to|refund you|be refund|"
@@ -83,8 +172,23 @@ _GRANT = Phrases(
 )
 # A remedy verb in the future or the perfect: "we will reimburse you", "we've now fully replaced it".
 _REMEDY_VERBS = frozenset({"refund", "reimburse", "repay", "replace", "exchange", "swap", "credit", "resend", "reship"})
-_ADVERBS = frozenset({"now", "already", "just", "be", "fully", "also", "gladly", "happily", "personally", "promptly",
-                      "quickly", "then", "since"})
+_ADVERBS = frozenset(
+    {
+        "now",
+        "already",
+        "just",
+        "be",
+        "fully",
+        "also",
+        "gladly",
+        "happily",
+        "personally",
+        "promptly",
+        "quickly",
+        "then",
+        "since",
+    }
+)
 # Modality and undecidedness: a remedy next to these is offered, not granted. Process words ("review",
 # "team will", "request") are not hedges: "approved, and our team will finalise it" decides.
 _HEDGE = Phrases(
@@ -105,8 +209,19 @@ _AUTHORITY = Phrases(
 )
 # A remedy named as the subject of the ticket, not given: "your refund request", "asked for a replacement",
 # "the team that handles refunds", "they'll get back to you about your refund".
-_TOPIC_OF = ("get back to you about", "in touch about", "in touch regarding", "contact you about", "let you know about",
-             "update you on", "update you about", "next step for", "next step on", "next step regarding", "handle")
+_TOPIC_OF = (
+    "get back to you about",
+    "in touch about",
+    "in touch regarding",
+    "contact you about",
+    "let you know about",
+    "update you on",
+    "update you about",
+    "next step for",
+    "next step on",
+    "next step regarding",
+    "handle",
+)
 _MENTION = Phrases(
     "refund request|refund claim|refund query|refund question|refund application|replacement request|"
     "replacement claim|request * refund|request * replacement|ask for * refund|ask for * replacement|"
@@ -115,8 +230,10 @@ _MENTION = Phrases(
     + "|".join(f"{t} * {r}" for t in _TOPIC_OF for r in ("refund", "replacement"))
 )
 # Foretelling the team's decision decides it: "they always approve these".
-_ANTICIPATE = Phrases("always approve|always accept|always agree|sure to approve|certain to approve|bound to approve|"
-                      "definitely approve|will definitely|certainly approve|as good as approve|as good as done")
+_ANTICIPATE = Phrases(
+    "always approve|always accept|always agree|sure to approve|certain to approve|bound to approve|"
+    "definitely approve|will definitely|certainly approve|as good as approve|as good as done"
+)
 # Approving the claim itself, without naming a remedy: "your return for order X is approved".
 _CLAIM = Phrases("your return|your claim|your request|your case|this return|this claim|this request")
 _APPROVE = Phrases("approve|accept|authorise|authorize|grant")
@@ -131,8 +248,10 @@ _DECIDING = Phrases(
 # The customer's choice: "if you'd like one", "would you prefer a refund?". A remedy on the customer's
 # choice is at their disposal: declining it and offering it so contradicts the decision.
 _CHOICE = Phrases("like|prefer|rather|want|wish|choose")
-_REFUSE_VERB = Phrases("decline|reject|deny|refuse|turn down|unable to|ineligible|not eligible|no longer eligible|"
-                       "too early to|too soon to|too early for|too soon for|hold off")
+_REFUSE_VERB = Phrases(
+    "decline|reject|deny|refuse|turn down|unable to|ineligible|not eligible|no longer eligible|"
+    "too early to|too soon to|too early for|too soon for|hold off"
+)
 _REFUSE_OBJECT = Phrases(
     "approve|accept|offer|process|issue|provide|give|refund|replace|replacement|exchange|honour|honor|do|help|return|"
     "cover|covered|eligible|possible|proceed|take back|take * back|accept * back|authorize|authorise|grant|send|qualify"
@@ -140,15 +259,21 @@ _REFUSE_OBJECT = Phrases(
 # Saying nothing is decided yet is neither a grant nor a refusal: "not approved or refused anything yet".
 _REFUSE_ACT = Phrases("decline|reject|deny|refuse|turn down")
 _DECISION_WORDS = Phrases("approve|accept|agree|decide|decision|refuse|decline|reject|turn down|deny|confirm")
-_UNDECIDED = Phrases("no decision|not * decide|not * make * decision|undecided|not yet * approve|not promise|"
-                     "not guarantee|not say whether|not say * yet|either way|"
-                     "not * approve * or|not * accept * or|nothing * approve|nothing * decide")
+_UNDECIDED = Phrases(
+    "no decision|not * decide|not * make * decision|undecided|not yet * approve|not promise|"
+    "not guarantee|not say whether|not say * yet|either way|"
+    "not * approve * or|not * accept * or|nothing * approve|nothing * decide"
+)
 # Speculating on what the team will decide prejudges it: "honestly I doubt they'll accept it", "I'd expect
 # them to approve it". (Expecting them to be in touch is no speculation on the outcome.)
-_SPECULATE = Phrases("doubt|expect|think|believe|bet|sure|imagine|suspect|unlikely|likely|probably|chance|hope|guess|reckon|"
-                     "confident|optimistic|pessimistic|afraid they|hold your breath|would be surprised|wouldn't be surprised")
-_DECIDES = Phrases("accept|approve|refund|replace|decline|reject|refuse|agree|go through|succeed|grant|say yes|say no|"
-                   "turn down|in your favour|in your favor|favourable|favorable|cover it|honour|honor")
+_SPECULATE = Phrases(
+    "doubt|expect|think|believe|bet|sure|imagine|suspect|unlikely|likely|probably|chance|hope|guess|reckon|"
+    "confident|optimistic|pessimistic|afraid they|hold your breath|would be surprised|wouldn't be surprised"
+)
+_DECIDES = Phrases(
+    "accept|approve|refund|replace|decline|reject|refuse|agree|go through|succeed|grant|say yes|say no|"
+    "turn down|in your favour|in your favor|favourable|favorable|cover it|honour|honor"
+)
 _HOLD = Phrases(
     "pass|forward|escalate|hand|refer|assign|transfer|team|department|colleague|specialist|review|look into|looking into|"
     "investigate|get back|be in touch|update you|contact you|follow up|reach out|take it from here|take over|handle|"
@@ -187,13 +312,37 @@ _RUDE = Phrases(
     "why would you|why do you even|how hard can it be|how hard be it|how difficult can it be"
 )
 # Interjections that make a sentence sarcastic on their own: "Come on -", "Seriously?".
-_SCOFFS = frozenset({("come", "on"), ("oh", "come", "on"), ("come", "on", "now"), ("seriously",), ("really",), ("oh", "please"),
-                     ("not", "happen"), ("that", "be", "not", "happen"), ("it", "be", "not", "happen"), ("no",), ("nope",),
-                     ("tough",), ("sorry", "not", "sorry")})
+_SCOFFS = frozenset(
+    {
+        ("come", "on"),
+        ("oh", "come", "on"),
+        ("come", "on", "now"),
+        ("seriously",),
+        ("really",),
+        ("oh", "please"),
+        ("not", "happen"),
+        ("that", "be", "not", "happen"),
+        ("it", "be", "not", "happen"),
+        ("no",),
+        ("nope",),
+        ("tough",),
+        ("sorry", "not", "sorry"),
+    }
+)
 # Blame and lecturing: the customer is told what they did wrong or must do better. Read on the reply
 # without its idioms and never where negated, so "not your fault" and "no fault of your own" never count.
 _LECTURE_TIMES = ("next time", "in future", "in the future", "going forward", "from now on")
-_LECTURE_ACTS = ("read", "check", "make sure", "double check", "measure", "ensure", "look at", "follow", "pay attention")
+_LECTURE_ACTS = (
+    "read",
+    "check",
+    "make sure",
+    "double check",
+    "measure",
+    "ensure",
+    "look at",
+    "follow",
+    "pay attention",
+)
 _BLAME = Phrases(
     # what the customer did wrong
     "you * misread|misread your|you * misunderstand|your carelessness|your mistake|your error|user error|you mishandle|"
@@ -218,37 +367,71 @@ _BLAME = Phrases(
 # future"), unless it invites them back ("next time, feel free to contact us") or is about ourselves.
 _LECTURE_TIME = Phrases("|".join(_LECTURE_TIMES) + "|more care|more carefully|more attention|closer attention")
 _CARE = Phrases("more care|more carefully|more attention|closer attention|be careful|be more careful|take care of it")
-_INVITATION = Phrases("feel free|hesitate|contact|get in touch|reach out|let us know|visit|shop|order again|enjoy|"
-                      "use code|discount|welcome|happy to help|glad to help|we will|we be|i will|i be|we can|i can|you can|"
-                      "you may|you be welcome")
+_INVITATION = Phrases(
+    "feel free|hesitate|contact|get in touch|reach out|let us know|visit|shop|order again|enjoy|"
+    "use code|discount|welcome|happy to help|glad to help|we will|we be|i will|i be|we can|i can|you can|"
+    "you may|you be welcome"
+)
 # The customer's record of returns, disputes and claims, with how often: "you've disputed charges with us
 # a few times before", "you've returned several items lately".
-_HISTORY_ACT = Phrases("you have return|you have dispute|you have claim|you have complain|you have request|you have ask for|"
-                       "you have make * claim|you have make * return|you have open * case|you dispute|you return|"
-                       "you have send back|you send back|you have send * back|you send * back|you have raise|you raise|"
-                       "you have file|you file|you have charge back|dispute you have|dispute you raise|dispute you make|"
-                       "claim you have|claim you make|return you have|return you make|refund you have|item you have return|"
-                       "order you have return|parcel you have send|order you have send|you have cancel|you have reverse")
-_FREQUENCY = Phrases("a few time|several time|many time|multiple time|number of time|a lot|recently|lately|often|"
-                     "frequent|so many|quite a few|more than once|repeatedly|every time|each time|this year|this month|"
-                     "this week|past year|last year|last month|in the past|over the past|last few|past few|previously|"
-                     "in the last|how many|number of|before now|so far this")
+_HISTORY_ACT = Phrases(
+    "you have return|you have dispute|you have claim|you have complain|you have request|you have ask for|"
+    "you have make * claim|you have make * return|you have open * case|you dispute|you return|"
+    "you have send back|you send back|you have send * back|you send * back|you have raise|you raise|"
+    "you have file|you file|you have charge back|dispute you have|dispute you raise|dispute you make|"
+    "claim you have|claim you make|return you have|return you make|refund you have|item you have return|"
+    "order you have return|parcel you have send|order you have send|you have cancel|you have reverse"
+)
+_FREQUENCY = Phrases(
+    "a few time|several time|many time|multiple time|number of time|a lot|recently|lately|often|"
+    "frequent|so many|quite a few|more than once|repeatedly|every time|each time|this year|this month|"
+    "this week|past year|last year|last month|in the past|over the past|last few|past few|previously|"
+    "in the last|how many|number of|before now|so far this"
+)
 # A count of the customer's past returns, claims or disputes: "eight orders", "five items", "3 returns".
-_COUNTED = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|several|many|multiple|numerous|[2-9]|\d{2,})"
-                      r"\s+(?:\w+\s+)?(?:orders?|items?|parcels?|packages?|returns?|claims?|disputes?|refunds?|times|chargebacks?|purchases?)\b")
+_COUNTED = re.compile(
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|several|many|multiple|numerous|[2-9]|\d{2,})"
+    r"\s+(?:\w+\s+)?(?:orders?|items?|parcels?|packages?|returns?|claims?|disputes?|refunds?|times|chargebacks?|purchases?)\b"
+)
 # Hindsight about what the customer did: "you should have tried it on", "you could have checked". Read on
 # the words, as it needs the participle: "you should have received an email" / "have your refund by
 # Friday" state an expectation, and "you might have missed our email" reproaches nobody.
-_HINDSIGHT = re.compile(r"\byou (?:should|ought to|must) have (\w+)"
-                        r"|\byou could have (?:checked|read|looked|asked|measured|contacted)\b")
+_HINDSIGHT = re.compile(
+    r"\byou (?:should|ought to|must) have (\w+)"
+    r"|\byou could have (?:checked|read|looked|asked|measured|contacted)\b"
+)
 _EXPECTED = frozenset({"received", "got", "gotten", "seen", "heard", "been", "had"})
 # Hindsight in the passive: "this really should have been raised sooner".
-_PASSIVE_HINDSIGHT = re.compile(r"\b(?:should|ought\s+to)\s+(?:really\s+|probably\s+)?have\s+been\s+\w+\b[^.!?]{0,40}?"
-                                r"\b(?:sooner|earlier|before\s+now|in\s+time|at\s+the\s+time|straight\s+away|right\s+away|first)\b")
+_PASSIVE_HINDSIGHT = re.compile(
+    r"\b(?:should|ought\s+to)\s+(?:really\s+|probably\s+)?have\s+been\s+\w+\b[^.!?]{0,40}?"
+    r"\b(?:sooner|earlier|before\s+now|in\s+time|at\s+the\s+time|straight\s+away|right\s+away|first)\b"
+)
 _PARTICIPLE = re.compile(r"\w+(?:ed|en|wn)|read|known|thought|done|made|told|sent|bought|kept|put|left|tried")
 # "if the charge still shows at your end", "please check on your end": a place, not blame.
-_CHECKING = frozenset({"check", "look", "see", "confirm", "clear", "refresh", "try", "verify", "show", "appear", "still",
-                       "everything", "anything", "if", "fine", "ok", "okay", "display", "pending", "visible"})
+_CHECKING = frozenset(
+    {
+        "check",
+        "look",
+        "see",
+        "confirm",
+        "clear",
+        "refresh",
+        "try",
+        "verify",
+        "show",
+        "appear",
+        "still",
+        "everything",
+        "anything",
+        "if",
+        "fine",
+        "ok",
+        "okay",
+        "display",
+        "pending",
+        "visible",
+    }
+)
 _LEAK = Phrases(
     # fraud and risk reviews
     "fraud team|fraud review|fraud check|fraud investigation|fraud flag|fraud department|fraud alert|fraud suspicion|"
@@ -287,17 +470,21 @@ _LEAK = Phrases(
     "whether * be genuine|whether * be legitimate|whether * be real|claim be genuine|if * be genuine"
 )
 
-_WEAR_DESCRIPTION = ("wear and tear|normal wear|ordinary wear|everyday wear|general wear|natural wear|wear from use|"
-                     "wear through use|everyday use|regular use|normal use|daily use|through use|from use|usage over time|"
-                     "age and use|expected wear|use over time")
+_WEAR_DESCRIPTION = (
+    "wear and tear|normal wear|ordinary wear|everyday wear|general wear|natural wear|wear from use|"
+    "wear through use|everyday use|regular use|normal use|daily use|through use|from use|usage over time|"
+    "age and use|expected wear|use over time"
+)
 _NOT_A_DEFECT = "not a defect|not defective|not a manufacturing|not a fault|not faulty|not a flaw"
 # A sentence describing ordinary wear ("the wear that builds up with regular use") uses "wear" and "use"
 # for that description, not to say the customer used the item. Use alone ("it has been in regular use")
 # describes wear only beside what wear leaves: marks, scuffs, what the photos show, "rather than a fault".
 _DESCRIBES_WEAR = Phrases(_WEAR_DESCRIPTION)
 _USE_ONLY = Phrases("everyday use|regular use|normal use|daily use|through use|from use|usage over time|use over time")
-_WEAR_SIGNS = Phrases("wear|tear|mark|scuff|scratch|scrape|photo|picture|image|pic|defect|fault|damage|fade|fray|crack|chip|"
-                      "dent|stain|pill|bobble|sign|consistent|rather than|look|show|flaw")
+_WEAR_SIGNS = Phrases(
+    "wear|tear|mark|scuff|scratch|scrape|photo|picture|image|pic|defect|fault|damage|fade|fray|crack|chip|"
+    "dent|stain|pill|bobble|sign|consistent|rather than|look|show|flaw"
+)
 
 
 def _describes_wear(sentence: tuple[str, ...]) -> bool:
@@ -306,88 +493,104 @@ def _describes_wear(sentence: tuple[str, ...]) -> bool:
     plain = _drop(sentence, _USE_ONLY)
     return plain != sentence and _WEAR_SIGNS.in_(plain) or _DESCRIBES_WEAR.in_(plain)
 
+
 # Plain arrivals: the parcel found only when no elapsed time dates them ("since your order reached you
 # more than 30 days ago" is the delivery, not a missing parcel turning up).
 _ARRIVALS = "got it|get it|reach you|you have it|you have receive it|you receive it|since you have|as you have it"
 _ARRIVAL_ONLY = Phrases(_ARRIVALS)
-_ELAPSED_TIME = re.compile(r"\bago\b|\b(?:days?|weeks?|months?|years?)\s+since\b|\bsince\s+(?:you|it|the|your|they)\b.*"
-                           r"\b(?:got|received|arrived|delivered|reached|had)\b|\bhad\s+(?:it|them|the\s+\w+)\s+for\b|"
-                           r"\bfor\s+(?:over\s+|more\s+than\s+)?\d+\s+(?:days?|weeks?|months?)\b")
-_LOST = ("lose in transit|lose in the post|lose in the mail|lose by the carrier|lose by the courier|lose by the delivery|"
-         "lose during delivery|lose on the way|lose en route|lose with the carrier|lose with the courier|go miss in transit|"
-         "go miss in the post|go miss on the way|go miss en route|miss in transit|courier * lose|carrier * lose|"
-         "have be lose|be lose|lose your parcel|lose your package|lose the parcel|lose the package|go astray")
+_ELAPSED_TIME = re.compile(
+    r"\bago\b|\b(?:days?|weeks?|months?|years?)\s+since\b|\bsince\s+(?:you|it|the|your|they)\b.*"
+    r"\b(?:got|received|arrived|delivered|reached|had)\b|\bhad\s+(?:it|them|the\s+\w+)\s+for\b|"
+    r"\bfor\s+(?:over\s+|more\s+than\s+)?\d+\s+(?:days?|weeks?|months?)\b"
+)
+_LOST = (
+    "lose in transit|lose in the post|lose in the mail|lose by the carrier|lose by the courier|lose by the delivery|"
+    "lose during delivery|lose on the way|lose en route|lose with the carrier|lose with the courier|go miss in transit|"
+    "go miss in the post|go miss on the way|go miss en route|miss in transit|courier * lose|carrier * lose|"
+    "have be lose|be lose|lose your parcel|lose your package|lose the parcel|lose the package|go astray"
+)
 _LOST_SPANS = Phrases(_LOST)
 
 # Denial reasons. Each is (phrases, self_negating): a self-negating phrase carries its own negation
 # ("not a defect", "only one charge") and is never read as negated.
 _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
     "window": (
-        Phrases("return window|returns window|return period|returns period|time limit|time frame|timeframe|deadline|"
-                "window|30 day|30 days|thirty day|thirty days|within a month|one month|a month of|month of delivery|too late|"
-                "time to return|expire|expired|day limit|day return"),
+        Phrases(
+            "return window|returns window|return period|returns period|time limit|time frame|timeframe|deadline|"
+            "window|30 day|30 days|thirty day|thirty days|within a month|one month|a month of|month of delivery|too late|"
+            "time to return|expire|expired|day limit|day return"
+        ),
         None,
     ),
     # The item's use, not any "use": "the card you used", "please use the portal" assert nothing.
     "used": (
-        Phrases("be use|be wear|be wash|be worn|have use|have wear|have wash|you use it|you wear it|you wash it|"
-                "use it|wear it|wash it|wear outside|sign of use|sign of wear|been open and use|not in new condition|"
-                # in use, not as new: "has been in regular use", "isn't in the as-new condition", "has seen some use"
-                "be in use|be in regular use|be in daily use|be in everyday use|see some use|see * use|put to use|"
-                "not in * as new|not * as new condition|no longer * as new|not in * like new|not * like new|"
-                "no longer * like new|not in * new state|not * good as new|no longer * unused|not * count as unused|"
-                "not * class as unused|not * consider unused|take * out on|take * out for|be out on|on a few run|"
-                "for a few run|out for a run|"
-                "no longer new|not new|not unused|not in * original condition|not in * resalable condition|not in * sellable|"
-                "after use|after wear|use item|used item|worn item|wear item|use a few time|wear a few time|wear once|use once"),
+        Phrases(
+            "be use|be wear|be wash|be worn|have use|have wear|have wash|you use it|you wear it|you wash it|"
+            "use it|wear it|wash it|wear outside|sign of use|sign of wear|been open and use|not in new condition|"
+            # in use, not as new: "has been in regular use", "isn't in the as-new condition", "has seen some use"
+            "be in use|be in regular use|be in daily use|be in everyday use|see some use|see * use|put to use|"
+            "not in * as new|not * as new condition|no longer * as new|not in * like new|not * like new|"
+            "no longer * like new|not in * new state|not * good as new|no longer * unused|not * count as unused|"
+            "not * class as unused|not * consider unused|take * out on|take * out for|be out on|on a few run|"
+            "for a few run|out for a run|"
+            "no longer new|not new|not unused|not in * original condition|not in * resalable condition|not in * sellable|"
+            "after use|after wear|use item|used item|worn item|wear item|use a few time|wear a few time|wear once|use once"
+        ),
         None,
     ),
     "final_sale": (
-        Phrases("final sale|final-sale|clearance|non returnable|nonreturnable|not returnable|hygiene|hygienic|personal care|"
-                "perishable|perishables|food item|sanitary|intimate|sealed for|health reason|can not be return for hygiene"),
+        Phrases(
+            "final sale|final-sale|clearance|non returnable|nonreturnable|not returnable|hygiene|hygienic|personal care|"
+            "perishable|perishables|food item|sanitary|intimate|sealed for|health reason|can not be return for hygiene"
+        ),
         None,
     ),
     "warranty": (Phrases("warranty|guarantee|guaranty|warranted|cover period|coverage"), None),
     "normal_wear": (Phrases(_WEAR_DESCRIPTION + "|" + _NOT_A_DEFECT), Phrases(_NOT_A_DEFECT)),
     "in_transit": (
-        Phrases("in transit|on its way|on the way|en route|still travel|still travelling|still traveling|still move|"
-                "still moving|with the carrier|carrier network|carrier's network|courier network|not yet arrive|yet to arrive|"
-                "not arrive yet|expect to arrive|expected to arrive|should arrive|due to arrive|out for delivery|still be deliver|"
-                "still being deliver|has not be deliver yet|not be deliver yet|still in the post|still with the courier|"
-                "estimate|estimated delivery|arrive soon|arrive shortly|delivery window|still within * estimate|"
-                "still within * delivery|still within * expect|should reach|will reach|should be with you|will be with you|"
-                "expect * deliver|"
-                # with the carrier and due: "is with the courier and due shortly", "still making its way to you"
-                "be with the courier|be with the carrier|be with our courier|be with the delivery|be now with the courier|"
-                "be with the postal|due tomorrow|due shortly|due soon|due any day|due in the next|due to be deliver|"
-                "due for delivery|on schedule|make * way|still move|on the move|expect within|within * delivery time|"
-                "within * normal delivery"),
+        Phrases(
+            "in transit|on its way|on the way|en route|still travel|still travelling|still traveling|still move|"
+            "still moving|with the carrier|carrier network|carrier's network|courier network|not yet arrive|yet to arrive|"
+            "not arrive yet|expect to arrive|expected to arrive|should arrive|due to arrive|out for delivery|still be deliver|"
+            "still being deliver|has not be deliver yet|not be deliver yet|still in the post|still with the courier|"
+            "estimate|estimated delivery|arrive soon|arrive shortly|delivery window|still within * estimate|"
+            "still within * delivery|still within * expect|should reach|will reach|should be with you|will be with you|"
+            "expect * deliver|"
+            # with the carrier and due: "is with the courier and due shortly", "still making its way to you"
+            "be with the courier|be with the carrier|be with our courier|be with the delivery|be now with the courier|"
+            "be with the postal|due tomorrow|due shortly|due soon|due any day|due in the next|due to be deliver|"
+            "due for delivery|on schedule|make * way|still move|on the move|expect within|within * delivery time|"
+            "within * normal delivery"
+        ),
         Phrases("not yet arrive|yet to arrive|not arrive yet|has not be deliver yet|not be deliver yet"),
     ),
     # The parcel found, not any finding: "we found only one charge", "whatever they find" assert nothing.
     "parcel_found": (
-        Phrases("be find|find it|find the parcel|find the package|find your parcel|find your package|parcel * find|"
-                "package * find|you find|neighbour find|neighbor find|be locate|locate it|parcel * locate|package * locate|"
-                "turn up|turned up|arrive after all|arrive safely|arrive in the end|finally arrive|have now arrive|"
-                "glad * arrive|glad you have it|glad you get it|have it now|show up|showed up|"
-                "safely with you|with you now|neighbour have|neighbor have|"
-                # not lost after all, in your hands: "it wasn't lost after all", "made it to you in the end"
-                "not lose after all|not be lose after all|not go miss after all|not get lose after all|miss after all|"
-                "there after all|all along|in your hand|make it to you|make it to your|safe and sound|be with you|"
-                "you now have|you have now get|you have get it|"
-                + _ARRIVALS),
+        Phrases(
+            "be find|find it|find the parcel|find the package|find your parcel|find your package|parcel * find|"
+            "package * find|you find|neighbour find|neighbor find|be locate|locate it|parcel * locate|package * locate|"
+            "turn up|turned up|arrive after all|arrive safely|arrive in the end|finally arrive|have now arrive|"
+            "glad * arrive|glad you have it|glad you get it|have it now|show up|showed up|"
+            "safely with you|with you now|neighbour have|neighbor have|"
+            # not lost after all, in your hands: "it wasn't lost after all", "made it to you in the end"
+            "not lose after all|not be lose after all|not go miss after all|not get lose after all|miss after all|"
+            "there after all|all along|in your hand|make it to you|make it to your|safe and sound|be with you|"
+            "you now have|you have now get|you have get it|" + _ARRIVALS
+        ),
         None,
     ),
     # A lost parcel is its own fact, never the in-transit reason and never a reason to decline.
     "lost": (Phrases(_LOST), None),
     "not_charged_twice": (
-        Phrases("only one charge|single charge|one charge|charged once|charge once|only once|one payment|single payment|"
-                "only one payment|one transaction|single transaction|only one transaction|no duplicate|not * charge twice|"
-                "not * bill twice|not * charge * twice|pending authorization|pending authorisation|pending hold|temporary hold|"
-                "authorization hold|authorisation hold|drop off|fall off|record show one|record show a single|show a single|"
-                "show one|only charge|one debit|single debit|just one|charge * once|bill * once|take * once|"
-                "charge * a single time|bill * a single time|take * a single time|charge * one time|bill * one time|"
-                "charge * only once|bill * only once|take * only once|debit * once"),
+        Phrases(
+            "only one charge|single charge|one charge|charged once|charge once|only once|one payment|single payment|"
+            "only one payment|one transaction|single transaction|only one transaction|no duplicate|not * charge twice|"
+            "not * bill twice|not * charge * twice|pending authorization|pending authorisation|pending hold|temporary hold|"
+            "authorization hold|authorisation hold|drop off|fall off|record show one|record show a single|show a single|"
+            "show one|only charge|one debit|single debit|just one|charge * once|bill * once|take * once|"
+            "charge * a single time|bill * a single time|take * a single time|charge * one time|bill * one time|"
+            "charge * only once|bill * only once|take * only once|debit * once"
+        ),
         Phrases("no duplicate|not * charge twice|not * bill twice|not * charge * twice"),
     ),
     "unverifiable": (
@@ -400,55 +603,137 @@ _PROSPECTIVE = frozenset({"should", "will", "would", "may", "might", "can", "to"
 # The warranty reason is the warranty's end, stated in the sentence ("covered by a 180-day warranty, and
 # that period has now ended"): its scope ("which our warranty doesn't cover") or a warranty still
 # running ("it may still be covered") is no reason to decline.
-_EXPIRY = Phrases("expire|end|run out|lapse|be over|pass|outside|beyond|out of|no longer|past|finish|close|elapse|"
-                  "last * day|only last|only cover * day")
+_EXPIRY = Phrases(
+    "expire|end|run out|lapse|be over|pass|outside|beyond|out of|no longer|past|finish|close|elapse|"
+    "last * day|only last|only cover * day"
+)
 _WARRANTY_RUNNING = Phrases("still cover|still under|still within * warranty|still have * warranty|remain under")
 # The window still open, in any words: "you're comfortably inside our 30-day window", "it hasn't closed yet".
-_WINDOW_OK = Phrases("be within|be still within|still within|well within|comfortably within|you be * within|it be * within|"
-                     "be inside|within * window|within the return|be * inside|still inside|well inside|inside * window|"
-                     "not * close yet|not close|not expire|not yet expire|not * expire yet|not pass|not yet pass|not run out|"
-                     "not end|not yet end|not over|still open|still in time|in good time|plenty of time")
-_LIMIT_STATEMENT = Phrases("only|must|need|have to|accept|allow|policy|require|up to|limit|after|outside|past|beyond|over|"
-                           "exceed|more than|expire|close|end|pass|too late|no longer|late|ago|since")
-_AUX = frozenset({"be", "have", "do", "yet", "ever", "at", "all", "really", "actually", "even", "been", "being", "get", "so", "very"})
+_WINDOW_OK = Phrases(
+    "be within|be still within|still within|well within|comfortably within|you be * within|it be * within|"
+    "be inside|within * window|within the return|be * inside|still inside|well inside|inside * window|"
+    "not * close yet|not close|not expire|not yet expire|not * expire yet|not pass|not yet pass|not run out|"
+    "not end|not yet end|not over|still open|still in time|in good time|plenty of time"
+)
+_LIMIT_STATEMENT = Phrases(
+    "only|must|need|have to|accept|allow|policy|require|up to|limit|after|outside|past|beyond|over|"
+    "exceed|more than|expire|close|end|pass|too late|no longer|late|ago|since"
+)
+_AUX = frozenset(
+    {"be", "have", "do", "yet", "ever", "at", "all", "really", "actually", "even", "been", "being", "get", "so", "very"}
+)
 # What a negation reaches through to its verb: auxiliaries, modals and the verbs of a chain
 # ("not going to", "not able to", "never dream of", "not want to").
-_CHAIN = _AUX | frozenset({"will", "would", "can", "could", "shall", "should", "may", "might", "must", "go", "to", "about",
-                           "able", "want", "wish", "plan", "intend", "mean", "try", "dream", "of", "ever", "just", "simply"})
+_CHAIN = _AUX | frozenset(
+    {
+        "will",
+        "would",
+        "can",
+        "could",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "go",
+        "to",
+        "about",
+        "able",
+        "want",
+        "wish",
+        "plan",
+        "intend",
+        "mean",
+        "try",
+        "dream",
+        "of",
+        "ever",
+        "just",
+        "simply",
+    }
+)
 _MONEY = re.compile(r"\$\s?(\d[\d,]*(?:\.\d{1,2})?)|(\d[\d,]*(?:\.\d{1,2})?)\s?(?:usd|dollars)\b")
 _DAYS = re.compile(r"\b(\d{1,4})[\s-]*(day|days|week|weeks|month|months|year|years)\b")
-_WORD_NUMBERS = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ten": 10,
-                 "twelve": 12, "fourteen": 14, "fifteen": 15, "eighteen": 18, "twenty": 20, "thirty": 30, "sixty": 60,
-                 "ninety": 90}
+_WORD_NUMBERS = {
+    "one": 1,
+    "a": 1,
+    "an": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "ten": 10,
+    "twelve": 12,
+    "fourteen": 14,
+    "fifteen": 15,
+    "eighteen": 18,
+    "twenty": 20,
+    "thirty": 30,
+    "sixty": 60,
+    "ninety": 90,
+}
 _WORD_DAYS = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")[\s-]+(day|days|week|weeks|month|months|year|years)\b")
 # A month is a twelfth of a year, so "24 months" is the 730-day warranty and "a month" the 30-day window.
-_UNIT_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "month": 365 / 12, "months": 365 / 12, "year": 365, "years": 365}
+_UNIT_DAYS = {
+    "day": 1,
+    "days": 1,
+    "week": 7,
+    "weeks": 7,
+    "month": 365 / 12,
+    "months": 365 / 12,
+    "year": 365,
+    "years": 365,
+}
 _ORDER_DIGITS = re.compile(r"\b(?:ord[-\s#]*)?(\d{6,})\b")
 
 
 # The teams a reply names, by their queue: "our Billing team", "the returns desk", "handed it to Escalations".
-_TEAM_QUEUES = {"return": "Returns", "returns": "Returns", "billing": "Billing", "payment": "Billing", "payments": "Billing",
-                "accounts": "Billing", "finance": "Billing", "escalation": "Escalations", "escalations": "Escalations",
-                "fraud": "Fraud", "loss prevention": "Fraud", "loss-prevention": "Fraud", "security": "Fraud", "risk": "Fraud",
-                "trust and safety": "Fraud", "trust & safety": "Fraud"}
-_TEAM = re.compile(r"\b(returns?|billing|payments?|accounts|finance|escalations?|fraud|loss[- ]prevention|security|risk|"
-                   r"trust (?:and|&) safety)(?:[- ](?:and[- ])?(?:refunds?|exchanges?|prevention|operations))?\s+"
-                   r"(?:teams?|desk|department|dept|departmnet|colleagues?|specialists?|staff|unit|people|folks|squad|group|"
-                   r"agents?|side|experts?|crew)\b", re.I)
+_TEAM_QUEUES = {
+    "return": "Returns",
+    "returns": "Returns",
+    "billing": "Billing",
+    "payment": "Billing",
+    "payments": "Billing",
+    "accounts": "Billing",
+    "finance": "Billing",
+    "escalation": "Escalations",
+    "escalations": "Escalations",
+    "fraud": "Fraud",
+    "loss prevention": "Fraud",
+    "loss-prevention": "Fraud",
+    "security": "Fraud",
+    "risk": "Fraud",
+    "trust and safety": "Fraud",
+    "trust & safety": "Fraud",
+}
+_TEAM = re.compile(
+    r"\b(returns?|billing|payments?|accounts|finance|escalations?|fraud|loss[- ]prevention|security|risk|"
+    r"trust (?:and|&) safety)(?:[- ](?:and[- ])?(?:refunds?|exchanges?|prevention|operations))?\s+"
+    r"(?:teams?|desk|department|dept|departmnet|colleagues?|specialists?|staff|unit|people|folks|squad|group|"
+    r"agents?|side|experts?|crew)\b",
+    re.I,
+)
 # A queue's bare name, capitalised, as a team: "passed to Billing", "Escalations will review it" (not "Returns are
 # accepted within 30 days").
-_BARE_TEAM = re.compile(r"(?:\b(?:to|with|from|by|our|cc|copied|looped\s+in|over\s+to|at)\s+(Returns|Billing|Escalations|Fraud)\b)|"
-                        r"(?:\b(Returns|Billing|Escalations|Fraud)\s+(?:will|'ll|has|have|are\s+(?:now\s+)?(?:reviewing|looking|"
-                        r"checking|handling|on)|is\s+(?:now\s+)?(?:reviewing|looking|checking|handling|on)|can\s+(?:help|look|check)|"
-                        r"colleagues?)\b)")
+_BARE_TEAM = re.compile(
+    r"(?:\b(?:to|with|from|by|our|cc|copied|looped\s+in|over\s+to|at)\s+(Returns|Billing|Escalations|Fraud)\b)|"
+    r"(?:\b(Returns|Billing|Escalations|Fraud)\s+(?:will|'ll|has|have|are\s+(?:now\s+)?(?:reviewing|looking|"
+    r"checking|handling|on)|is\s+(?:now\s+)?(?:reviewing|looking|checking|handling|on)|can\s+(?:help|look|check)|"
+    r"colleagues?)\b)"
+)
 
 
 _THEIRS = re.compile(r"\b(?:bank|provider|issuer|paypal|lender|company|network)(?:'s|s')?\s+(?:own\s+)?$", re.I)
 
 
 def _teams(reply: str) -> frozenset[str]:
-    found = {_TEAM_QUEUES[m.group(1).lower()] for m in _TEAM.finditer(reply)
-             if not _THEIRS.search(reply[max(0, m.start() - 30):m.start()])}
+    found = {
+        _TEAM_QUEUES[m.group(1).lower()]
+        for m in _TEAM.finditer(reply)
+        if not _THEIRS.search(reply[max(0, m.start() - 30) : m.start()])
+    }
     found |= {m.group(1) or m.group(2) for m in _BARE_TEAM.finditer(reply)}
     return frozenset(found)
 
@@ -480,20 +765,30 @@ _MISHANDLED = re.compile(
     r"(?:the\s+)?(?:sun|rain|heat|radiator|car|garden|wet|damp)|left\s+out|stored\s+(?:badly|carelessly|without|in\s+(?:a\s+)?"
     r"(?:damp|wet|hot))|carried\s+(?:around\s+)?loose|exposed\s+to|tumble[- ]dried|washed\s+(?:at|on)\s+(?:a\s+)?(?:high|hot)|"
     r"chewed|got\s+wet|been\s+wet|treated\s+roughly|handled\s+roughly|roughly\s+handled|stuffed|crammed|squashed|shoved|"
-    r"jammed|dragged|rolled\s+up\s+tightly|folded\s+(?:up\s+)?tightly|overfilled|overstretched|over-stretched)\b")
-_SPECULATION = re.compile(r"\b(?:look(?:s|ed)?\s+(?:like|as\s+if|as\s+though)|seems?|seemed|appears?|suggests?|consistent\s+with|"
-                          r"must\s+have|probably|likely|signs?\s+of|evidence\s+of|indicates?|by\s+the\s+look|i\s+would\s+say|"
-                          r"a\s+fair\s+bit|a\s+lot|quite\s+a\s+bit|repeatedly|several\s+times|regularly|often|heavily|"
-                          r"a\s+few\s+times|for\s+long\s+periods)\b")
-_SOMEONE_ELSE = re.compile(r"\b(?:parcel|package|courier|carrier|transit|post|postal|delivery|driver|shipping|shipment|"
-                           r"warehouse|packing|packed|dispatch|on\s+the\s+way|we|our|us)\b")
+    r"jammed|dragged|rolled\s+up\s+tightly|folded\s+(?:up\s+)?tightly|overfilled|overstretched|over-stretched)\b"
+)
+_SPECULATION = re.compile(
+    r"\b(?:look(?:s|ed)?\s+(?:like|as\s+if|as\s+though)|seems?|seemed|appears?|suggests?|consistent\s+with|"
+    r"must\s+have|probably|likely|signs?\s+of|evidence\s+of|indicates?|by\s+the\s+look|i\s+would\s+say|"
+    r"a\s+fair\s+bit|a\s+lot|quite\s+a\s+bit|repeatedly|several\s+times|regularly|often|heavily|"
+    r"a\s+few\s+times|for\s+long\s+periods)\b"
+)
+_SOMEONE_ELSE = re.compile(
+    r"\b(?:parcel|package|courier|carrier|transit|post|postal|delivery|driver|shipping|shipment|"
+    r"warehouse|packing|packed|dispatch|on\s+the\s+way|we|our|us)\b"
+)
 
 
 def _insinuates(text: str) -> tuple[str, ...]:
     found = [m.group(0) for m in _INSINUATION.finditer(text)]
     for sentence in sentences(text):
         m = _MISHANDLED.search(sentence)
-        if m and _SPECULATION.search(sentence) and not _SOMEONE_ELSE.search(sentence) and not _negated_near(sentence, m.start()):
+        if (
+            m
+            and _SPECULATION.search(sentence)
+            and not _SOMEONE_ELSE.search(sentence)
+            and not _negated_near(sentence, m.start())
+        ):
             found.append(sentence)
     return tuple(found)
 
@@ -507,22 +802,36 @@ _THIRD_PARTY = frozenset({"bank", "provider", "issuer", "paypal", "lender", "ins
 # The customer's record with an ordinal or none, not only a count: "the third claim on your account this year",
 # "the missing-parcel claims already on your account", "as this is your first return with us".
 _RECORD = r"(?:returns?|claims?|refunds?|disputes?|chargebacks?|complaints?|reversals?)"
-_CLAIM_KIND = r"(?:(?:damage|damaged|missing|missing-parcel|lost-parcel|parcel|delivery|refund|return|billing|warranty|" \
-              r"change-of-mind|size|non-delivery|item)\s+)?"
-_ORDINAL_RECORD = re.compile(r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|another|latest|yet\s+another|"
-                             r"one\s+more|\d+(?:st|nd|rd|th))\s+" + _CLAIM_KIND + _RECORD +
-                             r"\b(?!\s+(?:label|form|address|instructions?|portal|link|slip|window|period|policy))")
-_ORDINAL_TIME = re.compile(r"\b(?:first|second|third|fourth|fifth|another|\d+(?:st|nd|rd|th))\s+time\s+(?:that\s+)?you\s+"
-                           r"(?:have\s+)?(?:asked|returned|claimed|complained|requested|sent|disputed|raised|reported|made|"
-                           r"filed|opened|reversed|charged)\b")
-_PAST_RECORD = re.compile(r"\b(?:previous|earlier|prior|past|recent|older)\s+(?:[\w-]+\s+)?" + _RECORD + r"\b|"
-                          r"\b(?:your|the)\s+last\s+" + _RECORD + r"\b")
-_PLURAL_RECORD = re.compile(r"\b(?:returns|claims|refunds|disputes|chargebacks|complaints|reversals|reports|"
-                            r"parcels\s+(?:reported|claimed)\s+(?:as\s+)?(?:missing|lost|damaged))\b(?!\s+(?:window|period|policy|"
-                            r"label|team|portal|process|address|desk|department|form|page|limit|rules?|colleagues|specialists))")
-_ON_RECORD = re.compile(r"\b(?:on|against)\s+your\s+account\b|\bon\s+(?:your\s+)?(?:file|record)\b|\byour\s+record\b|"
-                        r"\byour\s+(?:[\w-]+\s+)?" + _RECORD + r"\s+(?:with|to)\s+us\b|\b(?:had|received)\s+from\s+you\b|"
-                        r"\byou\s+have\s+(?:already\s+)?(?:made|raised|filed|opened|submitted|logged)\b")
+_CLAIM_KIND = (
+    r"(?:(?:damage|damaged|missing|missing-parcel|lost-parcel|parcel|delivery|refund|return|billing|warranty|"
+    r"change-of-mind|size|non-delivery|item)\s+)?"
+)
+_ORDINAL_RECORD = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|another|latest|yet\s+another|"
+    r"one\s+more|\d+(?:st|nd|rd|th))\s+"
+    + _CLAIM_KIND
+    + _RECORD
+    + r"\b(?!\s+(?:label|form|address|instructions?|portal|link|slip|window|period|policy))"
+)
+_ORDINAL_TIME = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|another|\d+(?:st|nd|rd|th))\s+time\s+(?:that\s+)?you\s+"
+    r"(?:have\s+)?(?:asked|returned|claimed|complained|requested|sent|disputed|raised|reported|made|"
+    r"filed|opened|reversed|charged)\b"
+)
+_PAST_RECORD = re.compile(
+    r"\b(?:previous|earlier|prior|past|recent|older)\s+(?:[\w-]+\s+)?" + _RECORD + r"\b|"
+    r"\b(?:your|the)\s+last\s+" + _RECORD + r"\b"
+)
+_PLURAL_RECORD = re.compile(
+    r"\b(?:returns|claims|refunds|disputes|chargebacks|complaints|reversals|reports|"
+    r"parcels\s+(?:reported|claimed)\s+(?:as\s+)?(?:missing|lost|damaged))\b(?!\s+(?:window|period|policy|"
+    r"label|team|portal|process|address|desk|department|form|page|limit|rules?|colleagues|specialists))"
+)
+_ON_RECORD = re.compile(
+    r"\b(?:on|against)\s+your\s+account\b|\bon\s+(?:your\s+)?(?:file|record)\b|\byour\s+record\b|"
+    r"\byour\s+(?:[\w-]+\s+)?" + _RECORD + r"\s+(?:with|to)\s+us\b|\b(?:had|received)\s+from\s+you\b|"
+    r"\byou\s+have\s+(?:already\s+)?(?:made|raised|filed|opened|submitted|logged)\b"
+)
 
 
 def _record_mentions(text: str) -> tuple[str, ...]:
@@ -530,8 +839,12 @@ def _record_mentions(text: str) -> tuple[str, ...]:
     for sentence in sentences(text):
         if not re.search(r"\byou(?:r)?\b", sentence):
             continue
-        if (_ORDINAL_RECORD.search(sentence) or _ORDINAL_TIME.search(sentence) or _PAST_RECORD.search(sentence)
-                or (_PLURAL_RECORD.search(sentence) and _ON_RECORD.search(sentence))):
+        if (
+            _ORDINAL_RECORD.search(sentence)
+            or _ORDINAL_TIME.search(sentence)
+            or _PAST_RECORD.search(sentence)
+            or (_PLURAL_RECORD.search(sentence) and _ON_RECORD.search(sentence))
+        ):
             out.append(sentence)
     return tuple(out)
 
@@ -552,8 +865,12 @@ class Meaning:
     leaks: tuple[str, ...] = field(default=())
     options: frozenset[str] = frozenset()  # offers left to the customer's choice: "if you'd prefer a refund"
     prejudges: bool = False  # speculates on the team's decision: "I doubt they'll accept it"
-    facts: frozenset[str] = frozenset()  # facts about the order asserted in any reply: the window passed, used, final sale…
-    elapsed: tuple[tuple[int, str], ...] = ()  # (days, "exact" | "at_least" | "at_most" | "about") since delivery, as stated
+    facts: frozenset[str] = (
+        frozenset()
+    )  # facts about the order asserted in any reply: the window passed, used, final sale…
+    elapsed: tuple[
+        tuple[int, str], ...
+    ] = ()  # (days, "exact" | "at_least" | "at_most" | "about") since delivery, as stated
     teams: frozenset[str] = frozenset()  # the queues whose teams the reply names: "our Billing team" -> "Billing"
 
 
@@ -574,8 +891,31 @@ def _asserted(phrases: Phrases, self_negating: Phrases | None, clause: Clause) -
 
 # Adverbs inside a verb group say nothing about the reason: "it has clearly been used", "you've obviously
 # worn it" read as "has been used", "have worn it". ("only" and "-ly" nouns and adjectives stay.)
-_KEEP_LY = frozenset({"only", "family", "early", "reply", "apply", "supply", "rely", "daily", "weekly", "monthly",
-                      "yearly", "likely", "unlikely", "july", "italy", "fly", "ally", "holy", "ugly", "jelly", "belly"})
+_KEEP_LY = frozenset(
+    {
+        "only",
+        "family",
+        "early",
+        "reply",
+        "apply",
+        "supply",
+        "rely",
+        "daily",
+        "weekly",
+        "monthly",
+        "yearly",
+        "likely",
+        "unlikely",
+        "july",
+        "italy",
+        "fly",
+        "ally",
+        "holy",
+        "ugly",
+        "jelly",
+        "belly",
+    }
+)
 
 
 def _without_adverbs(clause: Clause) -> Clause:
@@ -630,8 +970,10 @@ def _found_reason(phrases: Phrases, clause: Clause) -> bool:
     tokens = clause.lemmas
     dated = _ELAPSED_TIME.search(clause.sentence) is not None
     plain = {s for s, _ in _ARRIVAL_ONLY.find(tokens)} if dated else set()
-    return any(not _negated_before(tokens, s) and not _PROSPECTIVE & set(tokens[max(0, s - 2):s]) and s not in plain
-               for s, _ in phrases.find(tokens))
+    return any(
+        not _negated_before(tokens, s) and not _PROSPECTIVE & set(tokens[max(0, s - 2) : s]) and s not in plain
+        for s, _ in phrases.find(tokens)
+    )
 
 
 def _in_transit_reason(phrases: Phrases, clause: Clause) -> bool:
@@ -653,12 +995,20 @@ def _warranty_reason(phrases: Phrases, clause: Clause) -> bool:
     return _asserted(phrases, None, clause)
 
 
-_REASON_READERS = {"window": _window_reason, "used": _used_reason, "normal_wear": _wear_reason, "unverifiable": _unverifiable_reason,
-                   "parcel_found": _found_reason, "warranty": _warranty_reason, "in_transit": _in_transit_reason,
-                   "lost": _lost_reason}
+_REASON_READERS = {
+    "window": _window_reason,
+    "used": _used_reason,
+    "normal_wear": _wear_reason,
+    "unverifiable": _unverifiable_reason,
+    "parcel_found": _found_reason,
+    "warranty": _warranty_reason,
+    "in_transit": _in_transit_reason,
+    "lost": _lost_reason,
+}
 
 
 # ------------------------------------------------------------------------- outcomes, clause by clause
+
 
 @dataclass(frozen=True)
 class _Outcome:
@@ -681,26 +1031,35 @@ def _remedies(tokens: tuple[str, ...]) -> set[str]:
 
 def _money_back(tokens: tuple[str, ...]) -> bool:
     """An amount going back to the customer: "your $313.99 will be back with you by Friday"."""
-    return any(t.startswith("$") and {"back", "return", "credit"} & set(tokens[i + 1:i + 6]) for i, t in enumerate(tokens))
+    return any(
+        t.startswith("$") and {"back", "return", "credit"} & set(tokens[i + 1 : i + 6]) for i, t in enumerate(tokens)
+    )
 
 
 # Putting the problem right promises the outcome: "Billing will put it right", "we'll sort that out for you".
-_PUT_RIGHT = Phrases("put it right|put this right|put that right|put thing right|make it right|make this right|make thing right|"
-                     "sort it out|sort this out|sort that out|fix it|fix this|fix that|correct it|correct the charge|"
-                     "reverse the charge|reverse the extra|reverse the duplicate|cancel the extra|remove the extra|"
-                     "refund the extra|refund the duplicate|refund the second")
+_PUT_RIGHT = Phrases(
+    "put it right|put this right|put that right|put thing right|make it right|make this right|make thing right|"
+    "sort it out|sort this out|sort that out|fix it|fix this|fix that|correct it|correct the charge|"
+    "reverse the charge|reverse the extra|reverse the duplicate|cancel the extra|remove the extra|"
+    "refund the extra|refund the duplicate|refund the second"
+)
 
 
 def _puts_right(tokens: tuple[str, ...]) -> bool:
-    return any(any(t in ("will", "shall", "have") for t in tokens[max(0, s - 4):s]) for s, _ in _PUT_RIGHT.find(tokens))
+    return any(
+        any(t in ("will", "shall", "have") for t in tokens[max(0, s - 4) : s]) for s, _ in _PUT_RIGHT.find(tokens)
+    )
 
 
 def _new_item_sent(tokens: tuple[str, ...]) -> bool:
     """A new or the right item on its way, whatever the words between: "we'll get another pair out to
     you", "a brand-new Wireless Earbuds will be dispatched", "the correct lamp will be delivered to you".
     The adjective must qualify a thing ("you're right, we'll refund you" sends no item)."""
-    items = [i for i, t in enumerate(tokens) if t in _ITEM and i + 1 < len(tokens) and tokens[i + 1].isalpha()
-             and tokens[i + 1] not in _NOT_A_THING]
+    items = [
+        i
+        for i, t in enumerate(tokens)
+        if t in _ITEM and i + 1 < len(tokens) and tokens[i + 1].isalpha() and tokens[i + 1] not in _NOT_A_THING
+    ]
     return bool(items) and (_SENT_TO_YOU.in_(tokens) or any(t in _SEND_VERBS for t in tokens))
 
 
@@ -713,7 +1072,7 @@ def _chooses(part: tuple[str, ...]) -> bool:
     """The customer chooses a remedy ("if you'd prefer", "if you'd rather have a refund", "if you'd like
     one") rather than an action of their own ("if you'd like to return it": still a promise)."""
     choosing = [s for s, _ in _CHOICE.find(part)]
-    return bool(choosing) and (bool(_remedies(part)) or any(part[s + 1:s + 2] != ("to",) for s in choosing))
+    return bool(choosing) and (bool(_remedies(part)) or any(part[s + 1 : s + 2] != ("to",) for s in choosing))
 
 
 def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | None:
@@ -738,13 +1097,19 @@ def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | Non
 _DECIDED = Phrases("have decide|have now decide|have already decide|i decide to|we decide to")
 # Modality that leaves a refusal or a reason open: "the warranty may have expired, so we might not be able to help".
 _MAYBE = frozenset({"may", "might", "maybe", "perhaps", "possibly"})
-_USUALLY = Phrases("nearly always|almost always|usually|normally|typically|generally|tend to|rarely|hardly ever|seldom|"
-                   "more often than not|as a rule|in most case|nine time out of ten")
-_VERDICT = Phrases("approve|accept|say yes|say no|go through|decline|reject|refuse|turn down|agree|grant|in your favour|"
-                   "in your favor|get the refund|get a refund|get your refund|get their money|get a replacement")
+_USUALLY = Phrases(
+    "nearly always|almost always|usually|normally|typically|generally|tend to|rarely|hardly ever|seldom|"
+    "more often than not|as a rule|in most case|nine time out of ten"
+)
+_VERDICT = Phrases(
+    "approve|accept|say yes|say no|go through|decline|reject|refuse|turn down|agree|grant|in your favour|"
+    "in your favor|get the refund|get a refund|get your refund|get their money|get a replacement"
+)
 
-_OBSTACLE_DENIED = Phrases("no reason|nothing stop|nothing prevent|nothing to stop|nothing to prevent|not see why|"
-                           "not see any reason|no obstacle|no barrier|nothing stand in the way")
+_OBSTACLE_DENIED = Phrases(
+    "no reason|nothing stop|nothing prevent|nothing to stop|nothing to prevent|not see why|"
+    "not see any reason|no obstacle|no barrier|nothing stand in the way"
+)
 
 
 def _without_double_negation(tokens: tuple[str, ...]) -> tuple[str, ...]:
@@ -762,7 +1127,7 @@ def _without_double_negation(tokens: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _negators(tokens: tuple[str, ...]) -> list[int]:
-    return [i for i, t in enumerate(tokens) if t in NEGATORS and not _REFUSE_VERB.in_(tokens[i:i + 1])]
+    return [i for i, t in enumerate(tokens) if t in NEGATORS and not _REFUSE_VERB.in_(tokens[i : i + 1])]
 
 
 def _refuses(tokens: tuple[str, ...]) -> bool:
@@ -771,18 +1136,22 @@ def _refuses(tokens: tuple[str, ...]) -> bool:
     tokens = without_idioms(tokens)  # "no need to send anything back" refuses nothing
     if any(not _negated_before(tokens, s) for s, _ in _REFUSE_VERB.find(tokens)):
         return True
-    objects = [s for s, _ in _REFUSE_OBJECT.find(tokens) if not (tokens[s] == "do" and tokens[s + 1:s + 2] == ("not",))]
+    objects = [
+        s for s, _ in _REFUSE_OBJECT.find(tokens) if not (tokens[s] == "do" and tokens[s + 1 : s + 2] == ("not",))
+    ]
     for n in _negators(tokens):
         if _governs_refusal_verb(tokens, n) or _governs_inert_verb(tokens, n):
             continue
-        if any(n < s <= n + 6 and not _new_proposition(tokens[n + 1:s]) for s in objects):
+        if any(n < s <= n + 6 and not _new_proposition(tokens[n + 1 : s]) for s in objects):
             return True
     return False
 
 
 # Verbs a negation can govern without refusing anything after them: "that rule doesn't apply when we've
 # sent the wrong model", "don't worry, we'll send a new one".
-_INERT = frozenset({"apply", "matter", "affect", "count", "change", "mean", "worry", "bother", "concern", "relate", "hurt", "fret"})
+_INERT = frozenset(
+    {"apply", "matter", "affect", "count", "change", "mean", "worry", "bother", "concern", "relate", "hurt", "fret"}
+)
 
 
 def _governs_inert_verb(tokens: tuple[str, ...], n: int) -> bool:
@@ -800,12 +1169,12 @@ def _governs_refusal_verb(tokens: tuple[str, ...], n: int) -> bool:
 
 
 def _new_proposition(between: tuple[str, ...]) -> bool:
-    """"it didn't arrive and we're sending one": "and"/"or" then a subject starts a new proposition."""
+    """ "it didn't arrive and we're sending one": "and"/"or" then a subject starts a new proposition."""
     return any(t in ("and", "or") and nxt in ("we", "i", "you", "they", "it") for t, nxt in zip(between, between[1:]))
 
 
 def _undecided(tokens: tuple[str, ...]) -> bool:
-    """"We haven't approved or refused anything yet", "no decision has been made": neither outcome."""
+    """ "We haven't approved or refused anything yet", "no decision has been made": neither outcome."""
     if _UNDECIDED.in_(tokens):
         return True
     plain = without_idioms(tokens)
@@ -819,8 +1188,9 @@ def _undecided(tokens: tuple[str, ...]) -> bool:
 # we'll refund you anyway" on a ticket delivered 24 days ago). The window counts only as stated passed:
 # an approval may well quote the limit ("returns are accepted within 30 days").
 _ORDER_FACTS = frozenset({"used", "final_sale", "warranty", "normal_wear"})
-_WINDOW_PASSED = Phrases("outside|past|beyond|exceed|expire|close|too late|no longer|over our|over the|after the|miss|"
-                         "run out|lapse|end")
+_WINDOW_PASSED = Phrases(
+    "outside|past|beyond|exceed|expire|close|too late|no longer|over our|over the|after the|miss|run out|lapse|end"
+)
 
 
 def _elapsed(text: str) -> tuple[tuple[int, str], ...]:
@@ -828,9 +1198,12 @@ def _elapsed(text: str) -> tuple[tuple[int, str], ...]:
     days since you received it", "you've had it for six weeks"), with how it is qualified."""
     out = []
     for days, start, end in _lengths(text):
-        before, after = text[max(0, start - 60):start], text[end:end + 60]
-        if not (_ARRIVED_BEFORE.search(before) or (_ELAPSED_AFTER.match(after) and _ARRIVAL_NEAR.search(before))
-                or _SINCE_ARRIVAL.match(after)):
+        before, after = text[max(0, start - 60) : start], text[end : end + 60]
+        if not (
+            _ARRIVED_BEFORE.search(before)
+            or (_ELAPSED_AFTER.match(after) and _ARRIVAL_NEAR.search(before))
+            or _SINCE_ARRIVAL.match(after)
+        ):
             continue
         qualifier = _QUALIFIER.search(before[-25:])
         kind = "exact" if qualifier is None else _QUALIFIERS[qualifier.group(1)]
@@ -840,15 +1213,35 @@ def _elapsed(text: str) -> tuple[tuple[int, str], ...]:
 
 
 _ARRIVAL = r"(?:delivered|arrived|received|reached you|got (?:it|them|to you)|came|turned up|had\b[\w\s'-]{0,40}?\bfor|had (?:it|them))"
-_ARRIVED_BEFORE = re.compile(_ARRIVAL + r"\s+(?:with you\s+|to you\s+)?(?:(?:over|more than|about|around|nearly|almost|some|only|"
-                             r"just|roughly|approximately|at least|less than|under|just over|just under)\s+)?$")
+_ARRIVED_BEFORE = re.compile(
+    _ARRIVAL + r"\s+(?:with you\s+|to you\s+)?(?:(?:over|more than|about|around|nearly|almost|some|only|"
+    r"just|roughly|approximately|at least|less than|under|just over|just under)\s+)?$"
+)
 _ARRIVAL_NEAR = re.compile(r"\b(?:delivered|arrived|received|reached|got|came|delivery)\b")
-_SINCE_ARRIVAL = re.compile(r"\s+since\s+(?:(?:it|you|the|your|they)\s+)?(?:\w+\s+){0,3}?" + _ARRIVAL + r"|\s+since\s+delivery")
-_QUALIFIER = re.compile(r"\b(over|more than|at least|just over|nearly|almost|about|around|roughly|approximately|some|"
-                        r"less than|under|just under|only)\s+$")
-_QUALIFIERS = {"over": "at_least", "more than": "at_least", "at least": "at_least", "just over": "at_least", "nearly": "about",
-               "almost": "about", "about": "about", "around": "about", "roughly": "about", "approximately": "about",
-               "some": "about", "less than": "at_most", "under": "at_most", "just under": "at_most", "only": "exact"}
+_SINCE_ARRIVAL = re.compile(
+    r"\s+since\s+(?:(?:it|you|the|your|they)\s+)?(?:\w+\s+){0,3}?" + _ARRIVAL + r"|\s+since\s+delivery"
+)
+_QUALIFIER = re.compile(
+    r"\b(over|more than|at least|just over|nearly|almost|about|around|roughly|approximately|some|"
+    r"less than|under|just under|only)\s+$"
+)
+_QUALIFIERS = {
+    "over": "at_least",
+    "more than": "at_least",
+    "at least": "at_least",
+    "just over": "at_least",
+    "nearly": "about",
+    "almost": "about",
+    "about": "about",
+    "around": "about",
+    "roughly": "about",
+    "approximately": "about",
+    "some": "about",
+    "less than": "at_most",
+    "under": "at_most",
+    "just under": "at_most",
+    "only": "exact",
+}
 
 
 def _elapsed_true(days: int, kind: str, actual: int) -> bool:
@@ -861,21 +1254,40 @@ def _elapsed_true(days: int, kind: str, actual: int) -> bool:
     return abs(actual - days) <= 1
 
 
-_APPROVAL_WORDS = frozenset({"approve", "confirm", "grant", "accept", "process", "issue", "complete", "authorise", "authorize",
-                             "yes", "do", "arrange", "send", "dispatch"})
+_APPROVAL_WORDS = frozenset(
+    {
+        "approve",
+        "confirm",
+        "grant",
+        "accept",
+        "process",
+        "issue",
+        "complete",
+        "authorise",
+        "authorize",
+        "yes",
+        "do",
+        "arrange",
+        "send",
+        "dispatch",
+    }
+)
 
 
 def _bare_approval(tokens: tuple[str, ...]) -> bool:
     """A clause that is only an approval ("approved", "confirmed and processed"), as in "Refund: approved"."""
-    return bool(tokens) and any(t in _APPROVAL_WORDS for t in tokens) and all(
-        t in _APPROVAL_WORDS or t in ("be", "now", "all", "fully", "and", "already") for t in tokens)
+    return (
+        bool(tokens)
+        and any(t in _APPROVAL_WORDS for t in tokens)
+        and all(t in _APPROVAL_WORDS or t in ("be", "now", "all", "fully", "and", "already") for t in tokens)
+    )
 
 
 _DONE_SO = Phrases("do so|do that|do this|do it|do just that")
 
 
 def _future_or_done_so(tokens: tuple[str, ...]) -> bool:
-    """"I've now done so", "we will do that" (or a clause ending in "done", cut before its "so")."""
+    """ "I've now done so", "we will do that" (or a clause ending in "done", cut before its "so")."""
     found = _DONE_SO.find(tokens)
     if found:
         i = found[0][0]
@@ -901,16 +1313,126 @@ def _future_or_done(tokens: tuple[str, ...]) -> bool:
 
 
 # Verbs of our own that give nothing: "I'll look into the refund", "we'll explain the refund process".
-_NOT_GIVING = frozenset({"consider", "review", "look", "check", "discuss", "talk", "explain", "assess", "decide", "need", "want",
-                         "like", "wish", "try", "hope", "request", "ask", "chase", "query", "investigate", "see", "think", "note",
-                         "pass", "forward", "escalate", "refer", "hand", "mention", "flag", "follow", "keep", "let", "update",
-                         "cancel", "stop", "hold", "pause", "reverse", "block", "refuse", "decline", "reject", "deny", "be",
-                         "have", "do", "not", "never", "no", "that", "this", "a", "an", "the", "your", "our", "it", "you",
-                         "to", "about", "on", "for", "monitor", "track", "watch", "confirm", "verify", "wait", "owe", "lose"})
-_ACT_FILLERS = frozenset({"still", "go", "ahead", "and", "just", "now", "also", "then", "right", "away", "quickly", "happily",
-                          "gladly", "personally", "definitely", "certainly", "already", "today", "immediately"})
-_IRREGULAR_PARTICIPLES = frozenset({"put", "sent", "got", "done", "made", "set", "run", "given", "paid", "sorted", "shot", "stuck",
-                                    "thrown", "chucked", "bunged", "pushed", "popped", "knocked"})
+_NOT_GIVING = frozenset(
+    {
+        "consider",
+        "review",
+        "look",
+        "check",
+        "discuss",
+        "talk",
+        "explain",
+        "assess",
+        "decide",
+        "need",
+        "want",
+        "like",
+        "wish",
+        "try",
+        "hope",
+        "request",
+        "ask",
+        "chase",
+        "query",
+        "investigate",
+        "see",
+        "think",
+        "note",
+        "pass",
+        "forward",
+        "escalate",
+        "refer",
+        "hand",
+        "mention",
+        "flag",
+        "follow",
+        "keep",
+        "let",
+        "update",
+        "cancel",
+        "stop",
+        "hold",
+        "pause",
+        "reverse",
+        "block",
+        "refuse",
+        "decline",
+        "reject",
+        "deny",
+        "be",
+        "have",
+        "do",
+        "not",
+        "never",
+        "no",
+        "that",
+        "this",
+        "a",
+        "an",
+        "the",
+        "your",
+        "our",
+        "it",
+        "you",
+        "to",
+        "about",
+        "on",
+        "for",
+        "monitor",
+        "track",
+        "watch",
+        "confirm",
+        "verify",
+        "wait",
+        "owe",
+        "lose",
+    }
+)
+_ACT_FILLERS = frozenset(
+    {
+        "still",
+        "go",
+        "ahead",
+        "and",
+        "just",
+        "now",
+        "also",
+        "then",
+        "right",
+        "away",
+        "quickly",
+        "happily",
+        "gladly",
+        "personally",
+        "definitely",
+        "certainly",
+        "already",
+        "today",
+        "immediately",
+    }
+)
+_IRREGULAR_PARTICIPLES = frozenset(
+    {
+        "put",
+        "sent",
+        "got",
+        "done",
+        "made",
+        "set",
+        "run",
+        "given",
+        "paid",
+        "sorted",
+        "shot",
+        "stuck",
+        "thrown",
+        "chucked",
+        "bunged",
+        "pushed",
+        "popped",
+        "knocked",
+    }
+)
 
 
 def _acted_on(clause: Clause) -> set[str]:
@@ -926,7 +1448,7 @@ def _acted_on(clause: Clause) -> set[str]:
         if aux not in ("will", "shall", "have", "be"):
             continue
         j += 1
-        if aux == "be" and tokens[j:j + 2] == ("go", "to"):
+        if aux == "be" and tokens[j : j + 2] == ("go", "to"):
             j, aux = j + 2, "will"
         while j < len(tokens) and tokens[j] in _ACT_FILLERS and not (tokens[j] == "go" and aux == "will"):
             j += 1
@@ -937,7 +1459,7 @@ def _acted_on(clause: Clause) -> set[str]:
             continue
         if aux == "be" and not word.endswith("ing"):
             continue
-        found |= _remedies(tokens[j + 1:j + 5])
+        found |= _remedies(tokens[j + 1 : j + 5])
     return found
 
 
@@ -946,9 +1468,10 @@ def _authority(tokens: tuple[str, ...]) -> bool:
 
 
 def _claim_approved(tokens: tuple[str, ...]) -> bool:
-    """"Your return for order X is approved": the claim itself is decided, no remedy named."""
-    return _CLAIM.in_(tokens) and any(not _negated_before(tokens, s) and tokens[s - 1:s] != ("to",)
-                                      for s, _ in _APPROVE.find(tokens))
+    """ "Your return for order X is approved": the claim itself is decided, no remedy named."""
+    return _CLAIM.in_(tokens) and any(
+        not _negated_before(tokens, s) and tokens[s - 1 : s] != ("to",) for s, _ in _APPROVE.find(tokens)
+    )
 
 
 def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | None]:
@@ -961,7 +1484,7 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
     inside: tuple[str, ...] = ()
     outside = tokens
     if kind is not None and span is not None:
-        inside, outside = tokens[span[0]:span[1]], tokens[:span[0]] + tokens[span[1]:]
+        inside, outside = tokens[span[0] : span[1]], tokens[: span[0]] + tokens[span[1] :]
     outside = _without_double_negation(outside)
     offers = _remedies(inside)
     if kind is not None or inherited is not None:
@@ -975,7 +1498,7 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
     remedies = _remedies(outside)
     plain = without_idioms(outside)
     # a condition that still promises ("once they've looked at it") hedges nothing by its own words
-    asserted = outside if span is None else tokens[:span[0]] + tokens[span[1]:]
+    asserted = outside if span is None else tokens[: span[0]] + tokens[span[1] :]
     asserted = _drop(asserted, _DECIDED)  # "I've decided to let it slide": a decision made is no hedge
     if clause.question or _HEDGE.in_(asserted) or any(t in NEGATORS for t in plain):
         asked = clause.question and _CHOICE.in_(outside)  # "would you like a replacement instead?"
@@ -992,17 +1515,23 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
 
 # ------------------------------------------------------------------------- facts and conduct
 
+
 def _lengths(text: str) -> list[tuple[int, int, int]]:
     """(days, start, end) of every stated duration."""
     out = [(round(int(m.group(1)) * _UNIT_DAYS[m.group(2)]), m.start(), m.end()) for m in _DAYS.finditer(text)]
-    out += [(round(_WORD_NUMBERS[m.group(1)] * _UNIT_DAYS[m.group(2)]), m.start(), m.end()) for m in _WORD_DAYS.finditer(text)]
+    out += [
+        (round(_WORD_NUMBERS[m.group(1)] * _UNIT_DAYS[m.group(2)]), m.start(), m.end())
+        for m in _WORD_DAYS.finditer(text)
+    ]
     return out
 
 
 # An elapsed time is never a limit: "delivered 223 days ago", "it has been 45 days since delivery".
 _ELAPSED_AFTER = re.compile(r"\s*(?:ago|since|now|so far|already)\b")
-_ELAPSED_BEFORE = re.compile(r"\b(?:delivered|arrived|received|waited|been|had\b[\w\s'-]{0,40}?\bfor|used\b[\w\s'-]{0,40}?\bfor)\s+"
-                             r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$")
+_ELAPSED_BEFORE = re.compile(
+    r"\b(?:delivered|arrived|received|waited|been|had\b[\w\s'-]{0,40}?\bfor|used\b[\w\s'-]{0,40}?\bfor)\s+"
+    r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$"
+)
 # A limit needs its own context: "ship within two days" is no return window.
 _WARRANTY_CONTEXT = re.compile(r"warrant|guarant|coverage")
 _WINDOW_CONTEXT = re.compile(r"return|window|policy|limit|deadline")
@@ -1015,7 +1544,7 @@ def _durations(text: str) -> tuple[set[int], set[int]]:
     """The return-window and warranty lengths stated: each duration goes to the nearer context."""
     windows, warranties = set(), set()
     for days, start, end in _lengths(text):
-        before, after = text[max(0, start - 40):start], text[end:end + 50]
+        before, after = text[max(0, start - 40) : start], text[end : end + 50]
         if _ELAPSED_AFTER.match(after) or _ELAPSED_BEFORE.search(before):
             continue
         warranty, window = _distance(_WARRANTY_CONTEXT, before, after), _distance(_WINDOW_CONTEXT, before, after)
@@ -1033,17 +1562,32 @@ def _distance(pattern: re.Pattern[str], before: str, after: str) -> int | None:
 
 def _rude(text: str, tokens: tuple[str, ...]) -> tuple[str, ...]:
     """Insults and dismissals, blame and lecturing, in the normalised ``text`` and its lemmas ``tokens``."""
-    found = {" ".join(tokens[s:e]) for s, e in _RUDE.find(tokens)
-             if not _negated_before(tokens, s) and not _kind_whatever(tokens, s)}
+    found = {
+        " ".join(tokens[s:e])
+        for s, e in _RUDE.find(tokens)
+        if not _negated_before(tokens, s) and not _kind_whatever(tokens, s)
+    }
     plain = without_idioms(tokens)
-    found |= {" ".join(plain[s:e]) for s, e in _BLAME.find(plain) if not _negated_before(plain, s) and not _excused(plain, s, e)}
+    found |= {
+        " ".join(plain[s:e])
+        for s, e in _BLAME.find(plain)
+        if not _negated_before(plain, s) and not _excused(plain, s, e)
+    }
     found |= {sentence for sentence in sentences(text) if _lectures(lemmas(sentence))}
-    found |= {c.text for c in clauses(text) if _lectures(c.lemmas)}  # "… so we can't replace it - treat it with more care"
+    found |= {
+        c.text for c in clauses(text) if _lectures(c.lemmas)
+    }  # "… so we can't replace it - treat it with more care"
     found |= {c.text for c in clauses(text) if c.lemmas in _SCOFFS and c.sentence.startswith(c.text)}
-    found |= {m.group(0) for m in _HINDSIGHT.finditer(text)
-              if m.group(1) is None or (_PARTICIPLE.fullmatch(m.group(1)) and m.group(1) not in _EXPECTED)}
-    found |= {m.group(0) for m in _PASSIVE_HINDSIGHT.finditer(text)
-              if not re.search(r"\b(?:we|i|our)\b", text[max(0, m.start() - 40):m.start()])}
+    found |= {
+        m.group(0)
+        for m in _HINDSIGHT.finditer(text)
+        if m.group(1) is None or (_PARTICIPLE.fullmatch(m.group(1)) and m.group(1) not in _EXPECTED)
+    }
+    found |= {
+        m.group(0)
+        for m in _PASSIVE_HINDSIGHT.finditer(text)
+        if not re.search(r"\b(?:we|i|our)\b", text[max(0, m.start() - 40) : m.start()])
+    }
     return tuple(sorted(found))
 
 
@@ -1071,16 +1615,20 @@ def _excused(tokens: tuple[str, ...], start: int, end: int) -> bool:
     """Blame-shaped phrases that blame nobody: "please check at your end" asks for a check, and "next
     time we'll check the stock" or "we'll take more care" are about ourselves."""
     if tokens[end - 1] == "end":
-        return any(t in _CHECKING for t in tokens[max(0, start - 4):start])
+        return any(t in _CHECKING for t in tokens[max(0, start - 4) : start])
     if not any(t in tokens[start:end] for t in ("time", "future", "forward", "now", "care", "carefully", "clearly")):
         return False
-    return any(t in ("we", "i", "our", "us") for t in tokens[max(0, start - 2):end])
+    return any(t in ("we", "i", "our", "us") for t in tokens[max(0, start - 2) : end])
 
 
 def _kind_whatever(tokens: tuple[str, ...], start: int) -> bool:
-    """"whatever they find" / "whatever you need" is not dismissive; a bare "whatever" is."""
-    return tokens[start] == "whatever" and start + 1 < len(tokens) and tokens[start + 1] in (
-        "they", "you", "the", "we", "it", "your", "is", "be", "happen", "works", "work", "suit")
+    """ "whatever they find" / "whatever you need" is not dismissive; a bare "whatever" is."""
+    return (
+        tokens[start] == "whatever"
+        and start + 1 < len(tokens)
+        and tokens[start + 1]
+        in ("they", "you", "the", "we", "it", "your", "is", "be", "happen", "works", "work", "suit")
+    )
 
 
 @lru_cache(maxsize=8192)
@@ -1115,13 +1663,21 @@ def meaning(reply: str) -> Meaning:
         holds = holds or _HOLD.in_(clause.lemmas)
         prejudges = prejudges or (_SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question)
         # what the team usually decides decides it: "they nearly always say yes to these"
-        prejudges = prejudges or (_USUALLY.in_(clause.lemmas) and _VERDICT.in_(clause.lemmas) and not clause.question
-                                  and not outcome.conditional)
+        prejudges = prejudges or (
+            _USUALLY.in_(clause.lemmas)
+            and _VERDICT.in_(clause.lemmas)
+            and not clause.question
+            and not outcome.conditional
+        )
         if not outcome.conditional:
             found = _reasons(clause)
             said.reasons |= found
             said.facts |= found & _ORDER_FACTS
-            if _REASONS["window"][0].in_(clause.lemmas) and _WINDOW_PASSED.in_(clause.lemmas) and not _WINDOW_OK.in_(clause.lemmas):
+            if (
+                _REASONS["window"][0].in_(clause.lemmas)
+                and _WINDOW_PASSED.in_(clause.lemmas)
+                and not _WINDOW_OK.in_(clause.lemmas)
+            ):
                 said.facts.add("window")
     refuses, reasons, facts = said.commit(refuses, reasons, facts)
     text = normalize(reply)
@@ -1142,7 +1698,9 @@ def meaning(reply: str) -> Meaning:
         courteous=_COURTESY.in_(all_lemmas) or (_GREETING.match(text) is not None and _HELPFUL.in_(all_lemmas)),
         rude=_rude(text, all_lemmas) + _insinuates(text),
         leaks=tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas) if not _third_party(all_lemmas, s, e))
-        + _history(text) + _record_mentions(text) + tuple(sorted(f"names the {q} team" for q in teams & {"Fraud"})),
+        + _history(text)
+        + _record_mentions(text)
+        + tuple(sorted(f"names the {q} team" for q in teams & {"Fraud"})),
         options=frozenset(options - grants),
         prejudges=prejudges,
         facts=frozenset(facts),
@@ -1168,8 +1726,10 @@ class _Said:
 
 # A rule named only to say it does not apply: "Earbuds are normally a hygiene item, but that rule doesn't
 # apply when we've sent the wrong model".
-_INAPPLICABLE = Phrases("not apply|not relevant|not matter|not count|not come into|make no difference|no bearing|"
-                        "not the case here|not affect|not cover by that|not an issue here|not a factor")
+_INAPPLICABLE = Phrases(
+    "not apply|not relevant|not matter|not count|not come into|make no difference|no bearing|"
+    "not the case here|not affect|not cover by that|not an issue here|not a factor"
+)
 
 
 def _inapplicable(sentence: str) -> bool:
@@ -1178,19 +1738,22 @@ def _inapplicable(sentence: str) -> bool:
 
 def _third_party(tokens: tuple[str, ...], start: int, end: int) -> bool:
     """A fraud team of the bank or the card provider, not ours: "your card provider's fraud team can help"."""
-    return "fraud" in tokens[start:end] and any(t in _THIRD_PARTY for t in tokens[max(0, start - 4):start])
+    return "fraud" in tokens[start:end] and any(t in _THIRD_PARTY for t in tokens[max(0, start - 4) : start])
 
 
 # Courtesy is respect and warmth, not a word list: warm words, or a greeting and a helpful close ("Hi Tom,
 # … just reply and I'll set that up", "Hello Ava, … We'll be in touch soon").
 _GREETING = re.compile(r"\s*(?:hi|hello|hey|dear|good\s+(?:morning|afternoon|evening)|greetings|hiya)\b(?!\s*[.!]\s)")
-_HELPFUL = Phrases("be in touch|in touch|update you|keep you update|keep you post|let you know|get back to you|reply|"
-                   "let me know|let us know|any question|anything else|feel free|hesitate|here to help|set that up|"
-                   "set it up|just ask|reach out|contact us|write back|follow up|hear from|email you|contact you|"
-                   "help|assist|look after you|hear back")
+_HELPFUL = Phrases(
+    "be in touch|in touch|update you|keep you update|keep you post|let you know|get back to you|reply|"
+    "let me know|let us know|any question|anything else|feel free|hesitate|here to help|set that up|"
+    "set it up|just ask|reach out|contact us|write back|follow up|hear from|email you|contact you|"
+    "help|assist|look after you|hear back"
+)
 
 
 # ------------------------------------------------------------------------------------ judging
+
 
 @dataclass(frozen=True)
 class Judgement:
@@ -1258,11 +1821,15 @@ def _facts_problems(m: Meaning, ticket: Ticket, verdict: Verdict | None) -> list
     if verdict is not None:
         allowed.add(verdict.refund_amount)
     if any(all(abs(a - ok) > 0.01 for ok in allowed) for a in m.amounts):
-        problems.append(f"states an amount ({', '.join(f'${a:.2f}' for a in sorted(m.amounts))}) that is not the refund")
+        problems.append(
+            f"states an amount ({', '.join(f'${a:.2f}' for a in sorted(m.amounts))}) that is not the refund"
+        )
     return problems
 
 
-def judge(reply: str, ticket: Ticket, decision: str | None, verdict: Verdict | None, revealed: frozenset[str]) -> Judgement:
+def judge(
+    reply: str, ticket: Ticket, decision: str | None, verdict: Verdict | None, revealed: frozenset[str]
+) -> Judgement:
     """The reply checks for ``reply`` on ``ticket``, against the agent's own ``decision`` (None when
     routing) and the policy's ``verdict`` for the facts known when it decided."""
     m = meaning(reply)
@@ -1303,7 +1870,9 @@ def judge(reply: str, ticket: Ticket, decision: str | None, verdict: Verdict | N
         other = "replacement" if remedy == "refund" else "refund"
         states = remedy in m.grants and other not in m.grants and not m.refuses
         if not states:
-            outcome.append(f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else ""))
+            outcome.append(
+                f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else "")
+            )
     if decision is None and verdict is not None and verdict.queue != "General":
         # a holding reply tells the customer who handles the ticket: another team misinforms them
         for team in sorted(m.teams - {verdict.queue, "Fraud"}):

@@ -59,7 +59,9 @@ def bind(case: str, nth: int = 0) -> tuple[Ticket, Verdict, frozenset[str]]:
     for dataset, split in ((PUBLIC, "dev"), (PUBLIC, "train"), (_SPARE, "test")):
         for ticket in dataset.tickets(split):
             found = _matches(case, ticket)
-            if found is not None and (case != "route/Escalations" or full_information_verdict(ticket).gold == "approve_refund"):
+            if found is not None and (
+                case != "route/Escalations" or full_information_verdict(ticket).gold == "approve_refund"
+            ):
                 last = ticket, found[0], found[1]
                 if nth == 0:
                     return last
@@ -97,5 +99,10 @@ def rates(entries: list[dict[str, Any]], nth: int = 0) -> dict[str, Any]:
     fn = [e["id"] for e in entries if not judged(e, nth)[1] and e["expected"]["acceptable"]]
     bad = sum(1 for e in entries if not e["expected"]["acceptable"])
     good = len(entries) - bad
-    return {"entries": len(entries), "false_positive_rate": round(len(fp) / bad, 4), "false_negative_rate": round(len(fn) / good, 4),
-            "false_positives": fp, "false_negatives": fn}
+    return {
+        "entries": len(entries),
+        "false_positive_rate": round(len(fp) / bad, 4),
+        "false_negative_rate": round(len(fn) / good, 4),
+        "false_positives": fp,
+        "false_negatives": fn,
+    }

@@ -29,14 +29,15 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from tests.env.corpus_binding import load, rates
 
 from service.env.replies import meaning
+from tests.env.corpus_binding import load, rates
 
 BOUND = 0.05
 
 
 # ------------------------------------------------------------------------------------ (a) rates
+
 
 @pytest.mark.parametrize("name", ["replies.jsonl", "replies_holdout.jsonl"])
 def test_false_positive_and_false_negative_rates_are_at_most_five_percent(name: str) -> None:
@@ -62,11 +63,11 @@ def test_the_rates_hold_on_other_tickets_of_each_case(name: str, nth: int) -> No
 # mediocre (vague, hedging, curt, missing the order id or the reason).
 _FAULTS = {
     "contradictory": r"contradict|approves and (declines|refuses)|same breath|at once|confirms and refuses|and then|"
-                     r"then (promises|refunds|grants|approves)|done and also|and refunds|but refunds|but offers",
+    r"then (promises|refunds|grants|approves)|done and also|and refunds|but refunds|but offers",
     "rude": r"rude|lectur|blames?\b|scold|condescend|sarcas|dismissive|hostile|accus|dig at|passive-aggressive",
     "leaking": r"leak|disclos|reveal|names the fraud|implies the customer's account|mentions the .*(history|chargeback)",
     "promising": r"promis|anticipates|decides|approves (a|the)|not approve the|accepts the|decision declines|"
-                 r"against the decision|grants a",
+    r"against the decision|grants a",
     "wrong": r"false|wrong|invent|made-up|opposite|but the agent decided|real reason|instead of|ours is|is different",
 }
 KINDS = ("good", "mediocre", "wrong", "contradictory", "rude", "leaking", "promising")
@@ -97,6 +98,7 @@ def test_the_corpus_is_large_and_spans_every_kind_of_reply() -> None:
 
 # ------------------------------------------------------------------- (c) reading rules, by class
 
+
 def test_word_boundaries_hold_in_the_new_rules() -> None:
     m = meaning("It was caused in transit, sorry. A new pair of Underwear is on its way to you as a replacement.")
     assert m.grants == {"replacement"}  # "on * way" (the gap was dropped when parsing phrases)
@@ -107,20 +109,30 @@ def test_word_boundaries_hold_in_the_new_rules() -> None:
 
 def test_reasons_are_read_where_they_are_reasons() -> None:
     # ordinary-wear wording is not the used-item reason
-    assert "used" not in meaning("What they show is the wear that builds up with regular use over time, "
-                                 "so we can't replace it.").reasons
+    assert (
+        "used"
+        not in meaning(
+            "What they show is the wear that builds up with regular use over time, so we can't replace it."
+        ).reasons
+    )
     # an arrival still to come, or a finding that is not the parcel, is not the parcel-found reason
     assert "parcel_found" not in meaning("It should reach you within a few days, so we can't replace it yet.").reasons
     assert "parcel_found" not in meaning("We found only one charge on your card, so there's nothing to refund.").reasons
     # a warranty's scope is not its end
-    assert "warranty" not in meaning("This is wear and tear, which our warranty doesn't cover, so we can't replace it.").reasons
+    assert (
+        "warranty"
+        not in meaning("This is wear and tear, which our warranty doesn't cover, so we can't replace it.").reasons
+    )
 
 
 def test_durations_are_limits_only_in_their_own_context() -> None:
     assert meaning("We're sending a replacement, and it should ship within two days.").window_days == frozenset()
     m = meaning("It was delivered 223 days ago, and the warranty covers 180 days, so we can't replace it.")
     assert m.warranty_days == {180} and m.window_days == frozenset()
-    assert meaning("The product's warranty lasted 180 days from delivery and has since expired.").window_days == frozenset()
+    assert (
+        meaning("The product's warranty lasted 180 days from delivery and has since expired.").window_days
+        == frozenset()
+    )
     assert meaning("Our products carry a 24-month warranty.").warranty_days == {730}
 
 
@@ -134,8 +146,10 @@ def test_negated_refusals_and_undecided_replies_refuse_nothing() -> None:
     assert not m.refuses and m.grants == {"refund"}
     m = meaning("We would never refuse a genuine damage claim - a replacement is already on its way.")
     assert not m.refuses and m.grants == {"replacement"}
-    for undecided in ("We haven't approved or refused anything yet - the team is reviewing it.",
-                      "Nothing has been approved or turned down yet."):
+    for undecided in (
+        "We haven't approved or refused anything yet - the team is reviewing it.",
+        "Nothing has been approved or turned down yet.",
+    ):
         m = meaning(undecided)
         assert not m.refuses and not m.grants, undecided
     assert meaning("I'm sorry your order didn't work out; we've refunded you in full.").refuses is False
@@ -143,8 +157,10 @@ def test_negated_refusals_and_undecided_replies_refuse_nothing() -> None:
 
 
 def test_contradictions_are_both_a_grant_and_a_refusal() -> None:
-    m = meaning("Since it has been worn we can't accept this return. That said, if you post it back to us "
-                "we'll still refund you in full.")
+    m = meaning(
+        "Since it has been worn we can't accept this return. That said, if you post it back to us "
+        "we'll still refund you in full."
+    )
     assert m.refuses and m.grants == {"refund"}  # the customer's own action still promises the refund
     m = meaning("It looks like normal wear and tear to us, but we'll send a replacement if you'd like one.")
     assert m.options == {"replacement"} and not m.grants  # offered at the customer's choice
@@ -177,47 +193,63 @@ def test_approving_the_claim_itself_decides_it() -> None:
 
 
 def test_blame_and_lecturing_are_rude() -> None:
-    for blame in ("You should have tried it on indoors before wearing it outside.",
-                  "The fault is most likely down to how the item was handled at your end.",
-                  "It looks like it hasn't been looked after very well.",
-                  "Next time please check with your neighbours before opening a claim.",
-                  "There's no duplicate charge - you've misread your bank statement.",
-                  "Please be more careful when choosing your size next time.",
-                  "It's taken longer because you left the order number out of your first message."):
+    for blame in (
+        "You should have tried it on indoors before wearing it outside.",
+        "The fault is most likely down to how the item was handled at your end.",
+        "It looks like it hasn't been looked after very well.",
+        "Next time please check with your neighbours before opening a claim.",
+        "There's no duplicate charge - you've misread your bank statement.",
+        "Please be more careful when choosing your size next time.",
+        "It's taken longer because you left the order number out of your first message.",
+    ):
         assert meaning(blame).rude, blame
-    for kind in ("This is not your fault at all.", "Whatever they find, we'll keep you updated.",
-                 "I understand how you feel.", "You should have received a label by email.",
-                 "Please check at your end whether the charge is still pending.",
-                 "Next time we'll check the stock before dispatching."):
+    for kind in (
+        "This is not your fault at all.",
+        "Whatever they find, we'll keep you updated.",
+        "I understand how you feel.",
+        "You should have received a label by email.",
+        "Please check at your end whether the charge is still pending.",
+        "Next time we'll check the stock before dispatching.",
+    ):
         assert meaning(kind).rude == (), kind
 
 
 def test_leaks_of_return_behaviour_and_account_flags() -> None:
-    for leak in ("Even though your account has a high return rate, we've approved a replacement.",
-                 "Your account has been flagged, so it has been passed to a specialist team.",
-                 "Because you've returned a lot of items recently, this needs another look."):
+    for leak in (
+        "Even though your account has a high return rate, we've approved a replacement.",
+        "Your account has been flagged, so it has been passed to a specialist team.",
+        "Because you've returned a lot of items recently, this needs another look.",
+    ):
         assert meaning(leak).leaks, leak
-    for discreet in ("Thanks for flagging this with us.", "I've asked Billing to go through the transaction history.",
-                     "Keeping an eye on your statement helps protect you from card fraud."):
+    for discreet in (
+        "Thanks for flagging this with us.",
+        "I've asked Billing to go through the transaction history.",
+        "Keeping an eye on your statement helps protect you from card fraud.",
+    ):
         assert meaning(discreet).leaks == (), discreet
 
 
 # ------------------------------------------------- (d) the classes the #12 audit found (new replies)
 
+
 def test_an_arrival_dated_by_elapsed_time_is_not_a_found_parcel() -> None:
-    for dated in ("Unfortunately, since your order reached you more than 30 days ago, it's no longer eligible for return.",
-                  "Sorry, the item reached you 41 days ago, past our 30-day return window, so we can't take it back.",
-                  "It's been 44 days since you got it, which is over our 30-day limit, so I can't accept this one.",
-                  "You've had it since it reached you 42 days ago, so we can't take it back."):
+    for dated in (
+        "Unfortunately, since your order reached you more than 30 days ago, it's no longer eligible for return.",
+        "Sorry, the item reached you 41 days ago, past our 30-day return window, so we can't take it back.",
+        "It's been 44 days since you got it, which is over our 30-day limit, so I can't accept this one.",
+        "You've had it since it reached you 42 days ago, so we can't take it back.",
+    ):
         assert "parcel_found" not in meaning(dated).reasons, dated
     assert "parcel_found" in meaning("Glad the parcel turned up! Since you have it, there's nothing to refund.").reasons
 
 
 def test_a_negated_or_doubly_negated_refusal_refuses_nothing() -> None:
-    for approval in ("I'm not going to refuse this: your refund is on its way.",
-                     "There's no reason we can't refund this - your refund has been approved.",
-                     "I see no reason not to refund it, so I've issued the full refund to your card today.",
-                     "I wouldn't dream of turning this down - your refund has been processed."):
+    for approval in (
+        "I'm not going to refuse this: your refund is on its way.",
+        "There's no reason we can't refund this - your refund has been approved.",
+        "I see no reason not to refund it, so I've issued the full refund to your card today.",
+        "I wouldn't dream of turning this down - your refund has been processed.",
+    ):
         m = meaning(approval)
         assert not m.refuses and m.grants == {"refund"}, approval
     m = meaning("There's nothing stopping us from refunding your order, and I've now done so in full.")
@@ -226,64 +258,89 @@ def test_a_negated_or_doubly_negated_refusal_refuses_nothing() -> None:
 
 
 def test_a_new_item_on_its_way_is_a_replacement_whatever_the_words_between() -> None:
-    for sent in ("We'll get another pair out to you this week.",
-                 "A brand-new Wireless Earbuds will be dispatched to you tomorrow.",
-                 "We can't wait to get the right Wireless Earbuds to you - it ships today.",
-                 "We'll have a new Ceramic Table Lamp with you in a couple of days.",
-                 "The correct Ceramic Table Lamp is being prepared and will be delivered to you this week."):
+    for sent in (
+        "We'll get another pair out to you this week.",
+        "A brand-new Wireless Earbuds will be dispatched to you tomorrow.",
+        "We can't wait to get the right Wireless Earbuds to you - it ships today.",
+        "We'll have a new Ceramic Table Lamp with you in a couple of days.",
+        "The correct Ceramic Table Lamp is being prepared and will be delivered to you this week.",
+    ):
         assert meaning(sent).grants == {"replacement"}, sent
-    for not_an_item in ("You're right to contact us - we'll refund you in full today.",
-                        "We'll send you a new tracking number shortly."):
+    for not_an_item in (
+        "You're right to contact us - we'll refund you in full today.",
+        "We'll send you a new tracking number shortly.",
+    ):
         assert "replacement" not in meaning(not_an_item).grants, not_an_item
 
 
 def test_a_single_charge_is_read_with_the_amount_in_between() -> None:
-    for once in ("Our records show you were charged $295.99 once.", "We took $84.00 from your card only once.",
-                 "Your card was billed $120.00 a single time."):
+    for once in (
+        "Our records show you were charged $295.99 once.",
+        "We took $84.00 from your card only once.",
+        "Your card was billed $120.00 a single time.",
+    ):
         assert "not_charged_twice" in meaning(once).reasons, once
 
 
 def test_lost_in_transit_is_its_own_fact_not_the_in_transit_reason() -> None:
-    for lost in ("Your order was lost in transit, so we can't refund it.", "It went missing in transit, so we can't refund it.",
-                 "The courier has lost your order, so we cannot replace it."):
+    for lost in (
+        "Your order was lost in transit, so we can't refund it.",
+        "It went missing in transit, so we can't refund it.",
+        "The courier has lost your order, so we cannot replace it.",
+    ):
         m = meaning(lost)
         assert "in_transit" not in m.reasons and "lost" in m.reasons, lost
     assert "in_transit" in meaning("It hasn't been lost - it's still in transit, so we can't replace it yet.").reasons
 
 
 def test_deflecting_sarcastic_and_lecturing_replies_are_rude() -> None:
-    for rude in ("Come on - it has clearly been used, so obviously we won't take it back.",
-                 "That's really between you and the courier, not us.",
-                 "Frankly it's not our job to take back things you've used.",
-                 "Please read our returns policy before contacting us.",
-                 "Delivery is the courier's problem, not ours.",
-                 "Seriously? It has been used, so no.",
-                 "That's just how it is, take it or leave it.",
-                 "You really should read the returns policy before you order."):
+    for rude in (
+        "Come on - it has clearly been used, so obviously we won't take it back.",
+        "That's really between you and the courier, not us.",
+        "Frankly it's not our job to take back things you've used.",
+        "Please read our returns policy before contacting us.",
+        "Delivery is the courier's problem, not ours.",
+        "Seriously? It has been used, so no.",
+        "That's just how it is, take it or leave it.",
+        "You really should read the returns policy before you order.",
+    ):
         assert meaning(rude).rude, rude
-    for kind in ("We take this seriously and are sorry for the trouble.", "This won't happen again, I promise.",
-                 "Please contact us again if it hasn't arrived by Friday.", "I've passed it to the courier's claims team."):
+    for kind in (
+        "We take this seriously and are sorry for the trouble.",
+        "This won't happen again, I promise.",
+        "Please contact us again if it hasn't arrived by Friday.",
+        "I've passed it to the courier's claims team.",
+    ):
         assert meaning(kind).rude == (), kind
 
 
 def test_the_customers_record_is_a_leak_in_any_words() -> None:
-    for leak in ("Looking at your account, you've sent back eight orders this year, so we can't verify this claim.",
-                 "Because of the disputes you've raised with your bank in the past, we can't verify this claim.",
-                 "Since you've returned five items in the last few months, we aren't able to verify this claim.",
-                 "Given how many parcels you've sent back to us, we can't verify this claim.",
-                 "Your account shows several reversed payments, so we can't verify this claim."):
+    for leak in (
+        "Looking at your account, you've sent back eight orders this year, so we can't verify this claim.",
+        "Because of the disputes you've raised with your bank in the past, we can't verify this claim.",
+        "Since you've returned five items in the last few months, we aren't able to verify this claim.",
+        "Given how many parcels you've sent back to us, we can't verify this claim.",
+        "Your account shows several reversed payments, so we can't verify this claim.",
+    ):
         assert meaning(leak).leaks, leak
-    for instruction in ("Once you've sent back the two items, we'll refund you.", "Thanks for sending back the parcel last week."):
+    for instruction in (
+        "Once you've sent back the two items, we'll refund you.",
+        "Thanks for sending back the parcel last week.",
+    ):
         assert meaning(instruction).leaks == (), instruction
 
 
 def test_a_holding_reply_that_guesses_the_decision_prejudges_it() -> None:
-    for guess in ("I've passed this to our Returns team, but honestly I doubt they'll accept it.",
-                  "I've passed it on; I'd expect them to approve it.",
-                  "I've sent it to the specialist team, though I don't think they'll be able to accept it."):
+    for guess in (
+        "I've passed this to our Returns team, but honestly I doubt they'll accept it.",
+        "I've passed it on; I'd expect them to approve it.",
+        "I've sent it to the specialist team, though I don't think they'll be able to accept it.",
+    ):
         assert meaning(guess).prejudges, guess
-    for plain in ("I've passed it on; I expect they'll be in touch within two working days.",
-                  "I've sent it to a senior colleague, and I hope to have an update for you by Friday."):
+    for plain in (
+        "I've passed it on; I expect they'll be in touch within two working days.",
+        "I've sent it to a senior colleague, and I hope to have an update for you by Friday.",
+    ):
         assert not meaning(plain).prejudges, plain
 
 
@@ -291,9 +348,13 @@ def test_facts_about_the_order_are_read_in_approvals_too() -> None:
     assert "window" in meaning("Although it's outside our 30-day window, we'll refund you anyway.").facts
     assert "used" in meaning("Even though it has been used, we'll refund you as a goodwill gesture.").facts
     # an adverb inside the verb group changes nothing: "you have clearly used it"
-    assert "used" in meaning("Since you have clearly used the lamp we would usually say no, but we've refunded you.").facts
-    for true_in_any_case in ("Returns are accepted within 30 days of delivery, and yours qualifies, so I've refunded you.",
-                             "Your return is well within our 30-day window, so I've issued a full refund."):
+    assert (
+        "used" in meaning("Since you have clearly used the lamp we would usually say no, but we've refunded you.").facts
+    )
+    for true_in_any_case in (
+        "Returns are accepted within 30 days of delivery, and yours qualifies, so I've refunded you.",
+        "Your return is well within our 30-day window, so I've issued a full refund.",
+    ):
         assert "window" not in meaning(true_in_any_case).facts, true_in_any_case
 
 
@@ -308,7 +369,9 @@ def test_general_history_certainty_and_imperative_lectures() -> None:
 
 def test_labels_reports_and_rhetorical_questions() -> None:
     assert meaning("Refund: approved. Amount: $86.95.").grants == {"refund"}
-    assert meaning("hi, thanks for ur patience - refund for order ORD-83677752 is done, should hit ur card soon").grants == {"refund"}
+    assert meaning(
+        "hi, thanks for ur patience - refund for order ORD-83677752 is done, should hit ur card soon"
+    ).grants == {"refund"}
     assert not meaning("Let's see what can be done about it.").grants
     assert meaning("Honestly, who returns something after using it?").rude
     for plain_question in ("Who would you like us to send it to?", "Could you tell us who signed for it?"):
@@ -317,7 +380,13 @@ def test_labels_reports_and_rhetorical_questions() -> None:
 
 def test_the_time_since_delivery_is_read_with_its_qualifier() -> None:
     assert meaning("It was delivered 60 days ago, past our 30-day window.").elapsed == ((60, "exact"),)
-    assert meaning("Since your order reached you more than 30 days ago, it can't be returned.").elapsed == ((30, "at_least"),)
-    assert meaning("You've had the Vitamin C Serum for 42 days now, so it's outside our window.").elapsed == ((42, "exact"),)
-    assert meaning("You've had the Vitamin C Serum for 42 days now, so it's outside our 30-day window.").window_days == {30}
+    assert meaning("Since your order reached you more than 30 days ago, it can't be returned.").elapsed == (
+        (30, "at_least"),
+    )
+    assert meaning("You've had the Vitamin C Serum for 42 days now, so it's outside our window.").elapsed == (
+        (42, "exact"),
+    )
+    assert meaning(
+        "You've had the Vitamin C Serum for 42 days now, so it's outside our 30-day window."
+    ).window_days == {30}
     assert meaning("Returns are accepted within 30 days of delivery.").elapsed == ()
