@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test run data clean
+.PHONY: test lint run data clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,8 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## test: install the test dependencies into .venv and run the whole suite
-test: $(STAMP)
+## lint: ruff (lint rules and formatting), mypy, and import-linter's layering contracts (pyproject.toml)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## test: install the test dependencies into .venv, run the linters, then the whole suite
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## run: serve on 0.0.0.0:$${PORT:-7860} with embedded SQLite under ./data/
