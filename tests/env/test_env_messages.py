@@ -355,7 +355,7 @@ def test_answers_cover_each_topic_in_order_and_fall_back_to_the_claim():
     # nothing hidden: answer from what the claim already says
     assert read_usage(answer({"usage"}, HiddenFacts(), claim("damaged", used=False))) is False
     assert read_usage(answer({"usage"}, HiddenFacts(), claim("damaged", used=True))) is True
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown answer topics"):
         answer({"weather"}, HiddenFacts())
 
 

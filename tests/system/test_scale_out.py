@@ -314,7 +314,8 @@ async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored
             ).raise_for_status()  # b's copy is stale
             barrier = threading.Barrier(4, timeout=30)
 
-            def deliver(episode_id: str = episode_id) -> None:  # the same request, delivered 4 times to b at once
+            # the same request, delivered 4 times to b at once
+            def deliver(episode_id: str = episode_id, barrier: threading.Barrier = barrier) -> None:
                 with httpx.Client(base_url=b.url, timeout=15.0, headers=token) as c:
                     barrier.wait()
                     answers.append(
