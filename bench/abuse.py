@@ -287,7 +287,10 @@ def main(argv: list[str] | None = None) -> None:
         "--heavy-limit",
         type=int,
         default=2,
-        help="heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): the page reader's pace",
+        help=(
+            "heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): "
+            "the page reader's pace"
+        ),
     )
     parser.add_argument(
         "--run-trials", type=int, default=8, help="trials of the dev run the page reader reads (8: 3,200 entries)"

@@ -280,8 +280,9 @@ async def test_racing_agents_across_two_servers(
     assert stored_transitions >= PAIRS * 3, f"only {stored_transitions} steps: the race did not run"
     assert conflicts + replays > 0, "no step ever raced: the test proved nothing"
     print(
-        f"\nscale-out[{shared_settings.database_url.split(':')[0]}]: {len(outcomes)} step requests, {stored_transitions} applied, "
-        f"{conflicts} conflicts (409), {replays} duplicate deliveries answered with the stored result, {len(db)} episodes"
+        f"\nscale-out[{shared_settings.database_url.split(':')[0]}]: {len(outcomes)} step requests, "
+        f"{stored_transitions} applied, {conflicts} conflicts (409), "
+        f"{replays} duplicate deliveries answered with the stored result, {len(db)} episodes"
     )
 
 
