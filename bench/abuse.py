@@ -106,7 +106,9 @@ async def _abuse(
 
     async def read_page(client: httpx.AsyncClient, n: int) -> httpx.Response:
         per_page = 200 - n % 100  # a page size, number and format never asked before: never a cached page
-        params = {"page": 1 + n % 3, "per_page": per_page, **({"format": "html"} if n % 2 else {})}
+        params: dict[str, str | int] = {"page": 1 + n % 3, "per_page": per_page}
+        if n % 2:
+            params["format"] = "html"
         return await client.get(f"/runs/{run_id}", params=params)
 
     async def one(client: httpx.AsyncClient, n: int) -> None:
