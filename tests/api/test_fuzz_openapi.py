@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given
+from hypothesis import HealthCheck, Phase, given, seed
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
@@ -47,6 +47,13 @@ from service.app import create_app
 from service.settings import Settings
 
 MAX_EXAMPLES = 25  # per operation and generation mode
+# The cases of every operation come from this seed. Hypothesis's derandomize seeds from a hash of the
+# test function's source, so moving or re-indenting `run` alone picked other cases (and 25 of those
+# may never reach a 200 on POST /step); this is the seed that hash gave when `run` was nested in
+# _fuzz's loops, so the same cases run as before it moved.
+FUZZ_SEED = int(
+    "7448082625039812309415073616556457189095362820129607844660386340411120293370038020202282665659530427133422300203860"
+)
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 DECISION = next(t.id for t in core.TASKS.values() if t.family == "decision")
 VALID_ACTIONS: list[dict[str, Any]] = [
@@ -190,6 +197,7 @@ def _fuzz_operation(
         database=None,
         suppress_health_check=list(HealthCheck),
     )
+    @seed(FUZZ_SEED)
     @given(case=operation.as_strategy(mode), data=st.data())
     def run(case: Any, data: st.DataObject) -> None:
         known.apply(case, data)
