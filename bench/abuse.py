@@ -39,6 +39,7 @@ import statistics
 import sys
 import tempfile
 import time
+from multiprocessing.context import SpawnContext
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,9 @@ async def _abuse(
 
     async def read_page(client: httpx.AsyncClient, n: int) -> httpx.Response:
         per_page = 200 - n % 100  # a page size, number and format never asked before: never a cached page
-        params = {"page": 1 + n % 3, "per_page": per_page, **({"format": "html"} if n % 2 else {})}
+        params: dict[str, str | int] = {"page": 1 + n % 3, "per_page": per_page}
+        if n % 2:
+            params["format"] = "html"
         return await client.get(f"/runs/{run_id}", params=params)
 
     async def one(client: httpx.AsyncClient, n: int) -> None:
@@ -175,64 +178,76 @@ def _big_run(base: str, trials: int, started: int) -> str:
         return run["run_id"]
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the rounds and build the report."""
-    modes = {"both": ["paced", "flood"], "all": ["paced", "flood", "pages"]}.get(args.mode, [args.mode])
-    with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
-        database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/abuse.db"
-        port = free_port()
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "HOST": HOST,
-            "PORT": str(port),
-            "LOG_LEVEL": "WARNING",
-            "RATE_LIMIT_PER_S": str(args.limit),
-            "RATE_LIMIT_EXEMPT": HONEST_ADDRESS,
-            "RATE_LIMIT_HEAVY_READS_PER_MIN": str(args.heavy_limit * 60),
-        }
-        server = ServerProcess("ours", [sys.executable, "-m", "service.app"], port, env, Path(tmp))
-        ctx = multiprocessing.get_context("spawn")
-        rounds: list[dict[str, Any]] = []
-        try:
-            server.wait_healthy()
-            run_id = _big_run(server.url, args.run_trials, args.run_started) if "pages" in modes else None
-            asyncio.run(honest_window(server.url, args.warmup))  # warm caches, JIT-free but connection pools
-            for _ in range(args.rounds):
-                cpu0 = _cpu_s(server.proc.pid)
-                row: dict[str, Any] = {"alone": asyncio.run(honest_window(server.url, args.duration))}
-                row["alone"]["server_cpu_s_per_s"] = round((_cpu_s(server.proc.pid) - cpu0) / args.duration, 3)
-                for mode in modes:
-                    out = ctx.Queue()
-                    abuser = ctx.Process(
-                        target=_abuser_process,
-                        args=(
-                            server.url,
-                            mode,
-                            args.duration + 1.0,
-                            args.limit,
-                            args.flood_factor,
-                            out,
-                            run_id,
-                            args.heavy_limit,
-                        ),
-                    )
-                    abuser.start()
-                    time.sleep(0.5)  # the abuser is at its rate before the honest window opens
-                    cpu0 = _cpu_s(server.proc.pid)
-                    honest = asyncio.run(honest_window(server.url, args.duration))
-                    honest["server_cpu_s_per_s"] = round((_cpu_s(server.proc.pid) - cpu0) / args.duration, 3)
-                    abuser.join(timeout=args.duration + 30)
-                    if abuser.is_alive():
-                        abuser.terminate()  # our own child, by handle
-                    counts = out.get(timeout=5) if not out.empty() else {}
-                    row[mode] = {
-                        **honest,
-                        "abuser": {**counts, "served_per_s": round(counts.get("served", 0) / (args.duration + 1.0), 1)},
-                    }
-                rounds.append(row)
-        finally:
-            server.stop()
+def _server_env(args: argparse.Namespace, database_url: str, port: int) -> dict[str, str]:
+    """The server's environment: the abuser's address limited, the honest agent's exempt."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "HOST": HOST,
+        "PORT": str(port),
+        "LOG_LEVEL": "WARNING",
+        "RATE_LIMIT_PER_S": str(args.limit),
+        "RATE_LIMIT_EXEMPT": HONEST_ADDRESS,
+        "RATE_LIMIT_HEAVY_READS_PER_MIN": str(args.heavy_limit * 60),
+    }
+
+
+def _honest_measured(server: ServerProcess, duration: float) -> dict[str, Any]:
+    """One honest window, with the server's CPU seconds per second spent during it."""
+    cpu0 = _cpu_s(server.proc.pid)
+    honest = asyncio.run(honest_window(server.url, duration))
+    honest["server_cpu_s_per_s"] = round((_cpu_s(server.proc.pid) - cpu0) / duration, 3)
+    return honest
+
+
+def _with_abuser(
+    server: ServerProcess, args: argparse.Namespace, mode: str, run_id: str | None, ctx: SpawnContext
+) -> dict[str, Any]:
+    """One honest window while an abuser of ``mode`` runs in its own process (a second longer)."""
+    out = ctx.Queue()
+    abuser = ctx.Process(
+        target=_abuser_process,
+        args=(
+            server.url,
+            mode,
+            args.duration + 1.0,
+            args.limit,
+            args.flood_factor,
+            out,
+            run_id,
+            args.heavy_limit,
+        ),
+    )
+    abuser.start()
+    time.sleep(0.5)  # the abuser is at its rate before the honest window opens
+    honest = _honest_measured(server, args.duration)
+    abuser.join(timeout=args.duration + 30)
+    if abuser.is_alive():
+        abuser.terminate()  # our own child, by handle
+    counts = out.get(timeout=5) if not out.empty() else {}
+    return {
+        **honest,
+        "abuser": {**counts, "served_per_s": round(counts.get("served", 0) / (args.duration + 1.0), 1)},
+    }
+
+
+def _rounds(server: ServerProcess, args: argparse.Namespace, modes: list[str]) -> list[dict[str, Any]]:
+    """Warm up, then each round: the honest agent alone, then beside each abuser mode in turn."""
+    ctx = multiprocessing.get_context("spawn")
+    rounds: list[dict[str, Any]] = []
+    server.wait_healthy()
+    run_id = _big_run(server.url, args.run_trials, args.run_started) if "pages" in modes else None
+    asyncio.run(honest_window(server.url, args.warmup))  # warm caches, JIT-free but connection pools
+    for _ in range(args.rounds):
+        row: dict[str, Any] = {"alone": _honest_measured(server, args.duration)}
+        for mode in modes:
+            row[mode] = _with_abuser(server, args, mode, run_id, ctx)
+        rounds.append(row)
+    return rounds
+
+
+def _summary(rounds: list[dict[str, Any]], modes: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """Medians over the rounds, per abuser mode, against the honest agent alone."""
     alone = statistics.median(r["alone"]["steps_per_s"] for r in rounds)
     summary: dict[str, Any] = {"honest_alone_steps_per_s": alone}
     for mode in modes:
@@ -252,21 +267,41 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             ),
             "drop_within_20pct": ratio is not None and ratio >= 0.8 and pairwise >= 0.8,
         }
+    return summary
+
+
+def _config(args: argparse.Namespace, modes: list[str]) -> dict[str, Any]:
+    """What was measured, and on what machine."""
+    return {
+        "limit_per_s": args.limit,
+        "duration_s": args.duration,
+        "rounds": args.rounds,
+        "modes": modes,
+        "flood_factor": args.flood_factor,
+        "heavy_reads_per_s": args.heavy_limit,
+        "run_trials": args.run_trials if "pages" in modes else None,
+        "database": "postgresql" if args.database_url and args.database_url.startswith("postgresql") else "sqlite",
+        "cpus": os.cpu_count(),
+        "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the rounds and build the report."""
+    modes = {"both": ["paced", "flood"], "all": ["paced", "flood", "pages"]}.get(args.mode, [args.mode])
+    with tempfile.TemporaryDirectory(prefix="bench-abuse-") as tmp:
+        database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/abuse.db"
+        port = free_port()
+        env = _server_env(args, database_url, port)
+        server = ServerProcess("ours", [sys.executable, "-m", "service.app"], port, env, Path(tmp))
+        try:
+            rounds = _rounds(server, args, modes)
+        finally:
+            server.stop()
     return {
         "benchmark": "abuse",
-        "config": {
-            "limit_per_s": args.limit,
-            "duration_s": args.duration,
-            "rounds": args.rounds,
-            "modes": modes,
-            "flood_factor": args.flood_factor,
-            "heavy_reads_per_s": args.heavy_limit,
-            "run_trials": args.run_trials if "pages" in modes else None,
-            "database": "postgresql" if args.database_url and args.database_url.startswith("postgresql") else "sqlite",
-            "cpus": os.cpu_count(),
-            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-        },
-        "summary": summary,
+        "config": _config(args, modes),
+        "summary": _summary(rounds, modes, args),
         "rounds": rounds,
     }
 
@@ -287,7 +322,10 @@ def main(argv: list[str] | None = None) -> None:
         "--heavy-limit",
         type=int,
         default=2,
-        help="heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): the page reader's pace",
+        help=(
+            "heavy reads per second (the server gets 60 times it as RATE_LIMIT_HEAVY_READS_PER_MIN): "
+            "the page reader's pace"
+        ),
     )
     parser.add_argument(
         "--run-trials", type=int, default=8, help="trials of the dev run the page reader reads (8: 3,200 entries)"

@@ -419,7 +419,7 @@ class Target:
     kind: str  # ours | peer | ceiling
     transport: str  # http | ws
     port: int
-    server: ServerProcess
+    server: ServerProcess | ExternalServer  # only its CPU and memory are read
 
     @property
     def name(self) -> str:

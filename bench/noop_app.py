@@ -62,7 +62,7 @@ async def ws(socket: WebSocket[Any, Any, Any]) -> None:
         if event["type"] == "websocket.disconnect":
             return
         text = event.get("text")
-        if text is not None and '"close"' in text and json.loads(text).get("type") == "close":
+        if isinstance(text, str) and '"close"' in text and json.loads(text).get("type") == "close":
             await socket.close()
             return
         await socket.send_text(CANNED_WS)

@@ -3,8 +3,9 @@
 
 No database, no durability, one environment per WebSocket session, stepped in openenv's
 per-session thread executor exactly as any synchronous OpenEnv environment is; openenv validates
-and serialises the typed ``SupportAction``/``SupportObservation`` itself. ``GET /grader?episode_id=`` (added on the FastAPI app) grades a finished episode from
-memory, so the peer's workload is the same reset → steps → grader as ours.
+and serialises the typed ``SupportAction``/``SupportObservation`` itself. ``GET /grader?episode_id=``
+(added on the FastAPI app) grades a finished episode from memory, so the peer's workload is the
+same reset → steps → grader as ours.
 
 Run: ``python -m bench.reference_server --port 8002``
 """

@@ -4,10 +4,11 @@
     .venv/bin/python -m bench.run_pages --trials 4 --reads 30
 
 In process (``AsyncTestClient``, no sockets): one run is created and ``--started`` of its
-episodes handed out, then every page of it is read once (each built, never read before), then its first page is read
-``--reads`` times each way — JSON, HTML, and (when the server sends an ``ETag``) a conditional read
-with ``If-None-Match`` — and the report gives the bytes and the median latency of each. The same script runs against older code (it only uses what
-the API had then), so before/after figures come from one command.
+episodes handed out, then every page of it is read once (each built, never read before), then
+its first page is read ``--reads`` times each way — JSON, HTML, and (when the server sends an
+``ETag``) a conditional read with ``If-None-Match`` — and the report gives the bytes and the
+median latency of each. The same script runs against older code (it only uses what the API had
+then), so before/after figures come from one command.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ import platform
 import secrets
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -83,7 +82,7 @@ async def run_service(scripts: list[Script], settings: Settings, agents: int) ->
     async def agent() -> None:
         nonlocal steps
         for task_id, seed, actions in queue:
-            result = await service.reset(ResetParams(task_id=task_id, seed=seed))
+            result = await service.reset(ResetParams(task_id=task_id, seed=seed, run_token=None))
             for payload in actions:
                 result = await service.step(result.episode_id, payload)
                 steps += 1
@@ -159,4 +158,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

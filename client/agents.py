@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from client.llm import LLMClient
 from client.prompt import PastTurn, UnparseableReply, parse_action, render_turn
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 AGENTS = ("llm", "heuristic", "random")
 
@@ -52,7 +55,10 @@ class LLMEpisodeAgent:
         tool = obs.get("tool_result")
         if tool is not None and self.past and self.past[-1].action.get("lookup"):
             self.lookups[self.past[-1].action["lookup"]] = tool
-        messages = [{"role": "system", "content": self.system}, {"role": "user", "content": self.render(obs)}]
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.render(obs)},
+        ]
         reply = await self.llm.complete(messages)
         try:
             return Turn(parse_action(reply))

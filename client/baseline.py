@@ -173,7 +173,8 @@ async def _run_result(job: BaselineJob, run_id: str | None, run_token: str | Non
         await env.aclose()
     if not run or run.get("status") != "complete" or not run.get("summary"):
         raise RuntimeError(
-            f"{job.agent} on {job.split}: run {run_id} did not complete or released nothing: {run and run.get('status')}"
+            f"{job.agent} on {job.split}: run {run_id} did not complete or released nothing: "
+            f"{run and run.get('status')}"
         )
     summary = run["summary"]
     if run.get("per_episode_results"):

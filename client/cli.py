@@ -34,7 +34,10 @@ EXIT_OK, EXIT_FAILURES, EXIT_USAGE = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        description="Evaluate an agent on ecomm-support-env. stdout: [START]/[STEP]/[END] lines only; everything else on stderr.",
+        description=(
+            "Evaluate an agent on ecomm-support-env. "
+            "stdout: [START]/[STEP]/[END] lines only; everything else on stderr."
+        ),
     )
     p.add_argument("--agent", choices=AGENTS, default=None, help="llm (default), heuristic or random")
     # the service validates the split (GET /tasks lists them): one source for the list

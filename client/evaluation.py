@@ -326,6 +326,7 @@ def run_report(run: dict[str, Any]) -> str:
     if summary:
         lo, hi = (summary.get("ci95") or [None, None])[:2]
         lines.append(
-            f"  mean {summary.get('mean'):.3f}  95% CI [{lo:.3f}, {hi:.3f}]  pass^k {compact_json(summary.get('pass_hat_k'))}"
+            f"  mean {summary.get('mean'):.3f}  95% CI [{lo:.3f}, {hi:.3f}]  "
+            f"pass^k {compact_json(summary.get('pass_hat_k'))}"
         )
     return "\n".join(lines)

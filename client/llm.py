@@ -7,9 +7,13 @@ import asyncio
 import logging
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from client.config import Config
 from client.logformat import one_line
+
+if TYPE_CHECKING:  # openai is imported when first used (see LLMClient)
+    from openai.types.chat import ChatCompletionMessageParam
 
 log = logging.getLogger("inference")
 
@@ -45,7 +49,7 @@ class LLMClient:
     async def aclose(self) -> None:
         await self.client.close()
 
-    async def complete(self, messages: list[dict[str, str]]) -> str:
+    async def complete(self, messages: list[ChatCompletionMessageParam]) -> str:
         import openai
 
         last: Exception | None = None
@@ -55,7 +59,7 @@ class LLMClient:
                     model=self.cfg.model_name,
                     messages=messages,
                     temperature=0.0,
-                    max_tokens=MAX_TOKENS,  # type: ignore[arg-type]
+                    max_tokens=MAX_TOKENS,
                 )
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
                 raise FatalAgentError(f"the LLM endpoint refused the request: {one_line(exc, 200)}") from exc

@@ -23,7 +23,7 @@ from openenv.core.env_client import EnvClient
 from server.models import SupportAction, SupportObservation, SupportState
 
 
-class SupportEnv(EnvClient[SupportAction, SupportObservation, SupportState]):  # type: ignore[misc]  # untyped base
+class SupportEnv(EnvClient[SupportAction, SupportObservation, SupportState]):
     def _step_payload(self, action: SupportAction) -> dict[str, Any]:
         return action.model_dump(exclude_none=True, exclude={"metadata"})
 

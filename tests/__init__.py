@@ -1,1 +1,2 @@
-"""The test suite, one folder per package: env (the core), db, api (domains and lib), client, system (whole processes)."""
+"""The test suite, one folder per package: env (the core), db, api (domains and lib), client,
+system (whole processes)."""

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given
+from hypothesis import HealthCheck, Phase, given, seed
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
@@ -47,6 +47,13 @@ from service.app import create_app
 from service.settings import Settings
 
 MAX_EXAMPLES = 25  # per operation and generation mode
+# The cases of every operation come from this seed. Hypothesis's derandomize seeds from a hash of the
+# test function's source, so moving or re-indenting `run` alone picked other cases (and 25 of those
+# may never reach a 200 on POST /step); this is the seed that hash gave when `run` was nested in
+# _fuzz's loops, so the same cases run as before it moved.
+FUZZ_SEED = int(
+    "7448082625039812309415073616556457189095362820129607844660386340411120293370038020202282665659530427133422300203860"
+)
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 DECISION = next(t.id for t in core.TASKS.values() if t.family == "decision")
 VALID_ACTIONS: list[dict[str, Any]] = [
@@ -165,34 +172,50 @@ def _fuzz(app: Litestar, checks: list[Any], max_examples: int) -> tuple[list[str
     for result in schema.get_all_operations():
         operation = result.ok()
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-
-            @hsettings(
-                max_examples=max_examples,
-                derandomize=True,  # the same cases every run
-                phases=[Phase.explicit, Phase.generate],  # no shrinking: failures are reported as found
-                deadline=None,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-            )
-            @given(case=operation.as_strategy(mode), data=st.data())
-            def run(case: Any, data: st.DataObject) -> None:
-                known.apply(case, data)
-                response = case.call()
-                seen.setdefault(operation.label, set()).add(response.status_code)
-                try:
-                    case.validate_response(response, checks=checks)
-                except (AssertionError, Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported below
-                    if len(failures) < 20:
-                        failures.append(
-                            f"{operation.label} [{mode.value}] -> {response.status_code}: {exc}\n"
-                            f"  {case.as_curl_command()}\n  body: {response.text[:300]}"
-                        )
-
-            try:
-                run()
-            except Unsatisfiable:
-                pass  # no negative input exists for an operation without parameters
+            _fuzz_operation(operation, mode, known, checks, max_examples, failures, seen)
     return failures, seen
+
+
+def _fuzz_operation(
+    operation: Any,
+    mode: GenerationMode,
+    known: Known,
+    checks: list[Any],
+    max_examples: int,
+    failures: list[str],
+    seen: dict[str, set[int]],
+) -> None:
+    """One operation in one generation mode; failures and the status codes seen are collected in place.
+    (A function of its own so the hypothesis test below closes over this call's operation and mode,
+    not over the loop variables of the caller.)"""
+
+    @hsettings(
+        max_examples=max_examples,
+        derandomize=True,  # the same cases every run
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: failures are reported as found
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @seed(FUZZ_SEED)
+    @given(case=operation.as_strategy(mode), data=st.data())
+    def run(case: Any, data: st.DataObject) -> None:
+        known.apply(case, data)
+        response = case.call()
+        seen.setdefault(operation.label, set()).add(response.status_code)
+        try:
+            case.validate_response(response, checks=checks)
+        except (AssertionError, Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported below
+            if len(failures) < 20:
+                failures.append(
+                    f"{operation.label} [{mode.value}] -> {response.status_code}: {exc}\n"
+                    f"  {case.as_curl_command()}\n  body: {response.text[:300]}"
+                )
+
+    try:
+        run()
+    except Unsatisfiable:
+        pass  # no negative input exists for an operation without parameters
 
 
 def test_openapi_fuzz_no_5xx_and_bodies_conform(fuzz_app: Litestar) -> None:
@@ -256,7 +279,8 @@ def test_edges_schemathesis_does_not_generate(fuzz_app: Litestar) -> None:
             assert resp.status_code in (404, 422), (path, resp.status_code, resp.text[:300])
             assert resp.headers["content-type"].startswith("application/problem+json"), resp.headers
         for body in (
-            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}',
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+            b'"params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}',
             b'{"jsonrpc": "2.0", "id": "\\u0000", "method": "tools/call", "params": {"name": "state"}}',
         ):
             resp = client.post("/mcp", data=body, headers={"content-type": "application/json"})

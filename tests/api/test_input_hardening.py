@@ -103,7 +103,10 @@ async def test_mcp_bad_text_is_a_jsonrpc_error_never_a_500(client: Client, where
 
 
 async def test_mcp_surrogate_in_reset_episode_id(client: Client) -> None:
-    body = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}'
+    body = (
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+        '"params": {"name": "reset", "arguments": {"episode_id": "\\ud800"}}}'
+    )
     resp = await client.post("/mcp", content=raw(body), headers={"content-type": "application/json"})
     assert resp.status_code == 200 and resp.json()["error"]["code"] == -32602, resp.text
 

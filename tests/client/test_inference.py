@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
+from client import agents, config, evaluation, llm, logformat, prompt, runner, wire
 from service import env as core
+from tests.client.stub_openai import StubLLM
 
 ROOT = Path(__file__).resolve().parents[2]
-from client import agents, config, evaluation, llm, logformat, prompt, runner, wire
-from tests.client.stub_openai import StubLLM
 
 START_RE = re.compile(r"^\[START\] task=(?P<task>[a-z0-9-]+) env=(?P<env>[\w.-]+) model=(?P<model>\S+)$")
 STEP_RE = re.compile(
@@ -552,8 +552,8 @@ def test_the_model_never_sees_rewards(live_server: Any, tmp_path: Path) -> None:
     episodes = hackathon_blocks(proc.stdout)
     assert any(float(s["reward"]) != 0.0 for e in episodes for s in e.steps)  # there were rewards to leak
     assert len(stub.prompts) >= 8 and any("YOUR PREVIOUS ACTIONS" in p for p in stub.prompts)
-    for prompt in stub.prompts:
-        assert not re.search(r"reward", prompt, re.IGNORECASE), prompt
+    for sent in stub.prompts:
+        assert not re.search(r"reward", sent, re.IGNORECASE), sent
 
 
 # -------------------------------------------------------- success means the episode was resolved

@@ -123,7 +123,8 @@ async def test_writes_after_the_file_is_deleted_are_never_acknowledged(tmp_path:
         await db.dispose()
     stored = ids_in_file(path)
     print(
-        f"\nfile deleted [{journal_mode}]: {len(acked)} acknowledged, {len(acked & stored)} of them in the file at the path; "
+        f"\nfile deleted [{journal_mode}]: {len(acked)} acknowledged, "
+        f"{len(acked & stored)} of them in the file at the path; "
         f"4 writes while it was missing all answered 503"
     )
     assert acked == {1, 6} and acked <= stored, f"acknowledged {sorted(acked)}, in the file {sorted(stored)}"

@@ -54,17 +54,24 @@ def matching_reply(answer: Answer, obs: Observation) -> str:
     oid = order_id(obs)
     decision, _, reason = answer.partition("/")
     if decision == "approve_refund":
-        return f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. We have approved a full refund for order {oid}."
+        return (
+            f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. "
+            f"We have approved a full refund for order {oid}."
+        )
     if decision == "approve_replacement":
         return (
-            f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. We have approved a replacement "
+            f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. "
+            f"We have approved a replacement "
             f"for order {oid}: the new item ships today."
         )
-    return f"Thank you for contacting us about order {oid}. I'm sorry, but {_DENIALS.get(reason, _DENIALS['unverifiable'])}."
+    denial = _DENIALS.get(reason, _DENIALS["unverifiable"])
+    return f"Thank you for contacting us about order {oid}. I'm sorry, but {denial}."
 
 
 _DENIALS = {
-    "window": "the item was delivered more than 30 days ago, outside our 30-day return window, so we can't accept the return",
+    "window": (
+        "the item was delivered more than 30 days ago, outside our 30-day return window, so we can't accept the return"
+    ),
     "used": "the item has been used, so we can't accept the return: only unused items can be returned",
     "final_sale": "this is a final-sale item, so it can't be returned",
     "warranty": "the warranty on this item has ended, so we can't replace or refund it",

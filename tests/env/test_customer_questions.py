@@ -225,7 +225,8 @@ def test_reading_is_deterministic() -> None:
 
 
 def test_reading_is_fast() -> None:
-    """Uncached reading of the whole dev corpus after warm-up; measured 0.10-0.16 s for 337 questions, asserted generously."""
+    """Uncached reading of the whole dev corpus after warm-up; measured 0.10-0.16 s for 337 questions,
+    asserted generously."""
     from service.env import customer
 
     questions = [e["question"] for e in _entries("questions.jsonl")]

@@ -391,12 +391,18 @@ def _reply_passes(t: Ticket, decision: str, reply: str) -> bool:
     return judge(reply.format(oid=t.order.order_id), t, decision, verdict, frozenset()).resolution_ok
 
 
-_UNVERIFIABLE = "Thank you for contacting us about order {oid}. I'm sorry, but we couldn't verify this claim, so we can't approve it."
+_UNVERIFIABLE = (
+    "Thank you for contacting us about order {oid}. "
+    "I'm sorry, but we couldn't verify this claim, so we can't approve it."
+)
 _RISK_NAMED = (
     "Thank you for contacting us about order {oid}. I'm sorry, but because of the number of returns on your account, "
     "we can't approve this claim."
 )
-_APPROVED = "Thank you for contacting us about order {oid}, and sorry for the trouble. We have approved a full refund for order {oid}."
+_APPROVED = (
+    "Thank you for contacting us about order {oid}, and sorry for the trouble. "
+    "We have approved a full refund for order {oid}."
+)
 
 
 def test_p7_declines_say_the_claim_cannot_be_verified_and_never_why() -> None:
@@ -416,7 +422,10 @@ def test_p7_declines_say_the_claim_cannot_be_verified_and_never_why() -> None:
     assert _reply_passes(t, "approve_refund", _APPROVED) and not _reply_passes(t, "reject", _UNVERIFIABLE)
 
 
-_USED = "Thank you for contacting us about order {oid}. I'm sorry, but the item has been used, so we can't accept the return."
+_USED = (
+    "Thank you for contacting us about order {oid}. "
+    "I'm sorry, but the item has been used, so we can't accept the return."
+)
 _WINDOW = (
     "Thank you for contacting us about order {oid}. I'm sorry, but it is outside our 30-day return window, "
     "so we can't accept the return."

@@ -215,7 +215,8 @@ def test_no_degenerate_strategy_beats_its_bound(suite: dict) -> None:
         max_resolved, max_mean = bounds(strategy)
         if resolved > max_resolved or mean > max_mean:
             over.append(
-                f"{name} on {task_id}: resolved {resolved:.2f} (bound {max_resolved:.2f}), mean {mean:.2f} (bound {max_mean:.2f})"
+                f"{name} on {task_id}: resolved {resolved:.2f} (bound {max_resolved:.2f}), "
+                f"mean {mean:.2f} (bound {max_mean:.2f})"
             )
     assert not over, "\n".join(over)
 

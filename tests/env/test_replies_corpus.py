@@ -65,7 +65,8 @@ _FAULTS = {
     "contradictory": r"contradict|approves and (declines|refuses)|same breath|at once|confirms and refuses|and then|"
     r"then (promises|refunds|grants|approves)|done and also|and refunds|but refunds|but offers",
     "rude": r"rude|lectur|blames?\b|scold|condescend|sarcas|dismissive|hostile|accus|dig at|passive-aggressive",
-    "leaking": r"leak|disclos|reveal|names the fraud|implies the customer's account|mentions the .*(history|chargeback)",
+    "leaking": r"leak|disclos|reveal|names the fraud|implies the customer's account|"
+    r"mentions the .*(history|chargeback)",
     "promising": r"promis|anticipates|decides|approves (a|the)|not approve the|accepts the|decision declines|"
     r"against the decision|grants a",
     "wrong": r"false|wrong|invent|made-up|opposite|but the agent decided|real reason|instead of|ours is|is different",

@@ -46,7 +46,8 @@ def _judged(case: str, reply: str, decision: str | None, nth: int = 0):
         ),
         (
             "route/Fraud",
-            "Hi {name}, thanks for your patience. Order {order_id} is with our Returns specialists, who'll be in touch.",
+            "Hi {name}, thanks for your patience. "
+            "Order {order_id} is with our Returns specialists, who'll be in touch.",
         ),
     ],
 )
@@ -64,7 +65,8 @@ def test_a_holding_reply_that_names_another_team_is_wrong(case: str, reply: str)
         ),
         (
             "route/Billing",
-            "Hello {name}, our payments team is checking the charges on order {order_id} and will write back soon. Thanks.",
+            "Hello {name}, our payments team is checking the charges on order {order_id} "
+            "and will write back soon. Thanks.",
         ),
         (
             "route/Escalations",
@@ -72,7 +74,8 @@ def test_a_holding_reply_that_names_another_team_is_wrong(case: str, reply: str)
         ),
         (
             "route/Fraud",
-            "Hi {name}, I've passed order {order_id} to a colleague who handles cases like this; they'll be in touch. Thanks.",
+            "Hi {name}, I've passed order {order_id} to a colleague who handles cases like this; "
+            "they'll be in touch. Thanks.",
         ),
     ],
 )
@@ -84,7 +87,8 @@ def test_a_holding_reply_that_names_its_own_team_or_none_is_fine(case: str, repl
 def test_a_holding_reply_that_arranges_the_return_promises_the_outcome() -> None:
     for reply in (
         "Hi {name}, order {order_id} is with our Returns team, who'll email you a prepaid returns label today. Thanks!",
-        "Hello {name}, thanks - our Returns team has order {order_id} and will book a courier to collect it. Kind regards.",
+        "Hello {name}, thanks - our Returns team has order {order_id} "
+        "and will book a courier to collect it. Kind regards.",
     ):
         j = _judged("route/Returns", reply, None)
         assert not j.routing_ok, (reply, j.problems)
@@ -205,12 +209,12 @@ def test_speculation_about_the_courier_or_the_item_is_not_rude(reply: str) -> No
 @pytest.mark.parametrize(
     "reply",
     [
-        "Hi {name}, even though you're still within the 30 days for order {order_id}, the {product} has been worn, so we can't "
-        "take it back. Sorry!",
-        "Hi {name}, you're comfortably inside our 30-day return window for order {order_id}, but as the {product} has been "
-        "used we can't accept it. I'm sorry.",
-        "Hi {name}, your 30-day window for order {order_id} hasn't closed yet; the trouble is that the {product} has been used, "
-        "so we can't refund it. Apologies.",
+        "Hi {name}, even though you're still within the 30 days for order {order_id}, "
+        "the {product} has been worn, so we can't take it back. Sorry!",
+        "Hi {name}, you're comfortably inside our 30-day return window for order {order_id}, "
+        "but as the {product} has been used we can't accept it. I'm sorry.",
+        "Hi {name}, your 30-day window for order {order_id} hasn't closed yet; "
+        "the trouble is that the {product} has been used, so we can't refund it. Apologies.",
     ],
 )
 def test_a_window_mentioned_as_still_open_is_not_the_reason(reply: str) -> None:
@@ -281,9 +285,11 @@ def test_a_rule_mentioned_as_not_applying_is_neither_a_reason_nor_a_refusal() ->
 @pytest.mark.parametrize(
     "reply",
     [
-        "Hello Sam, your refund of $40.00 for order ORD-12345678 has gone through. Any questions, just reply to this email.",
+        "Hello Sam, your refund of $40.00 for order ORD-12345678 has gone through. "
+        "Any questions, just reply to this email.",
         "Hi Priya, I've passed order ORD-12345678 to our Returns team. They'll update you directly.",
-        "Dear Mr Lee, the replacement for order ORD-12345678 ships today. Let me know if there's anything else I can do.",
+        "Dear Mr Lee, the replacement for order ORD-12345678 ships today. "
+        "Let me know if there's anything else I can do.",
     ],
 )
 def test_a_greeting_and_a_helpful_close_are_courteous(reply: str) -> None:

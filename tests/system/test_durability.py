@@ -209,7 +209,8 @@ async def load_database(settings: Settings) -> dict[str, StoredEpisode]:
             transitions = (
                 await conn.execute(
                     text(
-                        "SELECT episode_id, step_index, request_id, action, reward, done FROM transitions ORDER BY episode_id, step_index"
+                        "SELECT episode_id, step_index, request_id, action, reward, done FROM transitions "
+                        "ORDER BY episode_id, step_index"
                     )
                 )
             ).all()

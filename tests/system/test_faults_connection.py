@@ -168,7 +168,8 @@ async def test_a_database_that_cannot_be_opened_fails_fast_and_recovers_without_
             assert retried.status_code == 200 and retried.json()["metadata"]["step_index"] == 2, retried.text
             assert server.proc.poll() is None
         print(
-            f"\nunopenable database [{journal_mode}]: every call answered 503 in <{FAST_S}s while broken; ready again {took:.1f}s after the file came back"
+            f"\nunopenable database [{journal_mode}]: every call answered 503 in <{FAST_S}s while broken; "
+            f"ready again {took:.1f}s after the file came back"
         )
     finally:
         server.stop()
@@ -395,7 +396,8 @@ async def test_a_stalled_database_answers_503_within_the_bound_and_recovers(
                 )
                 assert step.json()["metadata"]["step_index"] == 2
         print(
-            f"\nstall [{'sqlite' if proxy is None else 'postgresql'}]: steps answered {answers} during the stall, then 200"
+            f"\nstall [{'sqlite' if proxy is None else 'postgresql'}]: "
+            f"steps answered {answers} during the stall, then 200"
         )
     finally:
         if holder is not None:

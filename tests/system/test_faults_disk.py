@@ -65,7 +65,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     )
     if mounted.returncode != 0:
         pytest.skip(
-            f"cannot mount a small tmpfs here ({mounted.stderr.strip() or mounted.returncode}); the disk-full fault needs one"
+            f"cannot mount a small tmpfs here ({mounted.stderr.strip() or mounted.returncode}); "
+            f"the disk-full fault needs one"
         )
     try:
         yield mount_point
@@ -387,8 +388,9 @@ async def test_a_full_disk_under_load_loses_no_acknowledged_step(
     log = (tmp_path / "server.log").read_text(errors="replace")
     tracebacks = logged_tracebacks(log)
     print(
-        f"\ndisk full under load [{journal_mode}]: {len(acks)} steps acknowledged ({during} while full, {after} after space "
-        f"returned), {len(acks) - len(lost)} of them stored exactly once at their index, {len(lost)} lost; failures answered "
+        f"\ndisk full under load [{journal_mode}]: {len(acks)} steps acknowledged "
+        f"({during} while full, {after} after space returned), "
+        f"{len(acks) - len(lost)} of them stored exactly once at their index, {len(lost)} lost; failures answered "
         f"{dict(failures)}, {len(bad)} other answers; server log {len(log.splitlines())} lines, {tracebacks} tracebacks"
     )
 

@@ -280,8 +280,9 @@ async def test_racing_agents_across_two_servers(
     assert stored_transitions >= PAIRS * 3, f"only {stored_transitions} steps: the race did not run"
     assert conflicts + replays > 0, "no step ever raced: the test proved nothing"
     print(
-        f"\nscale-out[{shared_settings.database_url.split(':')[0]}]: {len(outcomes)} step requests, {stored_transitions} applied, "
-        f"{conflicts} conflicts (409), {replays} duplicate deliveries answered with the stored result, {len(db)} episodes"
+        f"\nscale-out[{shared_settings.database_url.split(':')[0]}]: {len(outcomes)} step requests, "
+        f"{stored_transitions} applied, {conflicts} conflicts (409), "
+        f"{replays} duplicate deliveries answered with the stored result, {len(db)} episodes"
     )
 
 
@@ -314,7 +315,8 @@ async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored
             ).raise_for_status()  # b's copy is stale
             barrier = threading.Barrier(4, timeout=30)
 
-            def deliver(episode_id: str = episode_id) -> None:  # the same request, delivered 4 times to b at once
+            # the same request, delivered 4 times to b at once
+            def deliver(episode_id: str = episode_id, barrier: threading.Barrier = barrier) -> None:
                 with httpx.Client(base_url=b.url, timeout=15.0, headers=token) as c:
                     barrier.wait()
                     answers.append(
