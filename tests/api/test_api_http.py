@@ -312,7 +312,7 @@ async def test_mcp_jsonrpc(client: Client) -> None:
 # ------------------------------------------------------------------ clients of other conventions
 # Seed A's client (AdhiShak3008/ecomm-openenv) posts {"action_type": ...} at the top level, sends
 # no episode_id anywhere, asks GET /grader without an id and knows tasks as easy|medium|hard.
-# tests/test_clients_seed_a.py replays its whole call sequence against a live server.
+# tests/client/test_clients_seed_a.py replays its whole call sequence against a live server.
 
 DECISION_TASKS = {t.difficulty: t.id for t in core.TASKS.values() if t.family == "decision"}
 

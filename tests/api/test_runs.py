@@ -171,7 +171,7 @@ async def test_rewards_are_withheld_until_a_dev_run_completes(client: Client) ->
     steps = await play_run(client, run, stop_after=5)
     assert steps and all(s["reward"] == 0.0 for s in steps)
     first = (await client.get(f"/runs/{run['run_id']}")).json()["episodes"][0]["episode_id"]
-    # a finished episode of a run in progress shows nothing of itself (tests/test_run_privacy.py: every surface)
+    # a finished episode of a run in progress shows nothing of itself (tests/api/test_run_privacy.py: every surface)
     assert_problem(await client.get(f"/episodes/{first}"), 409, "in progress")
     assert_problem(await client.get("/grader", params={"episode_id": first}), 409, "in progress")
     assert_problem(await client.get(f"/runs/{run['run_id']}/trajectories.jsonl"), 401)
@@ -209,7 +209,7 @@ async def test_unfinished_and_expired_runs_are_not_ranked(client: Client, settin
         await db.dispose()
     board = (await client.get("/leaderboard", params={"split": "dev"})).json()
     assert board["rows"] == [] and board["unranked"] == []
-    # Pages only read; idle runs expire on a timer (tests/test_growth.py), or when asked for more episodes.
+    # Pages only read; idle runs expire on a timer (tests/api/test_growth.py), or when asked for more episodes.
     resp = await client.post(f"/runs/{idle['run_id']}/next", headers=auth(idle["run_token"]))
     assert_problem(resp, 409, "expired")
     assert (await client.get(f"/runs/{idle['run_id']}")).json()["status"] == "expired"

@@ -117,7 +117,7 @@ async def test_acknowledged_writes_survive_a_new_database_object(tmp_path: Path)
 # ---- faults inside the writer: SQLITE_FULL rolls the whole transaction back ------------------------
 #
 # PRAGMA max_page_count makes SQLite fail with SQLITE_FULL exactly as a full disk does, on any machine
-# (tests/test_faults_disk.py fills a real small disk). On SQLITE_FULL mid-transaction SQLite usually
+# (tests/system/test_faults_disk.py fills a real small disk). On SQLITE_FULL mid-transaction SQLite usually
 # rolls the *whole* transaction back by itself; the writer must notice and fail the whole batch.
 
 

@@ -11,7 +11,7 @@ FP 0.359 / FN 0.186 on the first 180 new entries). Three later batches of probes
 its fixes, read FP 3/17, FN 1/23; FP 3/22, FN 0/18; FP 1/14, FN 2/16 on arrival: that is the honest
 estimate of how the reader meets unseen replies (about 13 % FP, 5 % FN on new kinds of wording).
 Round 2: a blind set written by someone who never saw the grader read FP 11/105, FN 9/84; after its
-classes were fixed (tests/test_replies_unseen_classes.py) FP 1/105 (b033: the grader reads P6's three
+classes were fixed (tests/env/test_replies_unseen_classes.py) FP 1/105 (b033: the grader reads P6's three
 categories as one reason), FN 0/84, and it joined the dev corpus as ``blind1-*``. Two probe batches
 written after those fixes read FP 5/16, FN 2/15 and FP 2/16, FN 0/15 before their own fixes
 (``probe2-1-*``, ``probe2-2-*``); the dev corpus (931 entries) now reads FP 1/469, FN 0/462.

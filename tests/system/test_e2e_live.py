@@ -66,7 +66,7 @@ def test_final_observation_carries_the_grader_score_over_ws(live_server) -> None
     assert len({o["score"] for _, o in finals}) > 1  # not one constant: real, differing grades
 
 
-# `openenv validate` on a fresh clone and with --url (both openenv versions): tests/test_clients_validate.py.
+# `openenv validate` on a fresh clone and with --url (both openenv versions): tests/system/test_clients_validate.py.
 
 
 def test_pre_submission_check_reset_with_empty_object(live_server) -> None:
