@@ -75,16 +75,24 @@ class RandomAgent:
 _QUESTIONS = {
     "photos": "Could you please send photos of the item showing the problem?",
     "usage": "Could you tell me the item's condition — has it been used, worn or washed, and are the tags still on?",
-    "delivery": "Could you please check with your neighbours, the porch and any parcel locker to see whether the parcel has turned up?",
+    "delivery": (
+        "Could you please check with your neighbours, the porch and any parcel locker to see whether the parcel "
+        "has turned up?"
+    ),
     "details": "Could you describe what happened and what exactly the problem with your order is?",
 }
 _REASON_SENTENCES = {
     "window": "this falls outside our 30-day return window, so we can't accept it",
     "used": "the item has been used, so we can't accept this return: only unused items can be returned",
-    "final_sale": "this is a final-sale, hygiene or perishable item, so it can't be returned for a change of mind or size",
+    "final_sale": (
+        "this is a final-sale, hygiene or perishable item, so it can't be returned for a change of mind or size"
+    ),
     "warranty": "the warranty on this item has ended, so we can't cover the fault",
     "normal_wear": "the photos show ordinary wear and tear rather than a defect, so we can't accept this claim",
-    "in_transit": "your parcel is still in transit with the carrier and on its way to you, so we can't issue a refund or replacement yet",
+    "in_transit": (
+        "your parcel is still in transit with the carrier and on its way to you, so we can't issue a refund or "
+        "replacement yet"
+    ),
     "parcel_found": "we're glad the parcel has turned up, so there is nothing for us to refund or replace",
     "not_charged_twice": "our payment record shows only one charge for this order, so there is no duplicate to refund",
     "unverifiable": "we're unable to verify this claim from our order and carrier records, so we can't approve it",
@@ -105,7 +113,8 @@ def resolution_reply(decision: str, reason: str | None, order_id: str, amount: f
 
 def holding_reply(queue: str, order_id: str) -> str:
     return (
-        f"Thank you for your patience with order {order_id}. I've passed your request to our {_TEAMS.get(queue, 'support')} "
+        f"Thank you for your patience with order {order_id}. I've passed your request to our "
+        f"{_TEAMS.get(queue, 'support')} "
         "team, who will review it and get back to you shortly."
     )
 

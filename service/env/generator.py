@@ -458,7 +458,7 @@ def _build(
     if rng.random() < pool.multi_item:
         for _ in range(rng.randint(1, 2)):
             other = rng.choice(
-                [c for c in CATALOG if c.name != item.name and all(c.name != l.product.name for l in lines)]
+                [c for c in CATALOG if c.name != item.name and all(c.name != line.product.name for line in lines)]
             )
             lines.append(
                 OrderLine(

@@ -583,7 +583,8 @@ _FOUND_PLACES = (
 _FOUND = "Good news — I checked again and {where}. Sorry for the trouble!"
 _NOT_FOUND = (
     "I've asked all my neighbours and checked with reception — nothing. Nobody here signed for it.",
-    "I checked the porch, the bins, the neighbours and the building reception. It's not there and nobody signed for anything.",
+    "I checked the porch, the bins, the neighbours and the building reception. It's not there and nobody signed for "
+    "anything.",
     "Nothing anywhere: not with the neighbours, not at reception, not on the porch. No one signed for it.",
 )
 

@@ -85,7 +85,8 @@ class TicketReader:
         for name in names:
             text = re.sub(rf"my order ORD-\d+ \({re.escape(name)}\)", _ITEM, text, flags=re.IGNORECASE)
             text = re.sub(
-                rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
+                rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order "
+                r"#ORD-\d+)?",
                 _ITEM,
                 text,
                 flags=re.IGNORECASE,

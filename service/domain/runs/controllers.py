@@ -101,7 +101,8 @@ class RunController(Controller):
                 ge=1,
                 le=RUN_PAGE_ASKED_MAX,
                 description=(
-                    f"Episodes per page; more than {RUN_PAGE_MAX} is served as {RUN_PAGE_MAX} (the page object says how many)."
+                    f"Episodes per page; more than {RUN_PAGE_MAX} is served as {RUN_PAGE_MAX} (the page object says "
+                    "how many)."
                 ),
             ),
         ] = RUN_PAGE_DEFAULT,

@@ -170,7 +170,8 @@ class RunService:
     def authorize(run: run_store.RunRecord | run_store.RunAccess, token: str | None) -> None:
         if not token:
             raise RunTokenMissing(
-                f"episodes of run {run.id!r} need its token: send `Authorization: Bearer <run_token>` (or `run_token` in the body)",
+                f"episodes of run {run.id!r} need its token: send `Authorization: Bearer <run_token>` (or "
+                "`run_token` in the body)",
                 run_id=run.id,
             )
         if not hmac.compare_digest(hash_secret(token), run.token_sha256):
@@ -190,10 +191,14 @@ class RunService:
     async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunAccess:
         run = await self.access(run_id)
         self.authorize(run, token)
-        if active and run.status == "active" and run.updated_at < utcnow() - self.ttl:
-            # Idle past its TTL and the sweep has not come by yet: expire it before handing out more.
-            if await run_store.expire_run(self.db, run.id, utcnow() - self.ttl):
-                run = replace(run, status="expired")
+        # Idle past its TTL and the sweep has not come by yet: expire it before handing out more.
+        if (
+            active
+            and run.status == "active"
+            and run.updated_at < utcnow() - self.ttl
+            and await run_store.expire_run(self.db, run.id, utcnow() - self.ttl)
+        ):
+            run = replace(run, status="expired")
         if active and run.status != "active":
             raise RunNotActive(
                 f"run {run_id!r} is {run.status}; start a new run with POST /runs",
@@ -285,7 +290,8 @@ class RunService:
         if not key:
             raise SubmitterKeyMissing(
                 "test runs need a submitter key issued by this deployment's operator: send `Authorization: Bearer "
-                "<submitter key>` with POST /runs (the operator creates one with `python -m service.submitters create NAME`)"
+                "<submitter key>` with POST /runs (the operator creates one with `python -m service.submitters "
+                "create NAME`)"
             )
         submitter = await run_store.submitter_by_key(self.db, hash_secret(key))
         if submitter is None or submitter.revoked_at is not None:
@@ -559,7 +565,8 @@ class RunService:
             "dataset_version": core.DATASET_VERSION,
             "grader_version": core.GRADER_VERSION,
             "test_key_fingerprint": self.dataset.test_fingerprint if split == core.HIDDEN_SPLIT else None,
-            "method": "ranked on the resolved rate (an episode is resolved when every required check of its task passes): "
+            "method": "ranked on the resolved rate (an episode is resolved when every required check of its task "
+            "passes): "
             "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
             "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
             "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
