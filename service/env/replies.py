@@ -1659,78 +1659,109 @@ def _kind_whatever(tokens: tuple[str, ...], start: int) -> bool:
 @lru_cache(maxsize=8192)
 def meaning(reply: str) -> Meaning:
     """What ``reply`` says (pure, cached)."""
-    grants: set[str] = set()
-    offers: set[str] = set()
-    refuses = holds = False
-    reasons: set[str] = set()
-    options: set[str] = set()
-    carried: str | None = None
-    sentence = None
-    mentioned: set[str] = set()  # remedies the sentence has named so far, for "…, and I've done so"
-    prejudges = False
-    facts: set[str] = set()
-    said = _Said()  # the sentence's refusal, reasons and facts, kept unless the sentence says its rule doesn't apply
-    for clause in clauses(reply):
-        if clause.sentence != sentence:  # a condition reaches no further than its sentence
-            refuses, reasons, facts = said.commit(refuses, reasons, facts)
-            carried, sentence, mentioned, said = None, clause.sentence, set(), _Said(_inapplicable(clause.sentence))
-        outcome, opens = _outcome(clause, carried)
-        carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
-        if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
-            grants |= mentioned  # "there's nothing stopping us from refunding it, and I've now done so"
-        if not outcome.conditional and _bare_approval(clause.lemmas):
-            grants |= mentioned  # "Refund: approved." — a label, then its value
-        mentioned |= outcome.offers | outcome.grants
-        grants |= outcome.grants
-        offers |= outcome.offers
-        options |= outcome.options
-        said.refuses = said.refuses or outcome.refuses
-        holds = holds or _HOLD.in_(clause.lemmas)
-        prejudges = prejudges or (_SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question)
-        # what the team usually decides decides it: "they nearly always say yes to these"
-        prejudges = prejudges or (
-            _USUALLY.in_(clause.lemmas)
-            and _VERDICT.in_(clause.lemmas)
-            and not clause.question
-            and not outcome.conditional
-        )
-        if not outcome.conditional:
-            found = _reasons(clause)
-            said.reasons |= found
-            said.facts |= found & _ORDER_FACTS
-            if (
-                _REASONS["window"][0].in_(clause.lemmas)
-                and _WINDOW_PASSED.in_(clause.lemmas)
-                and not _WINDOW_OK.in_(clause.lemmas)
-            ):
-                said.facts.add("window")
-    refuses, reasons, facts = said.commit(refuses, reasons, facts)
+    r = _read(reply)
     text = normalize(reply)
     teams = _teams(reply)
     windows, warranties = _durations(text)
     amounts = {float((m.group(1) or m.group(2)).replace(",", "")) for m in _MONEY.finditer(text)}
     all_lemmas = lemmas(reply)
     return Meaning(
-        grants=frozenset(grants),
-        offers=frozenset(offers - grants),
-        refuses=refuses,
-        holds=holds or bool(teams),
-        reasons=frozenset(reasons),
+        grants=frozenset(r.grants),
+        offers=frozenset(r.offers - r.grants),
+        refuses=r.refuses,
+        holds=r.holds or bool(teams),
+        reasons=frozenset(r.reasons),
         window_days=frozenset(windows),
         warranty_days=frozenset(warranties),
         amounts=frozenset(amounts),
         order_digits=frozenset(m.group(1) for m in _ORDER_DIGITS.finditer(text)),
         courteous=_COURTESY.in_(all_lemmas) or (_GREETING.match(text) is not None and _HELPFUL.in_(all_lemmas)),
         rude=_rude(text, all_lemmas) + _insinuates(text),
-        leaks=tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas) if not _third_party(all_lemmas, s, e))
-        + _history(text)
-        + _record_mentions(text)
-        + tuple(sorted(f"names the {q} team" for q in teams & {"Fraud"})),
-        options=frozenset(options - grants),
-        prejudges=prejudges,
-        facts=frozenset(facts),
+        leaks=_leaks(text, all_lemmas, teams),
+        options=frozenset(r.options - r.grants),
+        prejudges=r.prejudges,
+        facts=frozenset(r.facts),
         elapsed=_elapsed(text),
         teams=teams,
+    )
+
+
+@dataclass
+class _Reading:
+    """What a reply's clauses say, folded clause by clause (:func:`meaning` freezes it)."""
+
+    grants: set[str] = field(default_factory=set)
+    offers: set[str] = field(default_factory=set)
+    options: set[str] = field(default_factory=set)
+    refuses: bool = False
+    holds: bool = False
+    prejudges: bool = False
+    reasons: set[str] = field(default_factory=set)
+    facts: set[str] = field(default_factory=set)
+
+    def commit(self, said: _Said) -> None:
+        self.refuses, self.reasons, self.facts = said.commit(self.refuses, self.reasons, self.facts)
+
+
+def _read(reply: str) -> _Reading:
+    r = _Reading()
+    carried: str | None = None
+    sentence = None
+    mentioned: set[str] = set()  # remedies the sentence has named so far, for "…, and I've done so"
+    said = _Said()  # the sentence's refusal, reasons and facts, kept unless the sentence says its rule doesn't apply
+    for clause in clauses(reply):
+        if clause.sentence != sentence:  # a condition reaches no further than its sentence
+            r.commit(said)
+            carried, sentence, mentioned, said = None, clause.sentence, set(), _Said(_inapplicable(clause.sentence))
+        outcome, opens = _outcome(clause, carried)
+        carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
+        if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
+            r.grants |= mentioned  # "there's nothing stopping us from refunding it, and I've now done so"
+        if not outcome.conditional and _bare_approval(clause.lemmas):
+            r.grants |= mentioned  # "Refund: approved." — a label, then its value
+        mentioned |= outcome.offers | outcome.grants
+        r.grants |= outcome.grants
+        r.offers |= outcome.offers
+        r.options |= outcome.options
+        said.refuses = said.refuses or outcome.refuses
+        r.holds = r.holds or _HOLD.in_(clause.lemmas)
+        r.prejudges = r.prejudges or _prejudges(clause, outcome)
+        if not outcome.conditional:
+            _assert_reasons(clause, said)
+    r.commit(said)
+    return r
+
+
+def _prejudges(clause: Clause, outcome: _Outcome) -> bool:
+    """Speculates on the team's decision: "I doubt they'll accept it"."""
+    if _SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question:
+        return True
+    # what the team usually decides decides it: "they nearly always say yes to these"
+    return (
+        _USUALLY.in_(clause.lemmas) and _VERDICT.in_(clause.lemmas) and not clause.question and not outcome.conditional
+    )
+
+
+def _assert_reasons(clause: Clause, said: _Said) -> None:
+    """The denial reasons an unconditional clause asserts, and the facts about the order among them."""
+    found = _reasons(clause)
+    said.reasons |= found
+    said.facts |= found & _ORDER_FACTS
+    if (
+        _REASONS["window"][0].in_(clause.lemmas)
+        and _WINDOW_PASSED.in_(clause.lemmas)
+        and not _WINDOW_OK.in_(clause.lemmas)
+    ):
+        said.facts.add("window")
+
+
+def _leaks(text: str, all_lemmas: tuple[str, ...], teams: frozenset[str]) -> tuple[str, ...]:
+    """Internal notes told to the customer: risk screening, their history, our fraud team."""
+    return (
+        tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas) if not _third_party(all_lemmas, s, e))
+        + _history(text)
+        + _record_mentions(text)
+        + tuple(sorted(f"names the {q} team" for q in teams & {"Fraud"}))
     )
 
 
@@ -1858,50 +1889,12 @@ def judge(
     """The reply checks for ``reply`` on ``ticket``, against the agent's own ``decision`` (None when
     routing) and the policy's ``verdict`` for the facts known when it decided."""
     m = meaning(reply)
-    conduct: list[str] = []  # what makes a reply unclean
-    if m.rude:
-        conduct.append("rude")
-    if m.leaks:
-        conduct.append("leaks internal risk notes (" + ", ".join(sorted(set(m.leaks))) + ")")
-    if m.refuses and m.grants:
-        conduct.append("contradicts itself: grants " + " and ".join(sorted(m.grants)) + " and refuses")
-    elif decision == "reject" and m.grants:
-        conduct.append("promises " + " and ".join(sorted(m.grants)) + " while declining")
-    elif decision == "reject" and m.options:
-        conduct.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
-    # Reasons are checked as denial reasons, where the reply declines: "a replacement is on its way" or
-    # "whatever they find" in an approval or a holding reply asserts nothing about the claim.
-    true = true_reasons(ticket, revealed)
-    false = m.reasons - true - {"unverifiable"} if decision == "reject" or m.refuses else set()
-    # Facts about the order are checked in every reply: a false one inside an approval or a holding
-    # reply misinforms the customer just the same.
-    false |= m.facts - true - (_UNSEEN_FACTS if decision is None else set())
-    if false:
-        conduct.append("gives a reason that is not true here: " + ", ".join(sorted(false)))
-    conduct += _facts_problems(m, ticket, verdict)
-    actual = ticket.order.days_since_delivery
-    wrong = [d for d, kind in m.elapsed if actual is not None and not _elapsed_true(d, kind, actual)]
-    if wrong:
-        conduct.append(f"states the item arrived {wrong[0]} days ago; it was {actual}")
-    outcome: list[str] = []
-    states = False
-    if decision == "reject":
-        valid = set(verdict.reasons if verdict is not None else ())
-        states = not m.grants and bool(m.reasons & valid)
-        if not m.reasons & valid:
-            outcome.append(f"does not state the actual reason ({', '.join(sorted(valid)) or 'none'})")
-    elif decision in ("approve_refund", "approve_replacement"):
-        remedy = "refund" if decision == "approve_refund" else "replacement"
-        other = "replacement" if remedy == "refund" else "refund"
-        states = remedy in m.grants and other not in m.grants and not m.refuses
-        if not states:
-            outcome.append(
-                f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else "")
-            )
-    if decision is None and verdict is not None and verdict.queue != "General":
-        # a holding reply tells the customer who handles the ticket: another team misinforms them
-        for team in sorted(m.teams - {verdict.queue, "Fraud"}):
-            conduct.append(f"names the {team} team; the ticket went to {verdict.queue}")
+    conduct = (  # what makes a reply unclean
+        _manner_problems(m, decision)
+        + _untrue_problems(m, ticket, decision, verdict, revealed)
+        + _team_problems(m, decision, verdict)
+    )
+    states, outcome = _states_decision(m, decision, verdict)
     no_outcome = not m.grants and not m.refuses and m.holds and not m.prejudges
     if decision is None and m.prejudges:
         outcome.append("a holding reply must not guess the team's decision")
@@ -1921,3 +1914,69 @@ def judge(
         clean=not conduct,
         problems=tuple(conduct + outcome),
     )
+
+
+def _manner_problems(m: Meaning, decision: str | None) -> list[str]:
+    """Rudeness, leaks, and a reply that contradicts itself or the decision."""
+    problems = []
+    if m.rude:
+        problems.append("rude")
+    if m.leaks:
+        problems.append("leaks internal risk notes (" + ", ".join(sorted(set(m.leaks))) + ")")
+    if m.refuses and m.grants:
+        problems.append("contradicts itself: grants " + " and ".join(sorted(m.grants)) + " and refuses")
+    elif decision == "reject" and m.grants:
+        problems.append("promises " + " and ".join(sorted(m.grants)) + " while declining")
+    elif decision == "reject" and m.options:
+        problems.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
+    return problems
+
+
+def _untrue_problems(
+    m: Meaning, ticket: Ticket, decision: str | None, verdict: Verdict | None, revealed: frozenset[str]
+) -> list[str]:
+    """Reasons, facts, limits, amounts and dates the reply states that are not true of this ticket."""
+    problems = []
+    # Reasons are checked as denial reasons, where the reply declines: "a replacement is on its way" or
+    # "whatever they find" in an approval or a holding reply asserts nothing about the claim.
+    true = true_reasons(ticket, revealed)
+    false = m.reasons - true - {"unverifiable"} if decision == "reject" or m.refuses else set()
+    # Facts about the order are checked in every reply: a false one inside an approval or a holding
+    # reply misinforms the customer just the same.
+    false |= m.facts - true - (_UNSEEN_FACTS if decision is None else set())
+    if false:
+        problems.append("gives a reason that is not true here: " + ", ".join(sorted(false)))
+    problems += _facts_problems(m, ticket, verdict)
+    actual = ticket.order.days_since_delivery
+    wrong = [d for d, kind in m.elapsed if actual is not None and not _elapsed_true(d, kind, actual)]
+    if wrong:
+        problems.append(f"states the item arrived {wrong[0]} days ago; it was {actual}")
+    return problems
+
+
+def _team_problems(m: Meaning, decision: str | None, verdict: Verdict | None) -> list[str]:
+    """A holding reply tells the customer who handles the ticket: another team misinforms them."""
+    if decision is not None or verdict is None or verdict.queue == "General":
+        return []
+    return [
+        f"names the {team} team; the ticket went to {verdict.queue}"
+        for team in sorted(m.teams - {verdict.queue, "Fraud"})
+    ]
+
+
+def _states_decision(m: Meaning, decision: str | None, verdict: Verdict | None) -> tuple[bool, list[str]]:
+    """Whether a resolution reply states the agent's decision (declining, with the actual reason)."""
+    if decision == "reject":
+        valid = set(verdict.reasons if verdict is not None else ())
+        if not m.reasons & valid:
+            return False, [f"does not state the actual reason ({', '.join(sorted(valid)) or 'none'})"]
+        return not m.grants, []
+    if decision in ("approve_refund", "approve_replacement"):
+        remedy = "refund" if decision == "approve_refund" else "replacement"
+        other = "replacement" if remedy == "refund" else "refund"
+        if remedy in m.grants and other not in m.grants and not m.refuses:
+            return True, []
+        return False, [
+            f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else "")
+        ]
+    return False, []
