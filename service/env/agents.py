@@ -426,9 +426,9 @@ class HeuristicAgent:
         return decision, topic, reason, amount
 
     def _approve(self) -> str:
-        return (
-            "approve_replacement" if self.order is not None and self.order["items"][0]["in_stock"] else "approve_refund"
-        )
+        """The remedy it grants: a replacement of the first item when it is in stock, else a refund."""
+        assert self.order is not None
+        return "approve_replacement" if self.order["items"][0]["in_stock"] else "approve_refund"
 
     def _parcel(self, verified: bool, answers: str) -> _Rule:
         assert self.order is not None
