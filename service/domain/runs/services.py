@@ -76,6 +76,14 @@ def _derived_manifest(
     return tuple(e.model_dump() for e in core.run_manifest(split, list(task_ids), trials, limit_per_task))
 
 
+def _manifest_or_invalid(body: CreateRun) -> tuple[dict[str, Any], ...]:
+    """The manifest a new run's parameters derive, or the client's error when they derive none."""
+    try:
+        return _derived_manifest(body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task)
+    except ValueError as exc:
+        raise InvalidInput(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
+
+
 def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
     """Every entry of the run's manifest, in play order (shared, read-only: copy before changing).
 
@@ -211,57 +219,67 @@ class RunService:
     # ---------------------------------------------------------------------------- lifecycle
 
     async def create(self, body: CreateRun, submitter_key: str | None = None) -> RunCreated:
-        try:
-            manifest = _derived_manifest(
-                body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task
-            )
-        except ValueError as exc:
-            raise InvalidInput(
-                f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]
-            ) from exc
+        manifest = _manifest_or_invalid(body)
         full = body.task_ids is None or set(body.task_ids) == set(core.TASKS)
         full_split = full and body.limit_per_task is None
-        test: dict[str, Any] = {}
-        quota = None
-        if body.split == core.HIDDEN_SPLIT:
-            if not full_split:
-                raise InvalidInput(
-                    "a test run covers the whole test split: drop task_ids and limit_per_task (only aggregates of the "
-                    "whole split are published; subsets would turn them back into per-ticket answers)",
-                    errors=[
-                        {
-                            "field": "task_ids" if not full else "limit_per_task",
-                            "message": "not allowed on the test split",
-                        }
-                    ],
-                )
-            submitter = await self._submitter(submitter_key)
-            test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
-            limit = submitter.quota if submitter.quota is not None else self.quota
-            quota = (limit, utcnow() - self.quota_period)
-        elif submitter_key:  # optional on public splits: it binds the agent name to the submitter
-            test = {"submitter": (await self._submitter(submitter_key)).name}
+        test, quota = await self._binding(body, submitter_key, full=full, full_split=full_split)
         run_id = "run_" + secrets.token_hex(8)
         token = secrets.token_urlsafe(32)
-        try:
-            run = await run_store.insert_run(
-                self.db,
-                quota=quota,
-                id=run_id,
-                token_sha256=hash_secret(token),
-                agent=body.agent,
-                model=body.model,
-                split=body.split,
-                trials=body.trials,
-                task_ids=body.task_ids or list(core.TASKS),
-                full_split=full_split,
-                limit_per_task=body.limit_per_task,
-                manifest=None,  # derived from the parameters above (manifest_of)
-                episodes_total=len(manifest),
-                dataset_version=core.DATASET_VERSION,
-                grader_version=core.GRADER_VERSION,
-                **test,
+        run = await self._insert(
+            quota,
+            test,
+            id=run_id,
+            token_sha256=hash_secret(token),
+            agent=body.agent,
+            model=body.model,
+            split=body.split,
+            trials=body.trials,
+            task_ids=body.task_ids or list(core.TASKS),
+            full_split=full_split,
+            limit_per_task=body.limit_per_task,
+            manifest=None,  # derived from the parameters above (manifest_of)
+            episodes_total=len(manifest),
+            dataset_version=core.DATASET_VERSION,
+            grader_version=core.GRADER_VERSION,
+        )
+        log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
+        return {
+            **self.view(run),
+            "run_token": token,
+            "limit_per_task": body.limit_per_task,
+            "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}",
+        }
+
+    async def _binding(
+        self, body: CreateRun, submitter_key: str | None, *, full: bool, full_split: bool
+    ) -> tuple[dict[str, Any], tuple[int, datetime] | None]:
+        """The submitter columns of a new run, and on the test split the quota its insert checks."""
+        if body.split != core.HIDDEN_SPLIT:
+            if submitter_key:  # optional on public splits: it binds the agent name to the submitter
+                return {"submitter": (await self._submitter(submitter_key)).name}, None
+            return {}, None
+        if not full_split:
+            raise InvalidInput(
+                "a test run covers the whole test split: drop task_ids and limit_per_task (only aggregates of the "
+                "whole split are published; subsets would turn them back into per-ticket answers)",
+                errors=[
+                    {
+                        "field": "task_ids" if not full else "limit_per_task",
+                        "message": "not allowed on the test split",
+                    }
+                ],
             )
+        submitter = await self._submitter(submitter_key)
+        test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
+        limit = submitter.quota if submitter.quota is not None else self.quota
+        return test, (limit, utcnow() - self.quota_period)
+
+    async def _insert(
+        self, quota: tuple[int, datetime] | None, test: dict[str, Any], **columns: Any
+    ) -> run_store.RunRecord:
+        """Insert the run, turning a taken agent name or a used-up quota into the client's problem."""
+        try:
+            return await run_store.insert_run(self.db, quota=quota, **columns, **test)
         except run_store.AgentNameTaken as exc:
             raise AgentNameTaken(
                 f"the agent name {exc.name!r} belongs to submitter {exc.owner!r} (names are bound to the submitter key "
@@ -278,13 +296,6 @@ class RunService:
                 f"{self.quota_period.total_seconds():g} s; try again in {retry} s",
                 retry_after_s=retry,
             ) from exc
-        log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
-        return {
-            **self.view(run),
-            "run_token": token,
-            "limit_per_task": body.limit_per_task,
-            "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}",
-        }
 
     async def _submitter(self, key: str | None) -> run_store.SubmitterRecord:
         if not key:
