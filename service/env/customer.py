@@ -582,7 +582,7 @@ def _spelled(token: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def _features(text: str) -> Counter[str]:
+def _features(text: str) -> dict[str, float]:
     """Lemmas and lemma pairs, those in an "of" complement at half weight."""
     toks: list[tuple[str, float]] = []
     scale, previous = 1.0, ""
@@ -597,16 +597,20 @@ def _features(text: str) -> Counter[str]:
     # "would you like to use store credit?" — the verb of use goes.
     if any(_concept(t) in ("SERVICE", "DOC") for t, _ in toks):
         toks = [(t, s) for t, s in toks if t not in _USE_VERBS]
-    feats: Counter[str] = Counter()
+    feats: dict[str, float] = {}  # weights are fractional (COMPLEMENT): a Counter's are ints
+
+    def add(term: str, weight: float) -> None:
+        feats[term] = feats.get(term, 0) + weight
+
     for t, s in toks:
-        feats[t] += s
+        add(t, s)
         if (c := _concept(t)) is not None:
-            feats[c] += s
+            add(c, s)
     for (a, sa), (b, sb) in pairwise(toks):
-        feats[f"{a} {b}"] += min(sa, sb)
+        add(f"{a} {b}", min(sa, sb))
         ca, cb = _concept(a), _concept(b)
         if ca is not None or cb is not None:
-            feats[f"{ca or a} {cb or b}"] += min(sa, sb)
+            add(f"{ca or a} {cb or b}", min(sa, sb))
     return feats
 
 
@@ -635,7 +639,7 @@ def _index() -> tuple[dict[str, float], list[tuple[str, dict[str, float]]]]:
     return weight, [(topic, _vector(feats, weight)) for topic, feats in docs]
 
 
-def _vector(feats: Counter[str], weight: dict[str, float]) -> dict[str, float]:
+def _vector(feats: dict[str, float], weight: dict[str, float]) -> dict[str, float]:
     vec = {t: c * weight.get(t, FLOOR) for t, c in feats.items()}
     norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
     return {t: v / norm for t, v in vec.items()}

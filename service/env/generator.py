@@ -469,7 +469,7 @@ def _product(rng: random.Random, item: CatalogItem, pool: Pool, in_stock: float,
     return Product(
         sku=f"SKU-{rng.randint(10000, 99999)}",
         name=item.name,
-        category=item.category,  # type: ignore[arg-type]
+        category=item.category,
         price=_price(rng, item, pool),
         in_stock=rng.random() < in_stock,
         final_sale=rng.random() < 0.2 if final_sale is None else final_sale,
@@ -570,7 +570,7 @@ def _order(rng: random.Random, pool: Pool, main: IssueType, lines: list[OrderLin
         order_date=d.order_date.isoformat(),
         delivery_date=d.delivery_date.isoformat() if d.delivery_date else None,
         days_since_delivery=d.days,
-        carrier_status=d.carrier,  # type: ignore[arg-type]
+        carrier_status=d.carrier,
         days_past_estimate=d.late if d.carrier in ("in_transit", "lost") else 0,
         payment_method=rng.choice(("card", "card", "paypal", "gift_card")),
         charges=2 if main == "duplicate_charge" and rng.random() < pool.double_charge else 1,

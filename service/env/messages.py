@@ -572,6 +572,7 @@ def _answer_photos(rng: random.Random, hidden: HiddenFacts, claim: Claim, produc
     lead = rng.choice(_PHOTO_LEADS)
     if hidden.photos_show == "damage":
         issue = claim.issue if claim.issue in ("damaged", "defective") else hidden.actual_issue or claim.second_issue
+        views: tuple[str, ...]
         if issue == "defective":
             views = _DEFECT_VIEWS["electronics" if product.category == "electronics" else "other"]
         else:
