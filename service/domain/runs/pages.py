@@ -79,10 +79,11 @@ async def conditional_page(
     page = pages.get(etag)
     if page is None:
         body = await build()
-        page = (
-            request.app.template_engine.get_template(template).render(**context(body)).encode()
-            if html
-            else msgspec.json.encode(body)
-        )
+        if html:
+            engine = request.app.template_engine
+            assert engine is not None, "the app is built with a template config (service.app)"
+            page = engine.get_template(template).render(**context(body)).encode()
+        else:
+            page = msgspec.json.encode(body)
         pages.put(etag, page)
     return Response(content=page, media_type=media_type, headers=headers)
