@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -41,11 +41,13 @@ from service.domain.runs.schemas import (
     CreateRun,
     Leaderboard,
     LeaderboardRow,
+    ManifestEntryView,
     ManifestPage,
     RunCreated,
     RunPage,
     RunView,
     Usage,
+    UsageView,
 )
 from service.lib.problems import (
     AgentNameTaken,
@@ -96,6 +98,11 @@ def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
     return _derived_manifest(run.split, tuple(run.task_ids), run.trials, run.limit_per_task)
 
 
+def _rank_order(row: LeaderboardRow) -> tuple[float, float, str]:
+    """Best first. A ranked row is a complete run's: its resolved rate, mean and finish time are set."""
+    return -cast(float, row["resolved"]), -cast(float, row["mean"]), cast(str, row["finished_at"])
+
+
 def episode_id_for(run_id: str, index: int) -> str:
     return f"{run_id}-{index:05d}"
 
@@ -123,7 +130,7 @@ class RunService:
         self._manifests: OrderedDict[str, Sequence[dict[str, Any]]] = OrderedDict()
         # Per split: (version, board). The version (complete runs, sum of their revisions) is read on every
         # request — one index-only query — so a run completed by any process shows on the next request.
-        self._boards: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+        self._boards: dict[str, tuple[tuple[int, int], Leaderboard]] = {}
         self._board_lock = asyncio.Lock()
 
     # -------------------------------------------------------------------------- maintenance
@@ -425,7 +432,7 @@ class RunService:
             "grader_version": run.grader_version,
             "submitter": run.submitter,  # set when a submitter key created the run (its agent name is theirs)
             "test_key_fingerprint": run.key_fingerprint if test else None,
-            "usage": run.usage,
+            "usage": cast("UsageView | None", run.usage),  # stored as the UsageView it was given
             "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "run_url": f"/runs/{run.id}",
@@ -486,7 +493,7 @@ class RunService:
         def url(n: int) -> str | None:
             return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages else None
 
-        body = {
+        body: dict[str, Any] = {
             **self.view(run),
             "episodes": rows,
             "summary": run.summary,
@@ -502,7 +509,7 @@ class RunService:
         }
         if test:
             body.update(await self._test_result(run))
-        return body
+        return cast(RunPage, body)  # the view, its episode rows and page, and a test run's published result
 
     async def manifest_page(self, run_id: str, offset: int, limit: int) -> ManifestPage:
         """A slice of the run's manifest: which ticket each episode index plays, in order."""
@@ -514,7 +521,7 @@ class RunService:
             "episodes_total": run.episodes_total,
             "offset": offset,
             "limit": limit,
-            "entries": entries,
+            "entries": cast(list[ManifestEntryView], entries),  # ManifestEntry dumps
             "next_url": f"/runs/{run.id}/manifest?offset={after}&limit={limit}" if after < run.episodes_total else None,
         }
 
@@ -566,10 +573,7 @@ class RunService:
             )
         ranked, entries = _best_per_entrant([r for r in current if r.full_split])
         ranks = rank_bands({r.id: (r.summary["resolved"], *r.summary["resolved_ci95"]) for r in ranked})  # type: ignore[index]
-        rows = sorted(
-            ({**self._row(r, ranks[r.id]), "entrant_runs": entries[r.id]} for r in ranked),
-            key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]),
-        )
+        rows = sorted((self._ranked_row(r, ranks[r.id], entries[r.id]) for r in ranked), key=_rank_order)
         unranked = [self._row(r, None) for r in current if not r.full_split]
         return {
             "split": split,
@@ -577,9 +581,8 @@ class RunService:
             "grader_version": core.GRADER_VERSION,
             "test_key_fingerprint": self.dataset.test_fingerprint if split == core.HIDDEN_SPLIT else None,
             "method": "ranked on the resolved rate (an episode is resolved when every required check of its task "
-            "passes): "
-            "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
-            "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
+            "passes): mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets "
+            "(trials resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
             "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
             "its best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to "
             "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
@@ -590,6 +593,11 @@ class RunService:
             "unranked_total": unranked_total,
             "unranked_shown": UNRANKED_SHOWN,
         }
+
+    def _ranked_row(self, run: run_store.BoardRun, rank: int, entrant_runs: int) -> LeaderboardRow:
+        row = self._row(run, rank)
+        row["entrant_runs"] = entrant_runs
+        return row
 
     def _row(self, run: run_store.BoardRun, rank: int | None) -> LeaderboardRow:
         s = run.summary or {}
@@ -620,7 +628,7 @@ class RunService:
             "grader_version": run.grader_version,
             "test_key_fingerprint": run.key_fingerprint,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "usage": run.usage,
+            "usage": cast("UsageView | None", run.usage),  # stored as the UsageView it was given
             "run_url": f"/runs/{run.id}",
         }
 
