@@ -81,9 +81,10 @@ class ResetParams(ClosedBody):
     episode_token: str | None = Field(
         default=None,
         max_length=128,
-        description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; "
-        "one is "
-        "made and returned in metadata.episode_token if omitted). With resume: that episode's token.",
+        description=(
+            f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
+            "made and returned in metadata.episode_token if omitted). With resume: that episode's token."
+        ),
     )
     resume: Annotated[bool, JsonBool] = Field(
         default=False,
