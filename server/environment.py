@@ -41,7 +41,7 @@ class FinishedEpisodes:
             return self._states.get(episode_id)
 
 
-class SupportEnvironment(Environment):  # type: ignore[misc]  # openenv's base is untyped
+class SupportEnvironment(Environment):
     """One support ticket per episode; the state lives in this object only."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True

@@ -22,6 +22,7 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
+from litestar.types import ControllerRouterHandler
 
 from service.db.engine import Database
 from service.db.readiness import Readiness
@@ -166,7 +167,14 @@ class Services:
         return lifespan
 
 
-ROUTES = [OpenEnvController, BenchmarkController, RunController, mcp_http, ws_endpoint, *system.ROUTES]
+ROUTES: list[ControllerRouterHandler] = [
+    OpenEnvController,
+    BenchmarkController,
+    RunController,
+    mcp_http,
+    ws_endpoint,
+    *system.ROUTES,
+]
 
 
 def create_app(settings: Settings) -> Litestar:
@@ -241,13 +249,8 @@ def serve(app: Any, settings: Settings) -> None:
 
     tune_gc()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        **uvicorn_options(settings),
-        **({"workers": settings.workers, "factory": True} if settings.workers > 1 else {}),
-    )
+    workers: dict[str, Any] = {"workers": settings.workers, "factory": True} if settings.workers > 1 else {}
+    uvicorn.run(app, host=settings.host, port=settings.port, **uvicorn_options(settings), **workers)
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""ownership: episode tokens for client-chosen ids; agent names bound to submitters; runs store their manifest's parameters
+"""ownership: episode tokens for client-chosen ids; agent names bound to submitters; runs store their
+manifest's parameters
 
 Revision ID: 0005
 Revises: 0004

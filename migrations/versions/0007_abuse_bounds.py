@@ -1,4 +1,5 @@
-"""abuse bounds: MCP sessions in the database (every worker serves them); the client address of plain episodes; agent-name keys after NFKC
+"""abuse bounds: MCP sessions in the database (every worker serves them); the client address of plain
+episodes; agent-name keys after NFKC
 
 Revision ID: 0007
 Revises: 0006

@@ -126,35 +126,48 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
     if isinstance(exc, sa_exc.IntegrityError):
         return None
     for err in _chain(exc):
-        if isinstance(err, sqlite3.OperationalError) and str(err).startswith(_SQLITE_NOT_MIGRATED):
-            return DatabaseNotMigrated
-        if isinstance(err, sqlite3.Error):
-            code = getattr(err, "sqlite_errorcode", None)
-            if code is not None:
-                primary = code & 0xFF
-                if primary in _SQLITE_FULL:
-                    return DatabaseFull
-                if primary in _SQLITE_UNAVAILABLE:
-                    return DatabaseUnavailable
-        state = getattr(err, "sqlstate", None)
-        if isinstance(state, str) and len(state) == 5:
-            if state in _PG_FULL:
-                return DatabaseFull
-            if state in _PG_NOT_MIGRATED:
-                return DatabaseNotMigrated
-            if state.startswith(_PG_UNAVAILABLE_CLASSES) or state in _PG_UNAVAILABLE or state in PG_RETRYABLE:
-                return DatabaseUnavailable
-        if isinstance(err, OSError):  # refused, reset, connect/command timeout (TimeoutError), ENOSPC
-            return DatabaseFull if err.errno in (errno.ENOSPC, errno.EDQUOT) else DatabaseUnavailable
-        if isinstance(err, sa_exc.TimeoutError | sa_exc.DisconnectionError):  # pool wait, lost connection
+        fault = _sqlite_fault(err) or _postgres_fault(err) or _connection_fault(err)
+        if fault is not None:
+            return fault
+    return None
+
+
+def _sqlite_fault(err: BaseException) -> type[DatabaseFault] | None:
+    if isinstance(err, sqlite3.OperationalError) and str(err).startswith(_SQLITE_NOT_MIGRATED):
+        return DatabaseNotMigrated
+    code = getattr(err, "sqlite_errorcode", None) if isinstance(err, sqlite3.Error) else None
+    if code is not None:
+        primary = code & 0xFF
+        if primary in _SQLITE_FULL:
+            return DatabaseFull
+        if primary in _SQLITE_UNAVAILABLE:
             return DatabaseUnavailable
-        if isinstance(err, sa_exc.DBAPIError) and err.connection_invalidated:
-            return DatabaseUnavailable
-        if (
-            type(err).__name__ in ("InterfaceError", "ConnectionDoesNotExistError")
-            and "asyncpg" in type(err).__module__
-        ):
-            return DatabaseUnavailable  # "connection is closed"
+    return None
+
+
+def _postgres_fault(err: BaseException) -> type[DatabaseFault] | None:
+    state = getattr(err, "sqlstate", None)
+    if not (isinstance(state, str) and len(state) == 5):
+        return None
+    if state in _PG_FULL:
+        return DatabaseFull
+    if state in _PG_NOT_MIGRATED:
+        return DatabaseNotMigrated
+    if state.startswith(_PG_UNAVAILABLE_CLASSES) or state in _PG_UNAVAILABLE or state in PG_RETRYABLE:
+        return DatabaseUnavailable
+    return None
+
+
+def _connection_fault(err: BaseException) -> type[DatabaseFault] | None:
+    """The connection itself failed: refused, reset, timed out, invalidated or closed."""
+    if isinstance(err, OSError):  # refused, reset, connect/command timeout (TimeoutError), ENOSPC
+        return DatabaseFull if err.errno in (errno.ENOSPC, errno.EDQUOT) else DatabaseUnavailable
+    if isinstance(err, sa_exc.TimeoutError | sa_exc.DisconnectionError):  # pool wait, lost connection
+        return DatabaseUnavailable
+    if isinstance(err, sa_exc.DBAPIError) and err.connection_invalidated:
+        return DatabaseUnavailable
+    if type(err).__name__ in ("InterfaceError", "ConnectionDoesNotExistError") and "asyncpg" in type(err).__module__:
+        return DatabaseUnavailable  # "connection is closed"
     return None
 
 
@@ -183,7 +196,8 @@ def fault_from(exc: BaseException, context: str = "") -> DatabaseFault | None:
 
 
 def sqlstate(exc: BaseException) -> str | None:
-    """The PostgreSQL SQLSTATE the server answered with, or None (no answer: timeout, connection lost, not PostgreSQL)."""
+    """The PostgreSQL SQLSTATE the server answered with, or None (no answer: timeout, connection lost, not
+    PostgreSQL)."""
     for err in _chain(exc):
         state = getattr(err, "sqlstate", None)
         if isinstance(state, str) and len(state) == 5:

@@ -6,7 +6,7 @@ Portable types only (works unchanged on SQLite and PostgreSQL); invariants are c
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -18,6 +18,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     UniqueConstraint,
     false,
     text,
@@ -242,11 +243,12 @@ class McpSessionRow(Base):
     used_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
-episodes = EpisodeRow.__table__
-mcp_sessions = McpSessionRow.__table__
-runs = RunRow.__table__
-submitters = SubmitterRow.__table__
-deployment_secrets = DeploymentSecretRow.__table__
-agent_names = AgentNameRow.__table__
-transitions = TransitionRow.__table__
-grades = GradeRow.__table__
+# A declarative class's __table__ is typed as the FromClause it may be; these are all plain Tables.
+episodes = cast(Table, EpisodeRow.__table__)
+mcp_sessions = cast(Table, McpSessionRow.__table__)
+runs = cast(Table, RunRow.__table__)
+submitters = cast(Table, SubmitterRow.__table__)
+deployment_secrets = cast(Table, DeploymentSecretRow.__table__)
+agent_names = cast(Table, AgentNameRow.__table__)
+transitions = cast(Table, TransitionRow.__table__)
+grades = cast(Table, GradeRow.__table__)

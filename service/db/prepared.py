@@ -18,11 +18,12 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class Prepared:
         self._compiled: weakref.WeakKeyDictionary[Dialect, _Compiled] = weakref.WeakKeyDictionary()
 
     def _compile(self, dialect: Dialect) -> _Compiled:
-        compiled = self.statement.compile(dialect=dialect)
+        # a Core statement compiles with the SQL compiler, whose bind names and positions are read here
+        compiled = cast(SQLCompiler, self.statement.compile(dialect=dialect))
         if compiled.positiontup is None:
             raise TypeError(f"{dialect.name} uses the {dialect.paramstyle} paramstyle; Prepared needs a positional one")
         by_name = {name: bind for bind, name in compiled.bind_names.items()}

@@ -145,7 +145,7 @@ async def insert_episode(
     client_address: str | None = None,
 ) -> EpisodeRecord:
     now = utcnow()
-    values = dict(
+    values: dict[str, Any] = dict(
         id=episode_id,
         task_id=task_id,
         split=split,

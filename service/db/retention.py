@@ -51,7 +51,7 @@ def _delete_episodes(conn: Connection, ids: list[str]) -> int:
     return conn.execute(delete(episodes).where(episodes.c.id.in_(ids))).rowcount or 0
 
 
-def plain_candidates(status: str, before: datetime) -> Select[tuple[str]]:
+def plain_candidates(status: str, before: datetime) -> Select[str]:
     """One batch of plain episodes in ``status`` last touched before ``before`` (an index search:
     ix_episodes_plain_status_updated_at)."""
     return (

@@ -75,16 +75,24 @@ class RandomAgent:
 _QUESTIONS = {
     "photos": "Could you please send photos of the item showing the problem?",
     "usage": "Could you tell me the item's condition — has it been used, worn or washed, and are the tags still on?",
-    "delivery": "Could you please check with your neighbours, the porch and any parcel locker to see whether the parcel has turned up?",
+    "delivery": (
+        "Could you please check with your neighbours, the porch and any parcel locker to see whether the parcel "
+        "has turned up?"
+    ),
     "details": "Could you describe what happened and what exactly the problem with your order is?",
 }
 _REASON_SENTENCES = {
     "window": "this falls outside our 30-day return window, so we can't accept it",
     "used": "the item has been used, so we can't accept this return: only unused items can be returned",
-    "final_sale": "this is a final-sale, hygiene or perishable item, so it can't be returned for a change of mind or size",
+    "final_sale": (
+        "this is a final-sale, hygiene or perishable item, so it can't be returned for a change of mind or size"
+    ),
     "warranty": "the warranty on this item has ended, so we can't cover the fault",
     "normal_wear": "the photos show ordinary wear and tear rather than a defect, so we can't accept this claim",
-    "in_transit": "your parcel is still in transit with the carrier and on its way to you, so we can't issue a refund or replacement yet",
+    "in_transit": (
+        "your parcel is still in transit with the carrier and on its way to you, so we can't issue a refund or "
+        "replacement yet"
+    ),
     "parcel_found": "we're glad the parcel has turned up, so there is nothing for us to refund or replace",
     "not_charged_twice": "our payment record shows only one charge for this order, so there is no duplicate to refund",
     "unverifiable": "we're unable to verify this claim from our order and carrier records, so we can't approve it",
@@ -105,7 +113,8 @@ def resolution_reply(decision: str, reason: str | None, order_id: str, amount: f
 
 def holding_reply(queue: str, order_id: str) -> str:
     return (
-        f"Thank you for your patience with order {order_id}. I've passed your request to our {_TEAMS.get(queue, 'support')} "
+        f"Thank you for your patience with order {order_id}. I've passed your request to our "
+        f"{_TEAMS.get(queue, 'support')} "
         "team, who will review it and get back to you shortly."
     )
 
@@ -353,6 +362,10 @@ _WORD_NUMBER = {
 }
 
 
+_Rule = tuple[str, str | None, str | None]  # (decision, topic to ask about, denial reason)
+_Judged = tuple[str, str | None, str | None, float]  # ... and the refund amount
+
+
 class HeuristicAgent:
     """Keyword rules over the observation, plus the order and customer lookups it makes itself.
 
@@ -382,7 +395,7 @@ class HeuristicAgent:
             return count * {"day": 1, "week": 7, "month": 30}[said.group(2)]
         return None
 
-    def _judge(self, obs: Observation) -> tuple[str, str | None, str | None, float]:  # noqa: C901 - one keyword rule per clause
+    def _judge(self, obs: Observation) -> _Judged:
         """Returns (decision, topic to ask about, denial reason, refund amount)."""
         assert self.order is not None and self.customer is not None
         msg = obs.customer_message.lower()
@@ -390,63 +403,74 @@ class HeuristicAgent:
         issue = read_issue(msg)
         if issue == "vague" and answers:
             issue = read_issue(answers)
-        item, carrier = self.order["items"][0], self.order["carrier"]
-        days = self._days(obs)
-        approve = "approve_replacement" if item["in_stock"] else "approve_refund"
         amount = self.order["total"]
-        high_risk = (
-            self.customer["returns_12m"] >= 5
-            or self.customer["chargebacks"] > 0
-            or bool(self.customer["account_flags"])
-        )
         if issue == "vague":
             return "request_info", "details", None, amount
         if issue == "duplicate_charge":
-            return (
-                ("approve_refund", None, None, amount)
-                if self.order["payment"]["charges"] > 1
-                else ("reject", None, "not_charged_twice", amount)
-            )
+            if self.order["payment"]["charges"] > 1:
+                return "approve_refund", None, None, amount
+            return "reject", None, "not_charged_twice", amount
+        carrier = self.order["carrier"]
         verified = issue == "not_received" and (
             carrier["status"] in ("lost", "returned")
             or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > 7)
         )
-        if high_risk and not verified:
+        c = self.customer
+        if (c["returns_12m"] >= 5 or c["chargebacks"] > 0 or bool(c["account_flags"])) and not verified:
             return "reject", None, "unverifiable", amount
-        if issue == "not_received":
-            if verified:
-                return approve, None, None, amount
-            if carrier["status"] == "in_transit":
-                return "reject", None, "in_transit", amount
-            if "delivery" not in self.asked:
-                return "request_info", "delivery", None, amount
-            return ("reject", None, "parcel_found", amount) if _has(answers, _FOUND) else (approve, None, None, amount)
+        decision, topic, reason = (
+            self._parcel(verified, answers)
+            if issue == "not_received"
+            else self._by_claim(obs, issue, msg + " " + answers, answers)
+        )
+        return decision, topic, reason, amount
+
+    def _approve(self) -> str:
+        """The remedy it grants: a replacement of the first item when it is in stock, else a refund."""
+        assert self.order is not None
+        return "approve_replacement" if self.order["items"][0]["in_stock"] else "approve_refund"
+
+    def _parcel(self, verified: bool, answers: str) -> _Rule:
+        assert self.order is not None
+        if verified:
+            return self._approve(), None, None
+        if self.order["carrier"]["status"] == "in_transit":
+            return "reject", None, "in_transit"
+        if "delivery" not in self.asked:
+            return "request_info", "delivery", None
+        return ("reject", None, "parcel_found") if _has(answers, _FOUND) else (self._approve(), None, None)
+
+    def _by_claim(self, obs: Observation, issue: str, text: str, answers: str) -> _Rule:
+        """The rule for a delivered item: wrong item, damage or defect, or a return."""
+        assert self.order is not None
+        days = self._days(obs)
         in_window = days is None or days <= 30
+        item = self.order["items"][0]
         if issue == "wrong_item":
-            return (approve, None, None, amount) if in_window else ("reject", None, "window", amount)
+            return (self._approve(), None, None) if in_window else ("reject", None, "window")
         if issue in ("damaged", "defective"):
             if in_window:
                 images = "images provided: true" in obs.ticket.lower()
                 if not images and "photos" not in self.asked:
-                    return "request_info", "photos", None, amount
+                    return "request_info", "photos", None
                 if not images and _has(answers, _WEAR):
-                    return "reject", None, "normal_wear", amount
-                return approve, None, None, amount
+                    return "reject", None, "normal_wear"
+                return self._approve(), None, None
             if issue == "defective" and days is not None and days <= item["warranty_days"]:
-                return approve, None, None, amount
-            return "reject", None, "warranty" if issue == "defective" else "window", amount
+                return self._approve(), None, None
+            return "reject", None, "warranty" if issue == "defective" else "window"
         if item["final_sale"] or item["hygiene"] or item["perishable"]:
-            return "reject", None, "final_sale", amount
+            return "reject", None, "final_sale"
         if not in_window:
-            return "reject", None, "window", amount
-        text = msg + " " + answers
+            return "reject", None, "window"
+        refund = self._approve() if issue == "size_issue" else "approve_refund"
         if issue != "item_used" and _has(text, _UNUSED):
-            return (approve if issue == "size_issue" else "approve_refund"), None, None, amount
+            return refund, None, None
         if issue == "item_used" or _has(text, _USED):
-            return "reject", None, "used", amount
+            return "reject", None, "used"
         if "usage" not in self.asked:
-            return "request_info", "usage", None, amount
-        return (approve if issue == "size_issue" else "approve_refund"), None, None, amount
+            return "request_info", "usage", None
+        return refund, None, None
 
     def act(self, obs: Observation) -> Action:
         # remember what lookups returned (the observation only carries the latest result)

@@ -30,11 +30,11 @@ def reset(task_id: str, seed: int, split: str = "train", dataset: Dataset = PUBL
         raise EnvError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise EnvError("seed must be a non-negative integer")
-    pool = dataset.pool(split, task.family, task.difficulty)  # type: ignore[arg-type]
+    pool = dataset.pool(split, task.family, task.difficulty)
     ticket = dataset.ticket(pool[seed % len(pool)])
     state = EpisodeState(
         task_id=task.id,
-        split=split,  # type: ignore[arg-type]
+        split=split,
         seed=seed,
         ticket_id=ticket.ticket_id,
         max_steps=task.max_steps,

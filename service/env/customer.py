@@ -32,6 +32,7 @@ import random
 import re
 from collections import Counter
 from functools import lru_cache
+from itertools import pairwise
 
 import simplemma
 from rapidfuzz import fuzz, process
@@ -282,13 +283,28 @@ _CONTEXT = re.compile(
 _MODIFIER = re.compile(
     r"^(?:with|without|including|in|on|at|of|from|for|showing|like|such\s+as|especially|ideally|preferably|where)\b"
 )
+# The word lists below are kept as compact rows, not one word per line.
+# fmt: off
 # "a couple of photos" is photos: "of" after a quantity does not open a complement.
-_QUANTITY = frozenset(["couple", "few", "bit", "lot", "lots", "pair", "set", "number", "some", "any", "both", "all", "one", "each", "none", "most"])
+_QUANTITY = frozenset(
+    [
+        "couple", "few", "bit", "lot", "lots", "pair", "set", "number", "some", "any", "both", "all", "one", "each",
+        "none", "most"
+    ]
+)
 # Words that frame a request rather than say what it is about (and negation, which does not change
 # what is asked: "hasn't been used" asks about use).
 _STOP = frozenset(
-    ["a", "an", "the", "to", "of", "for", "you", "your", "it", "its", "we", "us", "our", "me", "my", "i", "is", "be", "are", "was", "were", "do", "does", "did", "have", "has", "had", "can", "could", "would", "will", "please", "and", "or", "in", "on", "at", "by", "with", "that", "this", "there", "if", "any", "some", "just", "so", "as", "from", "about", "confirm", "whether", "let", "know", "tell", "need", "help", "quick", "like", "mind", "able", "chance", "get", "got", "make", "kindly", "also", "really", "still", "yet", "since", "item", "order", "one", "u", "pls", "plz", "possible", "possibly", "happy", "not", "no", "never", "out"]
+    [
+        "a", "an", "the", "to", "of", "for", "you", "your", "it", "its", "we", "us", "our", "me", "my", "i", "is",
+        "be", "are", "was", "were", "do", "does", "did", "have", "has", "had", "can", "could", "would", "will",
+        "please", "and", "or", "in", "on", "at", "by", "with", "that", "this", "there", "if", "any", "some", "just",
+        "so", "as", "from", "about", "confirm", "whether", "let", "know", "tell", "need", "help", "quick", "like",
+        "mind", "able", "chance", "get", "got", "make", "kindly", "also", "really", "still", "yet", "since", "item",
+        "order", "one", "u", "pls", "plz", "possible", "possibly", "happy", "not", "no", "never", "out"
+    ]
 )
+# fmt: on
 # Concepts: words that mean the same thing *for what is asked* share a feature, so a synonym no example
 # uses ("shots", "visual proof", "laundered", "the wrong door") still lands near the examples of its
 # topic. A concept is a feature like any word, weighed by how well it tells the classes apart.
@@ -566,7 +582,7 @@ def _spelled(token: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def _features(text: str) -> Counter[str]:
+def _features(text: str) -> dict[str, float]:
     """Lemmas and lemma pairs, those in an "of" complement at half weight."""
     toks: list[tuple[str, float]] = []
     scale, previous = 1.0, ""
@@ -581,16 +597,20 @@ def _features(text: str) -> Counter[str]:
     # "would you like to use store credit?" — the verb of use goes.
     if any(_concept(t) in ("SERVICE", "DOC") for t, _ in toks):
         toks = [(t, s) for t, s in toks if t not in _USE_VERBS]
-    feats: Counter[str] = Counter()
+    feats: dict[str, float] = {}  # weights are fractional (COMPLEMENT): a Counter's are ints
+
+    def add(term: str, weight: float) -> None:
+        feats[term] = feats.get(term, 0) + weight
+
     for t, s in toks:
-        feats[t] += s
+        add(t, s)
         if (c := _concept(t)) is not None:
-            feats[c] += s
-    for (a, sa), (b, sb) in zip(toks, toks[1:]):
-        feats[f"{a} {b}"] += min(sa, sb)
+            add(c, s)
+    for (a, sa), (b, sb) in pairwise(toks):
+        add(f"{a} {b}", min(sa, sb))
         ca, cb = _concept(a), _concept(b)
         if ca is not None or cb is not None:
-            feats[f"{ca or a} {cb or b}"] += min(sa, sb)
+            add(f"{ca or a} {cb or b}", min(sa, sb))
     return feats
 
 
@@ -619,7 +639,7 @@ def _index() -> tuple[dict[str, float], list[tuple[str, dict[str, float]]]]:
     return weight, [(topic, _vector(feats, weight)) for topic, feats in docs]
 
 
-def _vector(feats: Counter[str], weight: dict[str, float]) -> dict[str, float]:
+def _vector(feats: dict[str, float], weight: dict[str, float]) -> dict[str, float]:
     vec = {t: c * weight.get(t, FLOOR) for t, c in feats.items()}
     norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
     return {t: v / norm for t, v in vec.items()}

@@ -101,7 +101,7 @@ class Dataset:
 
     def key(self, split: str) -> bytes:
         if split in PUBLIC_SPLITS:
-            return public_split_key(split)  # type: ignore[arg-type]
+            return public_split_key(split)
         if split == HIDDEN_SPLIT:
             if self.test_key is None:
                 raise MissingTestKey("the test split is generated from a deployment key, and none is configured here")
@@ -126,7 +126,7 @@ class Dataset:
         """Every ticket of ``split``, pool by pool in :data:`CELLS` order."""
         key = self.key(split)
         return [
-            _ticket(key, split, family, difficulty, k)  # type: ignore[arg-type]
+            _ticket(key, split, family, difficulty, k)
             for family, difficulty in CELLS
             for k in range(pool_size(split, family, difficulty))  # type: ignore[arg-type]
         ]

@@ -433,148 +433,19 @@ def _build(
     difficulty: Difficulty,
     render: bool = True,
 ) -> Ticket:
-    """One draw of a ticket's facts (and, when ``render``, its message: the draws before it are the same)."""
+    """One draw of a ticket's facts (and, when ``render``, its message: the draws before it are the same).
+
+    Every part is drawn from ``rng`` in a fixed order (items, customer, dates, order, claim, message):
+    the published splits are these draws, so the order of the calls below is part of the data."""
     issue, second = kind
     actual = rng.choice(pool.vague_actual) if issue == "vague" else None
     main = actual or issue  # the claim the facts are drawn for
-
-    # P6 for returns: a final-sale flag, or (as often) a hygiene/perishable item.
-    flagged_kind = rng.random() < pool.final_sale * 2 if main in ("changed_mind", "size_issue", "item_used") else False
-    hygiene_item = flagged_kind and rng.random() < 0.5
-    item = _item(rng, main, second, pool, return_flagged=hygiene_item)
-    hygiene_item = hygiene_item and (item.hygiene or item.perishable)
-    product = Product(
-        sku=f"SKU-{rng.randint(10000, 99999)}",
-        name=item.name,
-        category=item.category,  # type: ignore[arg-type]
-        price=_price(rng, item, pool),
-        in_stock=rng.random() < pool.in_stock,
-        final_sale=flagged_kind and not hygiene_item,
-        hygiene=item.hygiene,
-        perishable=item.perishable,
-        warranty_days=item.warranty_days,
-    )
-    lines = [OrderLine(product=product, quantity=rng.choice((1, 1, 1, 2)) if pool.multi_item else 1)]
-    if rng.random() < pool.multi_item:
-        for _ in range(rng.randint(1, 2)):
-            other = rng.choice(
-                [c for c in CATALOG if c.name != item.name and all(c.name != l.product.name for l in lines)]
-            )
-            lines.append(
-                OrderLine(
-                    product=Product(
-                        sku=f"SKU-{rng.randint(10000, 99999)}",
-                        name=other.name,
-                        category=other.category,  # type: ignore[arg-type]
-                        price=_price(rng, other, pool),
-                        in_stock=rng.random() < 0.5,
-                        final_sale=rng.random() < 0.2,
-                        hygiene=other.hygiene,
-                        perishable=other.perishable,
-                        warranty_days=other.warranty_days,
-                    ),
-                    quantity=rng.choice((1, 1, 2)),
-                )
-            )
-        rng.shuffle(lines)
-    claimed = next(i for i, line in enumerate(lines) if line.product.sku == product.sku)
-
-    risk = rng.choice(("returns", "chargeback", "fraud")) if rng.random() < pool.high_risk else None
-    customer = Customer(
-        customer_id=f"C-{rng.randint(100000, 999999)}",
-        name=f"{rng.choice(_FIRST)} {rng.choice(_LAST)}",
-        tier=rng.choice(("standard", "standard", "silver", "gold")),
-        account_age_days=rng.randint(30, 3000),
-        orders_12m=rng.randint(2, 30),
-        returns_12m=rng.randint(HIGH_RISK_RETURNS, 12) if risk == "returns" else rng.randint(0, HIGH_RISK_RETURNS - 1),
-        chargebacks=rng.randint(1, 3) if risk == "chargeback" else 0,
-        fraud_flag=risk == "fraud",
-    )
-
+    lines, claimed = _lines(rng, pool, main, second)
+    customer = _customer(rng, pool)
     opened = _EPOCH + timedelta(days=rng.randint(0, 300))
-    carrier, late, found = "delivered", 0, None
-    if main == "not_received":
-        names, weights = zip(*pool.carriers, strict=False)
-        carrier = rng.choices(names, weights)[0]
-        if carrier == "late":
-            carrier, late = "in_transit", rng.randint(LATE_IN_TRANSIT_DAYS + 1, 30)
-        elif carrier == "in_transit":
-            late = rng.randint(0, LATE_IN_TRANSIT_DAYS)
-        elif carrier == "lost":
-            late = rng.randint(3, 20)
-    if carrier == "delivered":
-        if main == "not_received":
-            days = rng.randint(1, 6)
-            found = rng.random() < pool.found
-        elif main == "defective":  # warranty claims reach far past the window
-            days = rng.randint(1, W) if rng.random() < pool.in_window else rng.randint(*pool.late_days)
-        else:
-            days = (
-                rng.randint(1, W)
-                if rng.random() < pool.in_window
-                else rng.randint(pool.late_days[0], min(pool.late_days[1], 150))
-            )
-        delivery_date = opened - timedelta(days=days)
-        order_date = delivery_date - timedelta(days=rng.randint(2, 7))
-    else:
-        days, delivery_date = None, None
-        order_date = opened - timedelta(days=rng.randint(6, 20) + late)
-    total = round(sum(line.amount for line in lines), 2)
-    order = Order(
-        order_id=f"ORD-{rng.randint(10_000_000, 99_999_999)}",
-        lines=tuple(lines),
-        amount=total,
-        order_date=order_date.isoformat(),
-        delivery_date=delivery_date.isoformat() if delivery_date else None,
-        days_since_delivery=days,
-        carrier_status=carrier,  # type: ignore[arg-type]
-        days_past_estimate=late if carrier in ("in_transit", "lost") else 0,
-        payment_method=rng.choice(("card", "card", "paypal", "gift_card")),
-        charges=2 if main == "duplicate_charge" and rng.random() < pool.double_charge else 1,
-    )
-
-    tone = rng.choice(pool.tones)
-    if issue == "vague":
-        tone = rng.choice(("vague", "angry", "typos", "calm"))
-    returns = ("changed_mind", "size_issue")
-    stated = None
-    if issue in returns:
-        unused, used, _ = pool.usage
-        r = rng.random()
-        stated = False if r < unused else True if r < unused + used else None
-    elif issue == "item_used":
-        stated = True
-    item_claims = ("damaged", "defective", "wrong_item")
-    has_photo_claim = issue in item_claims or second in ("damaged", "defective")
-    images = has_photo_claim and issue != "wrong_item" and rng.random() < pool.photos
-    if issue == "wrong_item" and second is None:
-        images = rng.random() < 0.5  # not needed (P4), sometimes sent anyway
-    photo_claim = main in ("damaged", "defective") or second in ("damaged", "defective")
-    hidden = HiddenFacts(
-        photos_show=("normal_wear" if rng.random() < pool.wear else "damage") if photo_claim and not images else None,
-        item_used=(rng.random() < 0.5) if stated is None and (main in returns) else None,
-        parcel_found=found,
-        actual_issue=actual,
-    )
-    remark: Remark | None = None
-    if tone == "multi_issue":
-        arrived = carrier == "delivered" and main != "not_received"  # "never arrived" cannot have come slowly
-        remark = rng.choice(
-            ("slow_delivery", "second_contact", "service") if arrived else ("second_contact", "service")
-        )
-    stated_days = None
-    if days is not None and main != "not_received" and rng.random() < pool.stated_days:
-        stated_days = rng.choice((2, 3, 5, 7, 10, 14, 21, 28, 40, 60, 90))  # recollection, independent of the records
-    claim = Claim(
-        issue=issue,
-        line=claimed,
-        images_provided=bool(images),
-        item_used=stated,
-        tone=tone,
-        second_issue=second,
-        remark=remark,
-        stated_days_ago=stated_days,
-    )
+    delivery = _delivery(rng, pool, main, opened)
+    order = _order(rng, pool, main, lines, delivery)
+    claim, hidden = _claim(rng, pool, issue, second, actual, claimed, delivery)
     subject, body = messages.render_message(rng, customer=customer, order=order, claim=claim) if render else ("", "")
     return Ticket(
         ticket_id=ticket_id,
@@ -591,3 +462,181 @@ def _build(
         subject=subject,
         message=body,
     )
+
+
+def _product(rng: random.Random, item: CatalogItem, pool: Pool, in_stock: float, final_sale: bool | None) -> Product:
+    """A catalogue item as sold; ``final_sale`` None draws the flag (an order's other items)."""
+    return Product(
+        sku=f"SKU-{rng.randint(10000, 99999)}",
+        name=item.name,
+        category=item.category,
+        price=_price(rng, item, pool),
+        in_stock=rng.random() < in_stock,
+        final_sale=rng.random() < 0.2 if final_sale is None else final_sale,
+        hygiene=item.hygiene,
+        perishable=item.perishable,
+        warranty_days=item.warranty_days,
+    )
+
+
+def _lines(rng: random.Random, pool: Pool, main: IssueType, second: IssueType | None) -> tuple[list[OrderLine], int]:
+    """The order's lines, and which one the claim is about."""
+    # P6 for returns: a final-sale flag, or (as often) a hygiene/perishable item.
+    flagged_kind = rng.random() < pool.final_sale * 2 if main in ("changed_mind", "size_issue", "item_used") else False
+    hygiene_item = flagged_kind and rng.random() < 0.5
+    item = _item(rng, main, second, pool, return_flagged=hygiene_item)
+    hygiene_item = hygiene_item and (item.hygiene or item.perishable)
+    product = _product(rng, item, pool, pool.in_stock, final_sale=flagged_kind and not hygiene_item)
+    lines = [OrderLine(product=product, quantity=rng.choice((1, 1, 1, 2)) if pool.multi_item else 1)]
+    if rng.random() < pool.multi_item:
+        for _ in range(rng.randint(1, 2)):
+            other = rng.choice(
+                [c for c in CATALOG if c.name != item.name and all(c.name != line.product.name for line in lines)]
+            )
+            other_product = _product(rng, other, pool, 0.5, final_sale=None)
+            lines.append(OrderLine(product=other_product, quantity=rng.choice((1, 1, 2))))
+        rng.shuffle(lines)
+    return lines, next(i for i, line in enumerate(lines) if line.product.sku == product.sku)
+
+
+def _customer(rng: random.Random, pool: Pool) -> Customer:
+    risk = rng.choice(("returns", "chargeback", "fraud")) if rng.random() < pool.high_risk else None
+    return Customer(
+        customer_id=f"C-{rng.randint(100000, 999999)}",
+        name=f"{rng.choice(_FIRST)} {rng.choice(_LAST)}",
+        tier=rng.choice(("standard", "standard", "silver", "gold")),
+        account_age_days=rng.randint(30, 3000),
+        orders_12m=rng.randint(2, 30),
+        returns_12m=rng.randint(HIGH_RISK_RETURNS, 12) if risk == "returns" else rng.randint(0, HIGH_RISK_RETURNS - 1),
+        chargebacks=rng.randint(1, 3) if risk == "chargeback" else 0,
+        fraud_flag=risk == "fraud",
+    )
+
+
+@dataclass(frozen=True)
+class _Delivery:
+    """Where the parcel is and when things happened, counted back from the day the ticket was opened."""
+
+    carrier: str
+    late: int  # days past the carrier's estimate
+    found: bool | None  # delivered-but-missing parcels: whether the customer finds it
+    days: int | None  # since delivery
+    order_date: date
+    delivery_date: date | None
+
+
+def _carrier(rng: random.Random, pool: Pool, main: IssueType) -> tuple[str, int]:
+    """The carrier status and the days past its estimate (only a missing parcel is not delivered)."""
+    if main != "not_received":
+        return "delivered", 0
+    names, weights = zip(*pool.carriers, strict=False)
+    carrier = rng.choices(names, weights)[0]
+    if carrier == "late":
+        return "in_transit", rng.randint(LATE_IN_TRANSIT_DAYS + 1, 30)
+    if carrier == "in_transit":
+        return carrier, rng.randint(0, LATE_IN_TRANSIT_DAYS)
+    if carrier == "lost":
+        return carrier, rng.randint(3, 20)
+    return carrier, 0
+
+
+def _delivery(rng: random.Random, pool: Pool, main: IssueType, opened: date) -> _Delivery:
+    carrier, late = _carrier(rng, pool, main)
+    if carrier != "delivered":
+        order_date = opened - timedelta(days=rng.randint(6, 20) + late)
+        return _Delivery(carrier, late, None, None, order_date, None)
+    found = None
+    if main == "not_received":
+        days = rng.randint(1, 6)
+        found = rng.random() < pool.found
+    elif main == "defective":  # warranty claims reach far past the window
+        days = rng.randint(1, W) if rng.random() < pool.in_window else rng.randint(*pool.late_days)
+    else:
+        days = (
+            rng.randint(1, W)
+            if rng.random() < pool.in_window
+            else rng.randint(pool.late_days[0], min(pool.late_days[1], 150))
+        )
+    delivery_date = opened - timedelta(days=days)
+    order_date = delivery_date - timedelta(days=rng.randint(2, 7))
+    return _Delivery(carrier, late, found, days, order_date, delivery_date)
+
+
+def _order(rng: random.Random, pool: Pool, main: IssueType, lines: list[OrderLine], d: _Delivery) -> Order:
+    return Order(
+        order_id=f"ORD-{rng.randint(10_000_000, 99_999_999)}",
+        lines=tuple(lines),
+        amount=round(sum(line.amount for line in lines), 2),
+        order_date=d.order_date.isoformat(),
+        delivery_date=d.delivery_date.isoformat() if d.delivery_date else None,
+        days_since_delivery=d.days,
+        carrier_status=d.carrier,
+        days_past_estimate=d.late if d.carrier in ("in_transit", "lost") else 0,
+        payment_method=rng.choice(("card", "card", "paypal", "gift_card")),
+        charges=2 if main == "duplicate_charge" and rng.random() < pool.double_charge else 1,
+    )
+
+
+_RETURN_CLAIMS = ("changed_mind", "size_issue")
+
+
+def _stated_use(rng: random.Random, pool: Pool, issue: IssueType) -> bool | None:
+    """Whether the message says the item was used (None: it does not say)."""
+    if issue in _RETURN_CLAIMS:
+        unused, used, _ = pool.usage
+        r = rng.random()
+        return False if r < unused else True if r < unused + used else None
+    return True if issue == "item_used" else None
+
+
+def _images(rng: random.Random, pool: Pool, issue: IssueType, second: IssueType | None) -> bool:
+    has_photo_claim = issue in ("damaged", "defective", "wrong_item") or second in ("damaged", "defective")
+    images = has_photo_claim and issue != "wrong_item" and rng.random() < pool.photos
+    if issue == "wrong_item" and second is None:
+        images = rng.random() < 0.5  # not needed (P4), sometimes sent anyway
+    return images
+
+
+def _claim(
+    rng: random.Random,
+    pool: Pool,
+    issue: IssueType,
+    second: IssueType | None,
+    actual: IssueType | None,
+    claimed: int,
+    d: _Delivery,
+) -> tuple[Claim, HiddenFacts]:
+    """What the customer says, and the facts only asking them reveals."""
+    main = actual or issue
+    tone = rng.choice(pool.tones)
+    if issue == "vague":
+        tone = rng.choice(("vague", "angry", "typos", "calm"))
+    stated = _stated_use(rng, pool, issue)
+    images = _images(rng, pool, issue, second)
+    photo_claim = main in ("damaged", "defective") or second in ("damaged", "defective")
+    hidden = HiddenFacts(
+        photos_show=("normal_wear" if rng.random() < pool.wear else "damage") if photo_claim and not images else None,
+        item_used=(rng.random() < 0.5) if stated is None and (main in _RETURN_CLAIMS) else None,
+        parcel_found=d.found,
+        actual_issue=actual,
+    )
+    remark: Remark | None = None
+    if tone == "multi_issue":
+        arrived = d.carrier == "delivered" and main != "not_received"  # "never arrived" cannot have come slowly
+        remark = rng.choice(
+            ("slow_delivery", "second_contact", "service") if arrived else ("second_contact", "service")
+        )
+    stated_days = None
+    if d.days is not None and main != "not_received" and rng.random() < pool.stated_days:
+        stated_days = rng.choice((2, 3, 5, 7, 10, 14, 21, 28, 40, 60, 90))  # recollection, independent of the records
+    claim = Claim(
+        issue=issue,
+        line=claimed,
+        images_provided=bool(images),
+        item_used=stated,
+        tone=tone,
+        second_issue=second,
+        remark=remark,
+        stated_days_ago=stated_days,
+    )
+    return claim, hidden

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import pairwise
 
 from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Act, EpisodeState, Grade, GradeComponent
@@ -83,10 +84,10 @@ class _Walk:
     def answers(self) -> list[str]:
         """Replies that tell the customer the outcome: those sent with or after the decision (a
         request_info's question is not the answer)."""
-        steps = [s for (d, _), s in zip(self.decisions, self.decision_steps) if d != "request_info"]
+        steps = [s for (d, _), s in zip(self.decisions, self.decision_steps, strict=True) if d != "request_info"]
         if not steps:
             return []
-        return [r for r, s in zip(self.replies, self.reply_steps) if s >= steps[0]]
+        return [r for r, s in zip(self.replies, self.reply_steps, strict=True) if s >= steps[0]]
 
     @property
     def outcome_tags(self) -> list[str]:
@@ -378,7 +379,7 @@ def _needless_questions(c: _Context) -> int:
 def _repetitions(c: _Context) -> int:
     tags = [t for t, _ in c.walk.tags]
     queues = c.walk.queues
-    return (len(tags) - len(set(tags))) + sum(1 for a, b in zip(queues, queues[1:]) if a == b)
+    return (len(tags) - len(set(tags))) + sum(1 for a, b in pairwise(queues) if a == b)
 
 
 _PENALTIES: dict[str, Callable[[_Context], int]] = {

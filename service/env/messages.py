@@ -313,6 +313,8 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
     the item's condition when the claim says it, the product name and usually the order id, in a
     voice set by ``claim.tone``. ``typos`` renders exactly the ``calm`` text for the same rng and
     then adds character noise that never touches the order id, the product name or digits.
+
+    The parts are drawn from ``rng`` in a fixed order (the published tickets are these draws).
     """
     style = _style_of(claim.tone)
     product = order.lines[claim.line].product
@@ -323,8 +325,27 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
     order_line = _fmt(rng.choice(_ORDER_LINES[style]), oid=oid) if placement == "opening" else ""
     item = _item_ref(rng, product.name, oid if placement == "item" else None)
 
+    issue, facts = _issue_and_facts(rng, style, claim, order, product, item)
+    secondary = _secondary(rng, style, claim, product)
+    ask, extra = _ask_and_extra(rng, style, claim)
+    core = _arranged(rng, issue, secondary, facts, ask, extra)
+    head = " ".join(s for s in (opening, order_line) if s)
+    body = _body(rng, style, customer, head, core, oid if placement == "trailer" else None)
+
+    subject = _subject(rng, style, claim, oid)
+    if claim.tone == "typos":
+        protected = _protected_words(order, customer)
+        body = _add_typos(rng, body, protected)
+        subject = _restore(subject.lower(), oid)
+    return subject, body
+
+
+def _issue_and_facts(
+    rng: random.Random, style: str, claim: Claim, order: Order, product: Product, item: str
+) -> tuple[str, list[str]]:
+    """The issue sentence, and the fact sentences that follow it (in a random order)."""
     issue = _issue_sentence(rng, style, claim, product, item)
-    facts = []  # fact sentences after the issue, in a random order
+    facts = []
     usage = _usage_clause(rng, claim, product)
     if usage is not None:
         facts.append(_sentence(usage, style))
@@ -339,7 +360,11 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
     if usage is not None and style == "calm" and rng.random() < 0.3:
         facts.remove(_sentence(usage, style))
         issue = issue[:-1] + ", and " + usage + "."
+    return issue, facts
 
+
+def _secondary(rng: random.Random, style: str, claim: Claim, product: Product) -> str:
+    """A second claim ("On top of that, it arrived broken") and a remark, when the claim has them."""
     secondary = ""
     if claim.second_issue is not None:
         starts = [c for c in _fitting_clauses(claim.second_issue, product, claim.item_used) if c.startswith("{item}")]
@@ -347,9 +372,12 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
     if claim.remark is not None:
         remark = _sentence(rng.choice(_REMARK_LEADS) + rng.choice(_REMARKS[claim.remark]), style)
         secondary = f"{secondary} {remark}".strip()
+    return secondary
 
-    asks = _ASKS_BY_ISSUE[claim.issue] + _ASKS_GENERIC[style]
-    ask = rng.choice(asks)
+
+def _ask_and_extra(rng: random.Random, style: str, claim: Claim) -> tuple[str, list[str]]:
+    """What the customer asks for, and the outbursts or hedges of its voice."""
+    ask = rng.choice(_ASKS_BY_ISSUE[claim.issue] + _ASKS_GENERIC[style])
     if style == "vague" and ask[-1] in ".!":
         ask = ask[:-1].lower()
     extra = []
@@ -359,8 +387,13 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
             extra.append(rng.choice(_REVIEW_THREATS))
     elif style == "vague" and rng.random() < 0.4:
         extra.append(rng.choice(_VAGUE_HEDGES))
+    return ask, extra
 
-    # Several sentence orders: facts before or after the ask, outbursts anywhere after the issue.
+
+def _arranged(
+    rng: random.Random, issue: str, secondary: str, facts: list[str], ask: str, extra: list[str]
+) -> list[str]:
+    """Several sentence orders: facts before or after the ask, outbursts anywhere after the issue."""
     order_kind = rng.randrange(4)
     if order_kind == 0:
         core = [issue, secondary, *facts, ask, *extra]
@@ -370,13 +403,17 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
         core = [issue, *extra, secondary, *facts, ask]
     else:
         core = [*facts[:1], issue, secondary, *facts[1:], *extra, ask]
-    core = [s for s in core if s]
+    return [s for s in core if s]
 
+
+def _body(
+    rng: random.Random, style: str, customer: Customer, head: str, core: list[str], trailer_oid: str | None
+) -> str:
+    """The sentences in paragraphs, the sign-off, and the order id as a trailer when it goes there."""
     closing = rng.choice(_CLOSINGS[style])
     name = customer.name.split()[0] if customer.name.strip() and rng.random() < 0.6 else ""
-    trailer = _fmt(rng.choice(("Order: {oid}", "Order number: {oid}", "Ref {oid}", "(order {oid})")), oid=oid)
-
-    head = " ".join(s for s in (opening, order_line) if s)
+    # drawn whether or not it is used, so the draws after it do not depend on where the order id goes
+    trailer = _fmt(rng.choice(("Order: {oid}", "Order number: {oid}", "Ref {oid}", "(order {oid})")), oid=trailer_oid)
     if style == "vague":
         blocks = [" ".join([head, *core]).strip()]
     elif rng.random() < 0.5:
@@ -384,18 +421,10 @@ def render_message(rng: random.Random, *, customer: Customer, order: Order, clai
     else:
         split = max(1, len(core) // 2)
         blocks = [head, " ".join(core[:split]), " ".join(core[split:])]
-    sign_off = "\n".join(s for s in (closing, name) if s)
-    blocks.append(sign_off)
-    if placement == "trailer":
+    blocks.append("\n".join(s for s in (closing, name) if s))
+    if trailer_oid is not None:
         blocks.append(trailer)
-    body = "\n\n".join(b for b in blocks if b)
-
-    subject = _subject(rng, style, claim, oid)
-    if claim.tone == "typos":
-        protected = _protected_words(order, customer)
-        body = _add_typos(rng, body, protected)
-        subject = _restore(subject.lower(), oid)
-    return subject, body
+    return "\n\n".join(b for b in blocks if b)
 
 
 def render_customer_answer(
@@ -543,6 +572,7 @@ def _answer_photos(rng: random.Random, hidden: HiddenFacts, claim: Claim, produc
     lead = rng.choice(_PHOTO_LEADS)
     if hidden.photos_show == "damage":
         issue = claim.issue if claim.issue in ("damaged", "defective") else hidden.actual_issue or claim.second_issue
+        views: tuple[str, ...]
         if issue == "defective":
             views = _DEFECT_VIEWS["electronics" if product.category == "electronics" else "other"]
         else:
@@ -583,7 +613,8 @@ _FOUND_PLACES = (
 _FOUND = "Good news — I checked again and {where}. Sorry for the trouble!"
 _NOT_FOUND = (
     "I've asked all my neighbours and checked with reception — nothing. Nobody here signed for it.",
-    "I checked the porch, the bins, the neighbours and the building reception. It's not there and nobody signed for anything.",
+    "I checked the porch, the bins, the neighbours and the building reception. It's not there and nobody signed for "
+    "anything.",
     "Nothing anywhere: not with the neighbours, not at reception, not on the porch. No one signed for it.",
 )
 

@@ -64,7 +64,8 @@ class Action(BaseModel):
     close_ticket: bool = Field(default=False, description="Close the ticket (ends a workflow episode).")
     lookup: LookupTarget | None = Field(
         default=None,
-        description="Look up the store policy, the order record or the customer record; the result arrives in `tool_result`.",
+        description="Look up the store policy, the order record or the customer record; the result arrives in "
+        "`tool_result`.",
     )
 
     @model_validator(mode="before")

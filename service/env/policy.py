@@ -244,69 +244,87 @@ def carrier_confirms_loss(ticket: Ticket) -> bool:
     )
 
 
-def _path(t: Ticket, issue: IssueType, revealed: frozenset[str], *, risk_rule: bool = True) -> _Path:  # noqa: C901 - one branch per clause, in order
-    order, claim, product = t.order, t.claim, t.product
-    days = order.days_since_delivery
-    in_window = days is not None and days <= RETURN_WINDOW_DAYS
-
+def _path(t: Ticket, issue: IssueType, revealed: frozenset[str], *, risk_rule: bool = True) -> _Path:
+    """The clauses in resolution order: the first that applies decides the claim ``issue``."""
     if issue == "vague":  # P9
         return _ask("details", ("P9",), "The message does not say what the problem is; ask for details.")
     if issue == "duplicate_charge":  # P10, for every customer
-        if order.charges > 1:
-            return _Path(
-                decision="approve_refund",
-                clauses=("P10",),
-                rationale="The payment record shows the duplicate charge; refund it.",
-            )
-        return _reject("not_charged_twice", ("P10",), "The payment record shows a single charge.")
+        return _duplicate_charge_path(t)
     verified = issue == "not_received" and carrier_confirms_loss(t)
     if risk_rule and t.customer.high_risk and not verified:  # P7
         return _reject(
             "unverifiable", ("P7",), "High-risk account and the claim cannot be verified from order or carrier data."
         )
     if issue == "not_received":  # P5
-        if verified:
-            return _approve(
-                product.in_stock,
-                ("P5",),
-                f"The carrier reports the parcel {order.carrier_status.replace('_', ' ')}"
-                + (" and far past its estimate." if order.carrier_status == "in_transit" else "."),
-            )
-        if order.carrier_status == "in_transit":
-            return _reject("in_transit", ("P5",), "The parcel is in transit and not yet late; it is on its way.")
-        if "delivery" not in revealed or t.hidden.parcel_found is None:
-            return _ask("delivery", ("P5",), "The carrier says delivered; ask the customer to check before deciding.")
-        if t.hidden.parcel_found:
-            return _reject("parcel_found", ("P5",), "The customer found the parcel.")
-        return _approve(
-            product.in_stock,
-            ("P5",),
-            "The carrier says delivered but the customer confirmed it is missing; treated as lost.",
-        )
+        return _not_received_path(t, revealed, verified)
+    days = t.order.days_since_delivery
+    in_window = days is not None and days <= RETURN_WINDOW_DAYS
     if issue == "wrong_item":  # P4
         if not in_window:
             return _reject("window", ("P4",), f"Wrong item reported after {RETURN_WINDOW_DAYS} days.")
-        return _approve(product.in_stock, ("P4",), "We shipped the wrong item.")
+        return _approve(t.product.in_stock, ("P4",), "We shipped the wrong item.")
     if issue in ITEM_ISSUES:  # P2 / P3, decided on evidence (P11)
-        if not in_window and issue == "damaged":
-            return _reject("window", ("P2",), f"Shipping damage reported after {RETURN_WINDOW_DAYS} days.")
-        clause = "P2" if in_window else "P3"
-        if clause == "P3" and (days is None or days > product.warranty_days):
-            return _reject("warranty", ("P3",), "Defect reported after the warranty period ended.")
-        photos = "damage" if claim.images_provided else (t.hidden.photos_show if "photos" in revealed else None)
-        if photos is None:
-            return _ask("photos", (clause, "P11"), "Damage or defect claimed without photos; ask for photos.")
-        if photos == "normal_wear":
-            return _reject("normal_wear", (clause, "P11"), "The photos show ordinary wear, not damage or a defect.")
-        what = "Damage or defect on arrival" if clause == "P2" else "A defect inside the warranty period"
-        return _approve(product.in_stock, (clause, "P11"), f"{what}, evidenced by photos.")
+        return _item_path(t, issue, revealed, in_window)
+    return _return_path(t, issue, revealed, in_window)
+
+
+def _duplicate_charge_path(t: Ticket) -> _Path:  # P10
+    if t.order.charges > 1:
+        return _Path(
+            decision="approve_refund",
+            clauses=("P10",),
+            rationale="The payment record shows the duplicate charge; refund it.",
+        )
+    return _reject("not_charged_twice", ("P10",), "The payment record shows a single charge.")
+
+
+def _not_received_path(t: Ticket, revealed: frozenset[str], verified: bool) -> _Path:  # P5
+    order, product = t.order, t.product
+    if verified:
+        return _approve(
+            product.in_stock,
+            ("P5",),
+            f"The carrier reports the parcel {order.carrier_status.replace('_', ' ')}"
+            + (" and far past its estimate." if order.carrier_status == "in_transit" else "."),
+        )
+    if order.carrier_status == "in_transit":
+        return _reject("in_transit", ("P5",), "The parcel is in transit and not yet late; it is on its way.")
+    if "delivery" not in revealed or t.hidden.parcel_found is None:
+        return _ask("delivery", ("P5",), "The carrier says delivered; ask the customer to check before deciding.")
+    if t.hidden.parcel_found:
+        return _reject("parcel_found", ("P5",), "The customer found the parcel.")
+    return _approve(
+        product.in_stock,
+        ("P5",),
+        "The carrier says delivered but the customer confirmed it is missing; treated as lost.",
+    )
+
+
+def _item_path(t: Ticket, issue: IssueType, revealed: frozenset[str], in_window: bool) -> _Path:  # P2 / P3, P11
+    days, product = t.order.days_since_delivery, t.product
+    if not in_window and issue == "damaged":
+        return _reject("window", ("P2",), f"Shipping damage reported after {RETURN_WINDOW_DAYS} days.")
+    clause = "P2" if in_window else "P3"
+    if clause == "P3" and (days is None or days > product.warranty_days):
+        return _reject("warranty", ("P3",), "Defect reported after the warranty period ended.")
+    photos = "damage" if t.claim.images_provided else (t.hidden.photos_show if "photos" in revealed else None)
+    if photos is None:
+        return _ask("photos", (clause, "P11"), "Damage or defect claimed without photos; ask for photos.")
+    if photos == "normal_wear":
+        return _reject("normal_wear", (clause, "P11"), "The photos show ordinary wear, not damage or a defect.")
+    what = "Damage or defect on arrival" if clause == "P2" else "A defect inside the warranty period"
+    return _approve(product.in_stock, (clause, "P11"), f"{what}, evidenced by photos.")
+
+
+def _return_path(t: Ticket, issue: IssueType, revealed: frozenset[str], in_window: bool) -> _Path:  # P6, P1
+    product = t.product
     if product.final_sale or product.hygiene or product.perishable:  # P6, returns only
         return _reject(
             "final_sale", ("P6",), "Final-sale, hygiene or perishable item returned for change of mind or size."
         )
     if not in_window:  # P1
         return _reject("window", ("P1",), f"Return requested after the {RETURN_WINDOW_DAYS}-day window.")
-    used = True if issue == "item_used" else claim.item_used
+    used = True if issue == "item_used" else t.claim.item_used
     if used is None and "usage" in revealed:
         used = t.hidden.item_used
     if used is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any
+from typing import Any, Literal
 
 from rapidfuzz import fuzz
 
@@ -85,7 +85,8 @@ class TicketReader:
         for name in names:
             text = re.sub(rf"my order ORD-\d+ \({re.escape(name)}\)", _ITEM, text, flags=re.IGNORECASE)
             text = re.sub(
-                rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order #ORD-\d+)?",
+                rf"\b(?:{_DETERMINERS})\s+{re.escape(name)}(?:\s+from order ORD-\d+|\s+\(order ORD-\d+\)|\s+in order "
+                r"#ORD-\d+)?",
                 _ITEM,
                 text,
                 flags=re.IGNORECASE,
@@ -123,9 +124,33 @@ class TicketReader:
 
     def _facts(self, obs: Observation) -> tuple[Ticket, frozenset[str]]:
         assert self.order is not None and self.customer is not None
-        o, c = self.order, self.customer
+        o = self.order
         names = [i["name"] for i in o["items"]]
-        message = obs.customer_message
+        claim = self._claim(obs.customer_message, names, _IMAGES.search(obs.ticket))
+        answers = [e.text for e in obs.history[1:] if e.role == "customer"]
+        hidden, revealed = self._answers(answers, names, claim)
+        opened = _OPENED.search(obs.ticket)
+        opened_on = opened.group(1) if opened else o["order_date"]
+        task = get_task(obs.task_id)
+        ticket = Ticket(
+            ticket_id=obs.ticket_id,
+            position=0,
+            split="train",
+            family=task.family,
+            difficulty=task.difficulty,
+            presentation="days" if "days_since_delivery" in o else "dates",
+            opened_on=opened_on,
+            customer=_customer(self.customer),
+            order=_order(o, opened_on),
+            claim=claim,
+            hidden=hidden,
+            subject="",
+            message=obs.customer_message,
+        )
+        return ticket, revealed
+
+    def _claim(self, message: str, names: list[str], images: re.Match[str] | None) -> Claim:
+        """The claim the first message makes: which item, the issue (and a second one), its stated use."""
         line = next((k for k, name in enumerate(names) if name.lower() in message.lower()), 0)
         sentences = [self._mask(s, names) for s in _SENTENCE.split(message) if s.strip()]
         sentences, second = self._second_claim(sentences)
@@ -137,91 +162,94 @@ class TicketReader:
             u, n = _best(self.book.used, sentences), _best(self.book.unused, sentences)
             if max(u, n) >= 88:
                 used = u > n
+        return Claim(
+            issue=issue,
+            line=line,
+            images_provided=images is not None and images.group(1) == "true",
+            item_used=used,
+            tone="calm",
+            second_issue=second,
+        )
 
-        answers = [e.text for e in obs.history[1:] if e.role == "customer"]
+    def _answers(self, answers: list[str], names: list[str], claim: Claim) -> tuple[HiddenFacts, frozenset[str]]:
+        """What the customer's answers reveal, and which topics they settle."""
         revealed: set[str] = set()
-        photos_show = parcel_found = hidden_used = actual = None
+        photos_show: Literal["damage", "normal_wear"] | None = None
+        parcel_found: bool | None = None
+        hidden_used: bool | None = None
+        actual: IssueType | None = None
         for answer in answers:
             damage, wear = _best(self.book.damage_views, [answer]), _best(self.book.wear_views, [answer])
             if max(damage, wear) >= 90:
-                photos_show, _ = ("normal_wear" if wear > damage else "damage"), revealed.add("photos")
+                photos_show = "normal_wear" if wear > damage else "damage"
+                revealed.add("photos")
             found, missing = _best(self.book.found, [answer]), _best(self.book.not_found, [answer])
             if max(found, missing) >= 90:
-                parcel_found, _ = found > missing, revealed.add("delivery")
+                parcel_found = found > missing
+                revealed.add("delivery")
             u, n = _best(self.book.used_answers, [answer]), _best(self.book.unused_answers, [answer])
             if max(u, n) >= 92:
                 hidden_used = n < u
-            if issue == "vague":
+            if claim.issue == "vague":
                 said, score = self._issue([self._mask(s, names) for s in _SENTENCE.split(answer) if s.strip()])
                 if said != "vague" and score >= 90:
-                    actual, _ = said, revealed.add("details")
-        if hidden_used is not None and used is None:
+                    actual = said
+                    revealed.add("details")
+        if hidden_used is not None and claim.item_used is None:
             revealed.add("usage")
-
-        opened = _OPENED.search(obs.ticket)
-        opened_on = opened.group(1) if opened else o["order_date"]
-        days = o.get("days_since_delivery")
-        if days is None and o["delivery_date"] is not None:
-            days = (date.fromisoformat(opened_on) - date.fromisoformat(o["delivery_date"])).days  # P12: count it
-        images = (m := _IMAGES.search(obs.ticket)) is not None and m.group(1) == "true"
-        task = get_task(obs.task_id)
-        ticket = Ticket(
-            ticket_id=obs.ticket_id,
-            position=0,
-            split="train",
-            family=task.family,
-            difficulty=task.difficulty,
-            presentation="days" if "days_since_delivery" in o else "dates",
-            opened_on=opened_on,
-            customer=Customer(
-                customer_id=c["customer_id"],
-                name=c["name"],
-                tier=c["tier"],
-                account_age_days=c["account_age_days"],
-                orders_12m=c["orders_12m"],
-                returns_12m=c["returns_12m"],
-                chargebacks=c["chargebacks"],
-                fraud_flag="fraud_review" in c["account_flags"],
-            ),
-            order=Order(
-                order_id=o["order_id"],
-                lines=tuple(
-                    OrderLine(
-                        product=Product(
-                            sku=i["sku"],
-                            name=i["name"],
-                            category=i["category"],
-                            price=i["unit_price"],
-                            in_stock=i["in_stock"],
-                            final_sale=i["final_sale"],
-                            hygiene=i["hygiene"],
-                            perishable=i["perishable"],
-                            warranty_days=i["warranty_days"],
-                        ),
-                        quantity=i["quantity"],
-                    )
-                    for i in o["items"]
-                ),
-                amount=o["total"],
-                order_date=o["order_date"],
-                delivery_date=o["delivery_date"],
-                days_since_delivery=days,
-                carrier_status=o["carrier"]["status"],
-                days_past_estimate=o["carrier"]["days_past_estimate"],
-                payment_method=o["payment"]["method"],
-                charges=o["payment"]["charges"],
-            ),
-            claim=Claim(
-                issue=issue, line=line, images_provided=images, item_used=used, tone="calm", second_issue=second
-            ),
-            hidden=HiddenFacts(
-                photos_show=photos_show, item_used=hidden_used, parcel_found=parcel_found, actual_issue=actual
-            ),
-            subject="",
-            message=message,
+        hidden = HiddenFacts(
+            photos_show=photos_show, item_used=hidden_used, parcel_found=parcel_found, actual_issue=actual
         )
-        return ticket, frozenset(revealed)
+        return hidden, frozenset(revealed)
 
     def verdict(self, obs: Observation) -> Verdict:
         ticket, revealed = self._facts(obs)
         return evaluate(ticket, revealed)
+
+
+def _customer(c: dict[str, Any]) -> Customer:
+    """The customer as its record shows it."""
+    return Customer(
+        customer_id=c["customer_id"],
+        name=c["name"],
+        tier=c["tier"],
+        account_age_days=c["account_age_days"],
+        orders_12m=c["orders_12m"],
+        returns_12m=c["returns_12m"],
+        chargebacks=c["chargebacks"],
+        fraud_flag="fraud_review" in c["account_flags"],
+    )
+
+
+def _order(o: dict[str, Any], opened_on: str) -> Order:
+    """The order as its record shows it, the days since delivery counted when it gives only dates."""
+    days = o.get("days_since_delivery")
+    if days is None and o["delivery_date"] is not None:
+        days = (date.fromisoformat(opened_on) - date.fromisoformat(o["delivery_date"])).days  # P12: count it
+    return Order(
+        order_id=o["order_id"],
+        lines=tuple(_line(i) for i in o["items"]),
+        amount=o["total"],
+        order_date=o["order_date"],
+        delivery_date=o["delivery_date"],
+        days_since_delivery=days,
+        carrier_status=o["carrier"]["status"],
+        days_past_estimate=o["carrier"]["days_past_estimate"],
+        payment_method=o["payment"]["method"],
+        charges=o["payment"]["charges"],
+    )
+
+
+def _line(i: dict[str, Any]) -> OrderLine:
+    product = Product(
+        sku=i["sku"],
+        name=i["name"],
+        category=i["category"],
+        price=i["unit_price"],
+        in_stock=i["in_stock"],
+        final_sale=i["final_sale"],
+        hygiene=i["hygiene"],
+        perishable=i["perishable"],
+        warranty_days=i["warranty_days"],
+    )
+    return OrderLine(product=product, quantity=i["quantity"])

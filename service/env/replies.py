@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import pairwise
 
 from service.env.language import (
     NEGATORS,
@@ -275,23 +276,27 @@ _DECIDES = Phrases(
     "turn down|in your favour|in your favor|favourable|favorable|cover it|honour|honor"
 )
 _HOLD = Phrases(
-    "pass|forward|escalate|hand|refer|assign|transfer|team|department|colleague|specialist|review|look into|looking into|"
+    "pass|forward|escalate|hand|refer|assign|transfer|team|department|colleague|specialist|review|look into|"
+    "looking into|"
     "investigate|get back|be in touch|update you|contact you|follow up|reach out|take it from here|take over|handle|"
     "send * to|now with|be with our|be with the"
 )
 _COURTESY = Phrases(
     "thank|thanks|sorry|apologize|apologise|apology|apologies|please|appreciate|understand|happy to help|glad to help|"
     "regards|sincerely|have a great day|have a good day|have a nice day|our pleasure|hope this help|hope that help|"
-    "kind regard|best wish|take care|we value|happy to|glad to|glad|so glad|enjoy|relief|have a lovely|have a wonderful|"
+    "kind regard|best wish|take care|we value|happy to|glad to|glad|so glad|enjoy|relief|have a lovely|"
+    "have a wonderful|"
     "have a great|have a good|have a nice|hope you|warm regard|warmly|cheers|my pleasure|you be welcome|all the best"
 )
 _RUDE = Phrases(
-    "stupid|idiot|idiotic|dumb|moron|shut up|calm down|your fault|your own fault|not our problem|deal with it|stop complain|"
+    "stupid|idiot|idiotic|dumb|moron|shut up|calm down|your fault|your own fault|not our problem|deal with it|"
+    "stop complain|"
     "stop whine|stop bother|read the policy|learn to read|ridiculous|nonsense|pathetic|waste of * time|obviously you|"
     "should have know|should have read|get over it|tough luck|too bad|whatever|someone else's problem|not believe you|"
     "not believe your|try not to break|try not to lose|try not to damage|do you even|did you even|have you even|"
     "do you not read|did you not read|stop send|stop email|stop contact|stop message|not contact us again|"
-    "not email us again|it say so|not add up|not * add up|not * tally|not * match up|not * stack up|you be lie|make it up|"
+    "not email us again|it say so|not add up|not * add up|not * tally|not * match up|not * stack up|you be lie|"
+    "make it up|"
     "make this up|not tell the truth|not be honest|"
     # deflecting the responsibility: "that's between you and the courier", "not our job"
     "not our job|not our responsibility|not our concern|not our issue|not our business|nothing to do with us|"
@@ -308,7 +313,8 @@ _RUDE = Phrases(
     "take it or leave it|like it or not|just how it be|just the way it be|end of story|end of discussion|that be final|"
     "no way|no chance|forget it|nope|way past|way over|way outside|"
     # rhetorical questions that mock the customer: "who returns something after using it?"
-    "who return|who do that|who buy|who in their right mind|what do you expect|what else do you expect|not sure what you expect|"
+    "who return|who do that|who buy|who in their right mind|what do you expect|what else do you expect|"
+    "not sure what you expect|"
     "why would you|why do you even|how hard can it be|how hard be it|how difficult can it be"
 )
 # Interjections that make a sentence sarcastic on their own: "Come on -", "Seriously?".
@@ -346,7 +352,8 @@ _LECTURE_ACTS = (
 _BLAME = Phrases(
     # what the customer did wrong
     "you * misread|misread your|you * misunderstand|your carelessness|your mistake|your error|user error|you mishandle|"
-    "you misuse|you mistreat|you * damage it|you break it|you drop|you have drop|you leave * out|you forget|you fail to|"
+    "you misuse|you mistreat|you * damage it|you break it|you drop|you have drop|you leave * out|you forget|"
+    "you fail to|"
     "you neglect|you ignore|you do not bother|you have not bother|not even bother|if you have bother|you should know|"
     "you should be aware|surely you|you must have know|you clearly|"
     # speculation about how the item was treated
@@ -358,7 +365,8 @@ _BLAME = Phrases(
     "if you would look after|"
     # telling them to do better, or that they were told
     "please be more careful|you be more careful|you to be more careful|please take more care|look after * properly|"
-    "take better care|take more care|read * carefully|more carefully in future|more carefully next time|read * properly|"
+    "take better care|take more care|read * carefully|more carefully in future|more carefully next time|"
+    "read * properly|"
     "as * already explain|as we already|as i already|as already state|already tell you|as i say before|as i have say|"
     "for the last time|clearly say|clearly state|as it clearly|"
     + "|".join(f"{t} * {a}|{a} * {t}" for t in _LECTURE_TIMES for a in _LECTURE_ACTS)
@@ -391,7 +399,8 @@ _FREQUENCY = Phrases(
 # A count of the customer's past returns, claims or disputes: "eight orders", "five items", "3 returns".
 _COUNTED = re.compile(
     r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|several|many|multiple|numerous|[2-9]|\d{2,})"
-    r"\s+(?:\w+\s+)?(?:orders?|items?|parcels?|packages?|returns?|claims?|disputes?|refunds?|times|chargebacks?|purchases?)\b"
+    r"\s+(?:\w+\s+)?(?:orders?|items?|parcels?|packages?|returns?|claims?|disputes?|refunds?|times|chargebacks?|"
+    r"purchases?)\b"
 )
 # Hindsight about what the customer did: "you should have tried it on", "you could have checked". Read on
 # the words, as it needs the participle: "you should have received an email" / "have your refund by
@@ -446,7 +455,8 @@ _LEAK = Phrases(
     "screening|screened|come up in our|mark your profile|mark your account|note on your account|note on your profile|"
     "your profile for|profile be mark|profile be flag|"
     # something noticed about the account: "an unusual pattern on your account"
-    "unusual * on your account|pattern on your account|activity on your account|unusual pattern|odd pattern|strange pattern|"
+    "unusual * on your account|pattern on your account|activity on your account|unusual pattern|odd pattern|"
+    "strange pattern|"
     "irregular activity|irregularity|anomaly|anomalous|"
     "look into your account|look at your account|look closely at your account|"
     "account * under review|account be under|"
@@ -460,7 +470,8 @@ _LEAK = Phrases(
     "return quite a few|quite a few return|return a number of|number of claim|high number|unusual number|"
     "dispute on your account|previous dispute|prior dispute|"
     "reverse payment|payment reversal|charge reversal|reverse charge|reverse transaction|"
-    "account show * dispute|account show * chargeback|account show * reverse|account show * return|account show * claim|"
+    "account show * dispute|account show * chargeback|account show * reverse|account show * return|"
+    "account show * claim|"
     "account show * refund|record show * dispute|record show * return|record show * claim|"
     "return this month|return this year|return this week|return in the last|return in the past|"
     # the customer's record in general words: "given your history with us"
@@ -517,7 +528,8 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
     "window": (
         Phrases(
             "return window|returns window|return period|returns period|time limit|time frame|timeframe|deadline|"
-            "window|30 day|30 days|thirty day|thirty days|within a month|one month|a month of|month of delivery|too late|"
+            "window|30 day|30 days|thirty day|thirty days|within a month|one month|a month of|month of delivery|"
+            "too late|"
             "time to return|expire|expired|day limit|day return"
         ),
         None,
@@ -533,14 +545,17 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
             "no longer * like new|not in * new state|not * good as new|no longer * unused|not * count as unused|"
             "not * class as unused|not * consider unused|take * out on|take * out for|be out on|on a few run|"
             "for a few run|out for a run|"
-            "no longer new|not new|not unused|not in * original condition|not in * resalable condition|not in * sellable|"
-            "after use|after wear|use item|used item|worn item|wear item|use a few time|wear a few time|wear once|use once"
+            "no longer new|not new|not unused|not in * original condition|not in * resalable condition|"
+            "not in * sellable|"
+            "after use|after wear|use item|used item|worn item|wear item|use a few time|wear a few time|wear once|"
+            "use once"
         ),
         None,
     ),
     "final_sale": (
         Phrases(
-            "final sale|final-sale|clearance|non returnable|nonreturnable|not returnable|hygiene|hygienic|personal care|"
+            "final sale|final-sale|clearance|non returnable|nonreturnable|not returnable|hygiene|hygienic|"
+            "personal care|"
             "perishable|perishables|food item|sanitary|intimate|sealed for|health reason|can not be return for hygiene"
         ),
         None,
@@ -550,8 +565,10 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
     "in_transit": (
         Phrases(
             "in transit|on its way|on the way|en route|still travel|still travelling|still traveling|still move|"
-            "still moving|with the carrier|carrier network|carrier's network|courier network|not yet arrive|yet to arrive|"
-            "not arrive yet|expect to arrive|expected to arrive|should arrive|due to arrive|out for delivery|still be deliver|"
+            "still moving|with the carrier|carrier network|carrier's network|courier network|not yet arrive|"
+            "yet to arrive|"
+            "not arrive yet|expect to arrive|expected to arrive|should arrive|due to arrive|out for delivery|"
+            "still be deliver|"
             "still being deliver|has not be deliver yet|not be deliver yet|still in the post|still with the courier|"
             "estimate|estimated delivery|arrive soon|arrive shortly|delivery window|still within * estimate|"
             "still within * delivery|still within * expect|should reach|will reach|should be with you|will be with you|"
@@ -585,8 +602,10 @@ _REASONS: dict[str, tuple[Phrases, Phrases | None]] = {
         Phrases(
             "only one charge|single charge|one charge|charged once|charge once|only once|one payment|single payment|"
             "only one payment|one transaction|single transaction|only one transaction|no duplicate|not * charge twice|"
-            "not * bill twice|not * charge * twice|pending authorization|pending authorisation|pending hold|temporary hold|"
-            "authorization hold|authorisation hold|drop off|fall off|record show one|record show a single|show a single|"
+            "not * bill twice|not * charge * twice|pending authorization|pending authorisation|pending hold|"
+            "temporary hold|"
+            "authorization hold|authorisation hold|drop off|fall off|record show one|record show a single|"
+            "show a single|"
             "show one|only charge|one debit|single debit|just one|charge * once|bill * once|take * once|"
             "charge * a single time|bill * a single time|take * a single time|charge * one time|bill * one time|"
             "charge * only once|bill * only once|take * only once|debit * once"
@@ -762,9 +781,12 @@ _INSINUATION = re.compile(
 _MISHANDLED = re.compile(
     r"\b(?:dropped|knocked\s+(?:about|around)|banged\s+(?:about|around|up)|bashed|thrown|tossed|mishandled|misused|"
     r"mistreated|sat\s+on|stood\s+on|stepped\s+on|overloaded|forced|yanked|left\s+(?:out\s+)?(?:in|on|near|out\s+in)\s+"
-    r"(?:the\s+)?(?:sun|rain|heat|radiator|car|garden|wet|damp)|left\s+out|stored\s+(?:badly|carelessly|without|in\s+(?:a\s+)?"
-    r"(?:damp|wet|hot))|carried\s+(?:around\s+)?loose|exposed\s+to|tumble[- ]dried|washed\s+(?:at|on)\s+(?:a\s+)?(?:high|hot)|"
-    r"chewed|got\s+wet|been\s+wet|treated\s+roughly|handled\s+roughly|roughly\s+handled|stuffed|crammed|squashed|shoved|"
+    r"(?:the\s+)?(?:sun|rain|heat|radiator|car|garden|wet|damp)|left\s+out|stored\s+(?:badly|carelessly|without|"
+    r"in\s+(?:a\s+)?"
+    r"(?:damp|wet|hot))|carried\s+(?:around\s+)?loose|exposed\s+to|tumble[- ]dried|washed\s+(?:at|"
+    r"on)\s+(?:a\s+)?(?:high|hot)|"
+    r"chewed|got\s+wet|been\s+wet|treated\s+roughly|handled\s+roughly|roughly\s+handled|stuffed|crammed|squashed|"
+    r"shoved|"
     r"jammed|dragged|rolled\s+up\s+tightly|folded\s+(?:up\s+)?tightly|overfilled|overstretched|over-stretched)\b"
 )
 _SPECULATION = re.compile(
@@ -1170,7 +1192,7 @@ def _governs_refusal_verb(tokens: tuple[str, ...], n: int) -> bool:
 
 def _new_proposition(between: tuple[str, ...]) -> bool:
     """ "it didn't arrive and we're sending one": "and"/"or" then a subject starts a new proposition."""
-    return any(t in ("and", "or") and nxt in ("we", "i", "you", "they", "it") for t, nxt in zip(between, between[1:]))
+    return any(t in ("and", "or") and nxt in ("we", "i", "you", "they", "it") for t, nxt in pairwise(between))
 
 
 def _undecided(tokens: tuple[str, ...]) -> bool:
@@ -1212,7 +1234,10 @@ def _elapsed(text: str) -> tuple[tuple[int, str], ...]:
     return tuple(out)
 
 
-_ARRIVAL = r"(?:delivered|arrived|received|reached you|got (?:it|them|to you)|came|turned up|had\b[\w\s'-]{0,40}?\bfor|had (?:it|them))"
+_ARRIVAL = (
+    r"(?:delivered|arrived|received|reached you|got (?:it|them|to you)|came|turned up|"
+    r"had\b[\w\s'-]{0,40}?\bfor|had (?:it|them))"
+)
 _ARRIVED_BEFORE = re.compile(
     _ARRIVAL + r"\s+(?:with you\s+|to you\s+)?(?:(?:over|more than|about|around|nearly|almost|some|only|"
     r"just|roughly|approximately|at least|less than|under|just over|just under)\s+)?$"
@@ -1634,78 +1659,109 @@ def _kind_whatever(tokens: tuple[str, ...], start: int) -> bool:
 @lru_cache(maxsize=8192)
 def meaning(reply: str) -> Meaning:
     """What ``reply`` says (pure, cached)."""
-    grants: set[str] = set()
-    offers: set[str] = set()
-    refuses = holds = False
-    reasons: set[str] = set()
-    options: set[str] = set()
-    carried: str | None = None
-    sentence = None
-    mentioned: set[str] = set()  # remedies the sentence has named so far, for "…, and I've done so"
-    prejudges = False
-    facts: set[str] = set()
-    said = _Said()  # the sentence's refusal, reasons and facts, kept unless the sentence says its rule doesn't apply
-    for clause in clauses(reply):
-        if clause.sentence != sentence:  # a condition reaches no further than its sentence
-            refuses, reasons, facts = said.commit(refuses, reasons, facts)
-            carried, sentence, mentioned, said = None, clause.sentence, set(), _Said(_inapplicable(clause.sentence))
-        outcome, opens = _outcome(clause, carried)
-        carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
-        if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
-            grants |= mentioned  # "there's nothing stopping us from refunding it, and I've now done so"
-        if not outcome.conditional and _bare_approval(clause.lemmas):
-            grants |= mentioned  # "Refund: approved." — a label, then its value
-        mentioned |= outcome.offers | outcome.grants
-        grants |= outcome.grants
-        offers |= outcome.offers
-        options |= outcome.options
-        said.refuses = said.refuses or outcome.refuses
-        holds = holds or _HOLD.in_(clause.lemmas)
-        prejudges = prejudges or (_SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question)
-        # what the team usually decides decides it: "they nearly always say yes to these"
-        prejudges = prejudges or (
-            _USUALLY.in_(clause.lemmas)
-            and _VERDICT.in_(clause.lemmas)
-            and not clause.question
-            and not outcome.conditional
-        )
-        if not outcome.conditional:
-            found = _reasons(clause)
-            said.reasons |= found
-            said.facts |= found & _ORDER_FACTS
-            if (
-                _REASONS["window"][0].in_(clause.lemmas)
-                and _WINDOW_PASSED.in_(clause.lemmas)
-                and not _WINDOW_OK.in_(clause.lemmas)
-            ):
-                said.facts.add("window")
-    refuses, reasons, facts = said.commit(refuses, reasons, facts)
+    r = _read(reply)
     text = normalize(reply)
     teams = _teams(reply)
     windows, warranties = _durations(text)
     amounts = {float((m.group(1) or m.group(2)).replace(",", "")) for m in _MONEY.finditer(text)}
     all_lemmas = lemmas(reply)
     return Meaning(
-        grants=frozenset(grants),
-        offers=frozenset(offers - grants),
-        refuses=refuses,
-        holds=holds or bool(teams),
-        reasons=frozenset(reasons),
+        grants=frozenset(r.grants),
+        offers=frozenset(r.offers - r.grants),
+        refuses=r.refuses,
+        holds=r.holds or bool(teams),
+        reasons=frozenset(r.reasons),
         window_days=frozenset(windows),
         warranty_days=frozenset(warranties),
         amounts=frozenset(amounts),
         order_digits=frozenset(m.group(1) for m in _ORDER_DIGITS.finditer(text)),
         courteous=_COURTESY.in_(all_lemmas) or (_GREETING.match(text) is not None and _HELPFUL.in_(all_lemmas)),
         rude=_rude(text, all_lemmas) + _insinuates(text),
-        leaks=tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas) if not _third_party(all_lemmas, s, e))
-        + _history(text)
-        + _record_mentions(text)
-        + tuple(sorted(f"names the {q} team" for q in teams & {"Fraud"})),
-        options=frozenset(options - grants),
-        prejudges=prejudges,
-        facts=frozenset(facts),
+        leaks=_leaks(text, all_lemmas, teams),
+        options=frozenset(r.options - r.grants),
+        prejudges=r.prejudges,
+        facts=frozenset(r.facts),
         elapsed=_elapsed(text),
         teams=teams,
+    )
+
+
+@dataclass
+class _Reading:
+    """What a reply's clauses say, folded clause by clause (:func:`meaning` freezes it)."""
+
+    grants: set[str] = field(default_factory=set)
+    offers: set[str] = field(default_factory=set)
+    options: set[str] = field(default_factory=set)
+    refuses: bool = False
+    holds: bool = False
+    prejudges: bool = False
+    reasons: set[str] = field(default_factory=set)
+    facts: set[str] = field(default_factory=set)
+
+    def commit(self, said: _Said) -> None:
+        self.refuses, self.reasons, self.facts = said.commit(self.refuses, self.reasons, self.facts)
+
+
+def _read(reply: str) -> _Reading:
+    r = _Reading()
+    carried: str | None = None
+    sentence = None
+    mentioned: set[str] = set()  # remedies the sentence has named so far, for "…, and I've done so"
+    said = _Said()  # the sentence's refusal, reasons and facts, kept unless the sentence says its rule doesn't apply
+    for clause in clauses(reply):
+        if clause.sentence != sentence:  # a condition reaches no further than its sentence
+            r.commit(said)
+            carried, sentence, mentioned, said = None, clause.sentence, set(), _Said(_inapplicable(clause.sentence))
+        outcome, opens = _outcome(clause, carried)
+        carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
+        if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
+            r.grants |= mentioned  # "there's nothing stopping us from refunding it, and I've now done so"
+        if not outcome.conditional and _bare_approval(clause.lemmas):
+            r.grants |= mentioned  # "Refund: approved." — a label, then its value
+        mentioned |= outcome.offers | outcome.grants
+        r.grants |= outcome.grants
+        r.offers |= outcome.offers
+        r.options |= outcome.options
+        said.refuses = said.refuses or outcome.refuses
+        r.holds = r.holds or _HOLD.in_(clause.lemmas)
+        r.prejudges = r.prejudges or _prejudges(clause, outcome)
+        if not outcome.conditional:
+            _assert_reasons(clause, said)
+    r.commit(said)
+    return r
+
+
+def _prejudges(clause: Clause, outcome: _Outcome) -> bool:
+    """Speculates on the team's decision: "I doubt they'll accept it"."""
+    if _SPECULATE.in_(clause.lemmas) and _DECIDES.in_(clause.lemmas) and not clause.question:
+        return True
+    # what the team usually decides decides it: "they nearly always say yes to these"
+    return (
+        _USUALLY.in_(clause.lemmas) and _VERDICT.in_(clause.lemmas) and not clause.question and not outcome.conditional
+    )
+
+
+def _assert_reasons(clause: Clause, said: _Said) -> None:
+    """The denial reasons an unconditional clause asserts, and the facts about the order among them."""
+    found = _reasons(clause)
+    said.reasons |= found
+    said.facts |= found & _ORDER_FACTS
+    if (
+        _REASONS["window"][0].in_(clause.lemmas)
+        and _WINDOW_PASSED.in_(clause.lemmas)
+        and not _WINDOW_OK.in_(clause.lemmas)
+    ):
+        said.facts.add("window")
+
+
+def _leaks(text: str, all_lemmas: tuple[str, ...], teams: frozenset[str]) -> tuple[str, ...]:
+    """Internal notes told to the customer: risk screening, their history, our fraud team."""
+    return (
+        tuple(" ".join(all_lemmas[s:e]) for s, e in _LEAK.find(all_lemmas) if not _third_party(all_lemmas, s, e))
+        + _history(text)
+        + _record_mentions(text)
+        + tuple(sorted(f"names the {q} team" for q in teams & {"Fraud"}))
     )
 
 
@@ -1833,50 +1889,12 @@ def judge(
     """The reply checks for ``reply`` on ``ticket``, against the agent's own ``decision`` (None when
     routing) and the policy's ``verdict`` for the facts known when it decided."""
     m = meaning(reply)
-    conduct: list[str] = []  # what makes a reply unclean
-    if m.rude:
-        conduct.append("rude")
-    if m.leaks:
-        conduct.append("leaks internal risk notes (" + ", ".join(sorted(set(m.leaks))) + ")")
-    if m.refuses and m.grants:
-        conduct.append("contradicts itself: grants " + " and ".join(sorted(m.grants)) + " and refuses")
-    elif decision == "reject" and m.grants:
-        conduct.append("promises " + " and ".join(sorted(m.grants)) + " while declining")
-    elif decision == "reject" and m.options:
-        conduct.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
-    # Reasons are checked as denial reasons, where the reply declines: "a replacement is on its way" or
-    # "whatever they find" in an approval or a holding reply asserts nothing about the claim.
-    true = true_reasons(ticket, revealed)
-    false = m.reasons - true - {"unverifiable"} if decision == "reject" or m.refuses else set()
-    # Facts about the order are checked in every reply: a false one inside an approval or a holding
-    # reply misinforms the customer just the same.
-    false |= m.facts - true - (_UNSEEN_FACTS if decision is None else set())
-    if false:
-        conduct.append("gives a reason that is not true here: " + ", ".join(sorted(false)))
-    conduct += _facts_problems(m, ticket, verdict)
-    actual = ticket.order.days_since_delivery
-    wrong = [d for d, kind in m.elapsed if actual is not None and not _elapsed_true(d, kind, actual)]
-    if wrong:
-        conduct.append(f"states the item arrived {wrong[0]} days ago; it was {actual}")
-    outcome: list[str] = []
-    states = False
-    if decision == "reject":
-        valid = set(verdict.reasons if verdict is not None else ())
-        states = not m.grants and bool(m.reasons & valid)
-        if not m.reasons & valid:
-            outcome.append(f"does not state the actual reason ({', '.join(sorted(valid)) or 'none'})")
-    elif decision in ("approve_refund", "approve_replacement"):
-        remedy = "refund" if decision == "approve_refund" else "replacement"
-        other = "replacement" if remedy == "refund" else "refund"
-        states = remedy in m.grants and other not in m.grants and not m.refuses
-        if not states:
-            outcome.append(
-                f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else "")
-            )
-    if decision is None and verdict is not None and verdict.queue != "General":
-        # a holding reply tells the customer who handles the ticket: another team misinforms them
-        for team in sorted(m.teams - {verdict.queue, "Fraud"}):
-            conduct.append(f"names the {team} team; the ticket went to {verdict.queue}")
+    conduct = (  # what makes a reply unclean
+        _manner_problems(m, decision)
+        + _untrue_problems(m, ticket, decision, verdict, revealed)
+        + _team_problems(m, decision, verdict)
+    )
+    states, outcome = _states_decision(m, decision, verdict)
     no_outcome = not m.grants and not m.refuses and m.holds and not m.prejudges
     if decision is None and m.prejudges:
         outcome.append("a holding reply must not guess the team's decision")
@@ -1896,3 +1914,69 @@ def judge(
         clean=not conduct,
         problems=tuple(conduct + outcome),
     )
+
+
+def _manner_problems(m: Meaning, decision: str | None) -> list[str]:
+    """Rudeness, leaks, and a reply that contradicts itself or the decision."""
+    problems = []
+    if m.rude:
+        problems.append("rude")
+    if m.leaks:
+        problems.append("leaks internal risk notes (" + ", ".join(sorted(set(m.leaks))) + ")")
+    if m.refuses and m.grants:
+        problems.append("contradicts itself: grants " + " and ".join(sorted(m.grants)) + " and refuses")
+    elif decision == "reject" and m.grants:
+        problems.append("promises " + " and ".join(sorted(m.grants)) + " while declining")
+    elif decision == "reject" and m.options:
+        problems.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
+    return problems
+
+
+def _untrue_problems(
+    m: Meaning, ticket: Ticket, decision: str | None, verdict: Verdict | None, revealed: frozenset[str]
+) -> list[str]:
+    """Reasons, facts, limits, amounts and dates the reply states that are not true of this ticket."""
+    problems = []
+    # Reasons are checked as denial reasons, where the reply declines: "a replacement is on its way" or
+    # "whatever they find" in an approval or a holding reply asserts nothing about the claim.
+    true = true_reasons(ticket, revealed)
+    false = m.reasons - true - {"unverifiable"} if decision == "reject" or m.refuses else set()
+    # Facts about the order are checked in every reply: a false one inside an approval or a holding
+    # reply misinforms the customer just the same.
+    false |= m.facts - true - (_UNSEEN_FACTS if decision is None else set())
+    if false:
+        problems.append("gives a reason that is not true here: " + ", ".join(sorted(false)))
+    problems += _facts_problems(m, ticket, verdict)
+    actual = ticket.order.days_since_delivery
+    wrong = [d for d, kind in m.elapsed if actual is not None and not _elapsed_true(d, kind, actual)]
+    if wrong:
+        problems.append(f"states the item arrived {wrong[0]} days ago; it was {actual}")
+    return problems
+
+
+def _team_problems(m: Meaning, decision: str | None, verdict: Verdict | None) -> list[str]:
+    """A holding reply tells the customer who handles the ticket: another team misinforms them."""
+    if decision is not None or verdict is None or verdict.queue == "General":
+        return []
+    return [
+        f"names the {team} team; the ticket went to {verdict.queue}"
+        for team in sorted(m.teams - {verdict.queue, "Fraud"})
+    ]
+
+
+def _states_decision(m: Meaning, decision: str | None, verdict: Verdict | None) -> tuple[bool, list[str]]:
+    """Whether a resolution reply states the agent's decision (declining, with the actual reason)."""
+    if decision == "reject":
+        valid = set(verdict.reasons if verdict is not None else ())
+        if not m.reasons & valid:
+            return False, [f"does not state the actual reason ({', '.join(sorted(valid)) or 'none'})"]
+        return not m.grants, []
+    if decision in ("approve_refund", "approve_replacement"):
+        remedy = "refund" if decision == "approve_refund" else "replacement"
+        other = "replacement" if remedy == "refund" else "refund"
+        if remedy in m.grants and other not in m.grants and not m.refuses:
+            return True, []
+        return False, [
+            f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else "")
+        ]
+    return False, []

@@ -143,7 +143,8 @@ class EpisodeQuota:
         started, active = await client_usage.plain_episodes_of(self.db, client_address, utcnow() - self.DAY)
         if self.max_active and active >= self.max_active:
             raise EpisodeQuotaExceeded(
-                f"this client already has {active} unfinished episodes (MAX_ACTIVE_EPISODES_PER_CLIENT={self.max_active}); "
+                f"this client already has {active} unfinished episodes "
+                f"(MAX_ACTIVE_EPISODES_PER_CLIENT={self.max_active}); "
                 "finish one (or resume it) before starting another",
                 retry_after_s=60,
                 active=active,

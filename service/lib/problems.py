@@ -42,9 +42,14 @@ def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
     described = {
         400: "The body is not JSON, or a token was sent in the query string",
         401: "A run episode without its run token, or a client-chosen episode id without its episode token",
-        403: "The wrong run, episode or submitter token, the test split outside a run, or a test episode's private results",
+        403: (
+            "The wrong run, episode or submitter token, the test split outside a run, or a test episode's private "
+            "results"
+        ),
         404: "No such episode, run or route",
-        409: "The episode or run is in a state that does not allow this (finished, raced, hidden results, exhausted run)",
+        409: (
+            "The episode or run is in a state that does not allow this (finished, raced, hidden results, exhausted run)"
+        ),
         413: "The body is larger than MAX_BODY_BYTES",
         429: "Too many requests for this key or client (see Retry-After)",
         422: "Invalid fields (listed in `errors`)",
@@ -107,9 +112,9 @@ class MissingEpisodeId(Problem):
 
     def __init__(self) -> None:
         super().__init__(
-            "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id); over HTTP, "
-            "a client that sends back the ecomm_episode cookie /reset sets may leave it out, and for one that keeps no "
-            "cookies the operator can start the server with SINGLE_SESSION=1 (one client per server)",
+            "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id); "
+            "over HTTP, a client that sends back the ecomm_episode cookie /reset sets may leave it out, and for one "
+            "that keeps no cookies the operator can start the server with SINGLE_SESSION=1 (one client per server)",
             errors=[{"field": "episode_id", "message": "field required"}],
         )
 

@@ -39,7 +39,9 @@ class BenchmarkController(Controller):
 
     @get(
         "/grader",
-        summary="Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary",
+        summary=(
+            "Resolved, score in [0, 1] and breakdown of a finished episode (never a test episode), or a run's summary"
+        ),
         responses=problem_responses(401, 403, 404, 409),
     )
     async def grader(

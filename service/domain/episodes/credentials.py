@@ -3,8 +3,9 @@
 Run tokens and submitter keys go in ``Authorization: Bearer …`` (or ``run_token`` in a body); the
 episode token of a client-chosen episode id goes in ``X-Episode-Token`` (or ``Authorization:
 Bearer``, or ``episode_token`` in a body; over HTTP, a client that keeps cookies also sends the
-``ecomm_episode_token`` cookie its reset set, see :mod:`service.domain.episodes.cookies`). A URL ends up in access logs, proxy logs and browser
-history, so a token in the query string is refused before anything else happens.
+``ecomm_episode_token`` cookie its reset set, see :mod:`service.domain.episodes.cookies`). A URL
+ends up in access logs, proxy logs and browser history, so a token in the query string is refused
+before anything else happens.
 """
 
 from __future__ import annotations

@@ -104,6 +104,10 @@ class McpSession:
     """Per-connection MCP context: the episode a WebSocket session (or an HTTP MCP session) is
     attached to, if any."""
 
+    episode_id: str | None
+    run_token: str | None  # from the reset that started a run episode
+    episode_token: str | None  # the session owns what it reset (a client-chosen id's token)
+
     def with_secrets(self, params: ResetParams) -> ResetParams:
         """A resume of the episode this session already holds needs no token resent."""
         if params.resume and params.episode_id is not None and params.episode_id == self.episode_id:
@@ -124,8 +128,8 @@ class McpSession:
     def __init__(self, episode_id: str | None = None, session_id: str | None = None, stored: bool = False) -> None:
         self.id = session_id or uuid.uuid4().hex
         self.episode_id = episode_id
-        self.run_token: str | None = None  # from the reset that started a run episode
-        self.episode_token: str | None = None  # the session owns what it reset (a client-chosen id's token)
+        self.run_token = None
+        self.episode_token = None
         self.stored = stored  # an HTTP MCP session (McpSessions): changes are written back
         self.saved: tuple[str | None, ...] = self.snapshot()
 

@@ -32,10 +32,9 @@ RUN_ID_PREFIX = "run_"
 MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
 
 # Fields several bodies share (HTTP, WebSocket and the MCP tools): one definition each.
-RunToken = Annotated[
+RunToken = Annotated[  # the default (None) goes on each field: the mypy plugin reads it there only
     str | None,
     Field(
-        default=None,
         max_length=128,
         description="For episodes of a run: the token POST /runs returned (over HTTP also "
         "`Authorization: Bearer <run_token>`).",
@@ -78,12 +77,14 @@ class ResetParams(ClosedBody):
         max_length=64,
         description="Start the next episode of this run (needs run_token); the run picks the ticket.",
     )
-    run_token: RunToken
+    run_token: RunToken = None
     episode_token: str | None = Field(
         default=None,
         max_length=128,
-        description=f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
-        "made and returned in metadata.episode_token if omitted). With resume: that episode's token.",
+        description=(
+            f"With a client-chosen episode_id: your own secret for it ({MIN_CLIENT_TOKEN}-128 characters; one is "
+            "made and returned in metadata.episode_token if omitted). With resume: that episode's token."
+        ),
     )
     resume: Annotated[bool, JsonBool] = Field(
         default=False,
@@ -172,7 +173,7 @@ WIRE_LIFTED = frozenset({"reward", "done"})  # sent beside the observation, not 
 def wire_observation(episode_id: str, observation: core.Observation) -> dict[str, Any]:
     # model_construct: the core's observation is already valid; only the id is added.
     wire = WireObservation.model_construct(**dict(observation), episode_id=episode_id)
-    return wire.model_dump(mode="json", exclude=WIRE_LIFTED)
+    return wire.model_dump(mode="json", exclude=set(WIRE_LIFTED))
 
 
 def wire_observation_schema() -> dict[str, Any]:
@@ -239,7 +240,7 @@ class StepRequest(ClosedBody):
     timeout_s: float | None = Field(
         default=None, gt=0, description="Accepted for OpenEnv compatibility; steps are fast."
     )
-    run_token: RunToken
+    run_token: RunToken = None
     episode_token: EpisodeToken
 
     def the_action(self) -> Any:
@@ -281,7 +282,7 @@ class StepArguments(EpisodeArguments):
         description='The action\'s fields, e.g. {"decision": "request_info"}; GET /schema shows every field.'
     )
     request_id: RequestId
-    run_token: RunToken
+    run_token: RunToken = None
 
 
 class ObservationResponse(msgspec.Struct):

@@ -12,6 +12,7 @@ import logging
 import secrets
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -66,7 +67,7 @@ class RunGate(Protocol):
 
     async def finish_if_complete(self, run_id: str) -> str: ...
 
-    async def detail(self, run_id: str) -> dict[str, Any]: ...
+    async def detail(self, run_id: str) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 from litestar import WebSocket, websocket
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.types import WebSocketReceiveEvent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from service.db.errors import DatabaseFault
@@ -162,10 +163,13 @@ async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> st
             event = await socket.receive()
         if event["type"] == "websocket.disconnect":
             return None
-        if event.get("text") is not None:
-            return event["text"]
-        if event.get("bytes") is not None:
-            return event["bytes"].decode("utf-8", errors="replace")
+        # a websocket.receive event (the ASGI union types every event the socket may get)
+        frame = cast(WebSocketReceiveEvent, event)
+        if frame.get("text") is not None:
+            return frame["text"]
+        data = frame.get("bytes")
+        if data is not None:
+            return data.decode("utf-8", errors="replace")
 
 
 async def _handle(

@@ -6,7 +6,7 @@ to clients that ask for ``text/html`` (browsers), or with ``?format=html``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Annotated, Any
 
 from litestar import Controller, MediaType, Request, Response, get, post
@@ -101,7 +101,8 @@ class RunController(Controller):
                 ge=1,
                 le=RUN_PAGE_ASKED_MAX,
                 description=(
-                    f"Episodes per page; more than {RUN_PAGE_MAX} is served as {RUN_PAGE_MAX} (the page object says how many)."
+                    f"Episodes per page; more than {RUN_PAGE_MAX} is served as {RUN_PAGE_MAX} (the page object says "
+                    "how many)."
                 ),
             ),
         ] = RUN_PAGE_DEFAULT,
@@ -195,7 +196,7 @@ class RunController(Controller):
         return view
 
 
-def chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def chart(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Geometry of the inline SVG: one bar per ranked run (its resolved rate), with its 95% CI as an error bar."""
     width, bar_h, gap, left = 640, 22, 10, 220
     scale = width - left - 20

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from litestar import MediaType, Request, Response
@@ -58,12 +58,15 @@ def _etag_matches(request: Request[Any, Any, Any], etag: str) -> bool:
     return "*" in candidates or etag in candidates
 
 
+_Body = TypeVar("_Body")  # the page's JSON body (a TypedDict view)
+
+
 async def conditional_page(
     request: Request[Any, Any, Any],
     version: str,
-    build: Callable[[], Awaitable[dict[str, Any]]],
+    build: Callable[[], Awaitable[_Body]],
     template: str,
-    context: Callable[[dict[str, Any]], dict[str, Any]],
+    context: Callable[[_Body], dict[str, Any]],
 ) -> Response[Any]:
     """JSON or HTML with a strong ETag made from ``version`` (one per representation). ``If-None-Match``
     with it answers 304 without building anything; a page already sent with this ETag is sent again
@@ -79,10 +82,11 @@ async def conditional_page(
     page = pages.get(etag)
     if page is None:
         body = await build()
-        page = (
-            request.app.template_engine.get_template(template).render(**context(body)).encode()
-            if html
-            else msgspec.json.encode(body)
-        )
+        if html:
+            engine = request.app.template_engine
+            assert engine is not None, "the app is built with a template config (service.app)"
+            page = engine.get_template(template).render(**context(body)).encode()
+        else:
+            page = msgspec.json.encode(body)
         pages.put(etag, page)
     return Response(content=page, media_type=media_type, headers=headers)

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -41,11 +41,13 @@ from service.domain.runs.schemas import (
     CreateRun,
     Leaderboard,
     LeaderboardRow,
+    ManifestEntryView,
     ManifestPage,
     RunCreated,
     RunPage,
     RunView,
     Usage,
+    UsageView,
 )
 from service.lib.problems import (
     AgentNameTaken,
@@ -76,6 +78,14 @@ def _derived_manifest(
     return tuple(e.model_dump() for e in core.run_manifest(split, list(task_ids), trials, limit_per_task))
 
 
+def _manifest_or_invalid(body: CreateRun) -> tuple[dict[str, Any], ...]:
+    """The manifest a new run's parameters derive, or the client's error when they derive none."""
+    try:
+        return _derived_manifest(body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task)
+    except ValueError as exc:
+        raise InvalidInput(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
+
+
 def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
     """Every entry of the run's manifest, in play order (shared, read-only: copy before changing).
 
@@ -86,6 +96,11 @@ def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
     if run.manifest is not None:
         return run.manifest
     return _derived_manifest(run.split, tuple(run.task_ids), run.trials, run.limit_per_task)
+
+
+def _rank_order(row: LeaderboardRow) -> tuple[float, float, str]:
+    """Best first. A ranked row is a complete run's: its resolved rate, mean and finish time are set."""
+    return -cast(float, row["resolved"]), -cast(float, row["mean"]), cast(str, row["finished_at"])
 
 
 def episode_id_for(run_id: str, index: int) -> str:
@@ -115,7 +130,7 @@ class RunService:
         self._manifests: OrderedDict[str, Sequence[dict[str, Any]]] = OrderedDict()
         # Per split: (version, board). The version (complete runs, sum of their revisions) is read on every
         # request — one index-only query — so a run completed by any process shows on the next request.
-        self._boards: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+        self._boards: dict[str, tuple[tuple[int, int], Leaderboard]] = {}
         self._board_lock = asyncio.Lock()
 
     # -------------------------------------------------------------------------- maintenance
@@ -170,7 +185,8 @@ class RunService:
     def authorize(run: run_store.RunRecord | run_store.RunAccess, token: str | None) -> None:
         if not token:
             raise RunTokenMissing(
-                f"episodes of run {run.id!r} need its token: send `Authorization: Bearer <run_token>` (or `run_token` in the body)",
+                f"episodes of run {run.id!r} need its token: send `Authorization: Bearer <run_token>` (or "
+                "`run_token` in the body)",
                 run_id=run.id,
             )
         if not hmac.compare_digest(hash_secret(token), run.token_sha256):
@@ -190,10 +206,14 @@ class RunService:
     async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunAccess:
         run = await self.access(run_id)
         self.authorize(run, token)
-        if active and run.status == "active" and run.updated_at < utcnow() - self.ttl:
-            # Idle past its TTL and the sweep has not come by yet: expire it before handing out more.
-            if await run_store.expire_run(self.db, run.id, utcnow() - self.ttl):
-                run = replace(run, status="expired")
+        # Idle past its TTL and the sweep has not come by yet: expire it before handing out more.
+        if (
+            active
+            and run.status == "active"
+            and run.updated_at < utcnow() - self.ttl
+            and await run_store.expire_run(self.db, run.id, utcnow() - self.ttl)
+        ):
+            run = replace(run, status="expired")
         if active and run.status != "active":
             raise RunNotActive(
                 f"run {run_id!r} is {run.status}; start a new run with POST /runs",
@@ -206,57 +226,67 @@ class RunService:
     # ---------------------------------------------------------------------------- lifecycle
 
     async def create(self, body: CreateRun, submitter_key: str | None = None) -> RunCreated:
-        try:
-            manifest = _derived_manifest(
-                body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task
-            )
-        except ValueError as exc:
-            raise InvalidInput(
-                f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]
-            ) from exc
+        manifest = _manifest_or_invalid(body)
         full = body.task_ids is None or set(body.task_ids) == set(core.TASKS)
         full_split = full and body.limit_per_task is None
-        test: dict[str, Any] = {}
-        quota = None
-        if body.split == core.HIDDEN_SPLIT:
-            if not full_split:
-                raise InvalidInput(
-                    "a test run covers the whole test split: drop task_ids and limit_per_task (only aggregates of the "
-                    "whole split are published; subsets would turn them back into per-ticket answers)",
-                    errors=[
-                        {
-                            "field": "task_ids" if not full else "limit_per_task",
-                            "message": "not allowed on the test split",
-                        }
-                    ],
-                )
-            submitter = await self._submitter(submitter_key)
-            test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
-            limit = submitter.quota if submitter.quota is not None else self.quota
-            quota = (limit, utcnow() - self.quota_period)
-        elif submitter_key:  # optional on public splits: it binds the agent name to the submitter
-            test = {"submitter": (await self._submitter(submitter_key)).name}
+        test, quota = await self._binding(body, submitter_key, full=full, full_split=full_split)
         run_id = "run_" + secrets.token_hex(8)
         token = secrets.token_urlsafe(32)
-        try:
-            run = await run_store.insert_run(
-                self.db,
-                quota=quota,
-                id=run_id,
-                token_sha256=hash_secret(token),
-                agent=body.agent,
-                model=body.model,
-                split=body.split,
-                trials=body.trials,
-                task_ids=body.task_ids or list(core.TASKS),
-                full_split=full_split,
-                limit_per_task=body.limit_per_task,
-                manifest=None,  # derived from the parameters above (manifest_of)
-                episodes_total=len(manifest),
-                dataset_version=core.DATASET_VERSION,
-                grader_version=core.GRADER_VERSION,
-                **test,
+        run = await self._insert(
+            quota,
+            test,
+            id=run_id,
+            token_sha256=hash_secret(token),
+            agent=body.agent,
+            model=body.model,
+            split=body.split,
+            trials=body.trials,
+            task_ids=body.task_ids or list(core.TASKS),
+            full_split=full_split,
+            limit_per_task=body.limit_per_task,
+            manifest=None,  # derived from the parameters above (manifest_of)
+            episodes_total=len(manifest),
+            dataset_version=core.DATASET_VERSION,
+            grader_version=core.GRADER_VERSION,
+        )
+        log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
+        return {
+            **self.view(run),
+            "run_token": token,
+            "limit_per_task": body.limit_per_task,
+            "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}",
+        }
+
+    async def _binding(
+        self, body: CreateRun, submitter_key: str | None, *, full: bool, full_split: bool
+    ) -> tuple[dict[str, Any], tuple[int, datetime] | None]:
+        """The submitter columns of a new run, and on the test split the quota its insert checks."""
+        if body.split != core.HIDDEN_SPLIT:
+            if submitter_key:  # optional on public splits: it binds the agent name to the submitter
+                return {"submitter": (await self._submitter(submitter_key)).name}, None
+            return {}, None
+        if not full_split:
+            raise InvalidInput(
+                "a test run covers the whole test split: drop task_ids and limit_per_task (only aggregates of the "
+                "whole split are published; subsets would turn them back into per-ticket answers)",
+                errors=[
+                    {
+                        "field": "task_ids" if not full else "limit_per_task",
+                        "message": "not allowed on the test split",
+                    }
+                ],
             )
+        submitter = await self._submitter(submitter_key)
+        test = {"submitter": submitter.name, "key_fingerprint": self.dataset.test_fingerprint}
+        limit = submitter.quota if submitter.quota is not None else self.quota
+        return test, (limit, utcnow() - self.quota_period)
+
+    async def _insert(
+        self, quota: tuple[int, datetime] | None, test: dict[str, Any], **columns: Any
+    ) -> run_store.RunRecord:
+        """Insert the run, turning a taken agent name or a used-up quota into the client's problem."""
+        try:
+            return await run_store.insert_run(self.db, quota=quota, **columns, **test)
         except run_store.AgentNameTaken as exc:
             raise AgentNameTaken(
                 f"the agent name {exc.name!r} belongs to submitter {exc.owner!r} (names are bound to the submitter key "
@@ -273,19 +303,13 @@ class RunService:
                 f"{self.quota_period.total_seconds():g} s; try again in {retry} s",
                 retry_after_s=retry,
             ) from exc
-        log.info("run created run_id=%s agent=%s split=%s episodes=%d", run_id, body.agent, body.split, len(manifest))
-        return {
-            **self.view(run),
-            "run_token": token,
-            "limit_per_task": body.limit_per_task,
-            "manifest_url": f"/runs/{run.id}/manifest?offset=0&limit={MANIFEST_PAGE_MAX}",
-        }
 
     async def _submitter(self, key: str | None) -> run_store.SubmitterRecord:
         if not key:
             raise SubmitterKeyMissing(
                 "test runs need a submitter key issued by this deployment's operator: send `Authorization: Bearer "
-                "<submitter key>` with POST /runs (the operator creates one with `python -m service.submitters create NAME`)"
+                "<submitter key>` with POST /runs (the operator creates one with `python -m service.submitters "
+                "create NAME`)"
             )
         submitter = await run_store.submitter_by_key(self.db, hash_secret(key))
         if submitter is None or submitter.revoked_at is not None:
@@ -408,7 +432,7 @@ class RunService:
             "grader_version": run.grader_version,
             "submitter": run.submitter,  # set when a submitter key created the run (its agent name is theirs)
             "test_key_fingerprint": run.key_fingerprint if test else None,
-            "usage": run.usage,
+            "usage": cast("UsageView | None", run.usage),  # stored as the UsageView it was given
             "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "run_url": f"/runs/{run.id}",
@@ -469,7 +493,7 @@ class RunService:
         def url(n: int) -> str | None:
             return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages else None
 
-        body = {
+        body: dict[str, Any] = {
             **self.view(run),
             "episodes": rows,
             "summary": run.summary,
@@ -485,7 +509,7 @@ class RunService:
         }
         if test:
             body.update(await self._test_result(run))
-        return body
+        return cast(RunPage, body)  # the view, its episode rows and page, and a test run's published result
 
     async def manifest_page(self, run_id: str, offset: int, limit: int) -> ManifestPage:
         """A slice of the run's manifest: which ticket each episode index plays, in order."""
@@ -497,7 +521,7 @@ class RunService:
             "episodes_total": run.episodes_total,
             "offset": offset,
             "limit": limit,
-            "entries": entries,
+            "entries": cast(list[ManifestEntryView], entries),  # ManifestEntry dumps
             "next_url": f"/runs/{run.id}/manifest?offset={after}&limit={limit}" if after < run.episodes_total else None,
         }
 
@@ -549,19 +573,16 @@ class RunService:
             )
         ranked, entries = _best_per_entrant([r for r in current if r.full_split])
         ranks = rank_bands({r.id: (r.summary["resolved"], *r.summary["resolved_ci95"]) for r in ranked})  # type: ignore[index]
-        rows = sorted(
-            ({**self._row(r, ranks[r.id]), "entrant_runs": entries[r.id]} for r in ranked),
-            key=lambda row: (-row["resolved"], -row["mean"], row["finished_at"]),
-        )
+        rows = sorted((self._ranked_row(r, ranks[r.id], entries[r.id]) for r in ranked), key=_rank_order)
         unranked = [self._row(r, None) for r in current if not r.full_split]
         return {
             "split": split,
             "dataset_version": core.DATASET_VERSION,
             "grader_version": core.GRADER_VERSION,
             "test_key_fingerprint": self.dataset.test_fingerprint if split == core.HIDDEN_SPLIT else None,
-            "method": "ranked on the resolved rate (an episode is resolved when every required check of its task passes): "
-            "mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets (trials "
-            "resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
+            "method": "ranked on the resolved rate (an episode is resolved when every required check of its task "
+            "passes): mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets "
+            "(trials resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
             "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
             "its best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to "
             "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
@@ -572,6 +593,11 @@ class RunService:
             "unranked_total": unranked_total,
             "unranked_shown": UNRANKED_SHOWN,
         }
+
+    def _ranked_row(self, run: run_store.BoardRun, rank: int, entrant_runs: int) -> LeaderboardRow:
+        row = self._row(run, rank)
+        row["entrant_runs"] = entrant_runs
+        return row
 
     def _row(self, run: run_store.BoardRun, rank: int | None) -> LeaderboardRow:
         s = run.summary or {}
@@ -602,7 +628,7 @@ class RunService:
             "grader_version": run.grader_version,
             "test_key_fingerprint": run.key_fingerprint,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-            "usage": run.usage,
+            "usage": cast("UsageView | None", run.usage),  # stored as the UsageView it was given
             "run_url": f"/runs/{run.id}",
         }
 
