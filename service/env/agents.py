@@ -21,6 +21,7 @@ from service.env.core import reset, step
 from service.env.dataset import PUBLIC, Dataset
 from service.env.generator import stable_seed
 from service.env.grading import grade_episode
+from service.env.language import WORD_NUMBERS
 from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Grade, Observation
 from service.env.policy import ESCALATION_THRESHOLD, Verdict, evaluate
 from service.env.tasks import TASKS, get_task
@@ -347,19 +348,6 @@ def read_issue(text: str) -> str:
 
 _HEADER_DAYS = re.compile(r"delivered (\d+) days? ago")
 _SAID_AGO = re.compile(r"\b(\d+|a|one|two|three|four|five|six|seven|eight|ten|twelve)\s+(day|week|month)s?\s+ago")
-_WORD_NUMBER = {
-    "a": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "ten": 10,
-    "twelve": 12,
-}
 
 
 _Rule = tuple[str, str | None, str | None]  # (decision, topic to ask about, denial reason)
@@ -391,7 +379,7 @@ class HeuristicAgent:
         said = _SAID_AGO.search(obs.customer_message.lower())
         if said:
             n = said.group(1)
-            count = int(n) if n.isdigit() else _WORD_NUMBER.get(n, 1)
+            count = int(n) if n.isdigit() else WORD_NUMBERS.get(n, 1)
             return count * {"day": 1, "week": 7, "month": 30}[said.group(2)]
         return None
 

@@ -21,6 +21,29 @@ from functools import lru_cache
 
 import simplemma
 
+# Numbers written as words, for durations ("two weeks", "a month") and counts ("three days ago").
+WORD_NUMBERS = {
+    "one": 1,
+    "a": 1,
+    "an": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "ten": 10,
+    "twelve": 12,
+    "fourteen": 14,
+    "fifteen": 15,
+    "eighteen": 18,
+    "twenty": 20,
+    "thirty": 30,
+    "sixty": 60,
+    "ninety": 90,
+}
+
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'"})
 _CONTRACTIONS = (
     (re.compile(r"\bcan't\b|\bcannot\b"), "can not"),

@@ -35,6 +35,7 @@ from itertools import pairwise
 from service.env.language import (
     NEGATORS,
     TEMPORAL,
+    WORD_NUMBERS,
     Clause,
     Phrases,
     clauses,
@@ -673,27 +674,7 @@ _CHAIN = _AUX | frozenset(
 )
 _MONEY = re.compile(r"\$\s?(\d[\d,]*(?:\.\d{1,2})?)|(\d[\d,]*(?:\.\d{1,2})?)\s?(?:usd|dollars)\b")
 _DAYS = re.compile(r"\b(\d{1,4})[\s-]*(day|days|week|weeks|month|months|year|years)\b")
-_WORD_NUMBERS = {
-    "one": 1,
-    "a": 1,
-    "an": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "ten": 10,
-    "twelve": 12,
-    "fourteen": 14,
-    "fifteen": 15,
-    "eighteen": 18,
-    "twenty": 20,
-    "thirty": 30,
-    "sixty": 60,
-    "ninety": 90,
-}
-_WORD_DAYS = re.compile(r"\b(" + "|".join(_WORD_NUMBERS) + r")[\s-]+(day|days|week|weeks|month|months|year|years)\b")
+_WORD_DAYS = re.compile(r"\b(" + "|".join(WORD_NUMBERS) + r")[\s-]+(day|days|week|weeks|month|months|year|years)\b")
 # A month is a twelfth of a year, so "24 months" is the 730-day warranty and "a month" the 30-day window.
 _UNIT_DAYS = {
     "day": 1,
@@ -1545,7 +1526,7 @@ def _lengths(text: str) -> list[tuple[int, int, int]]:
     """(days, start, end) of every stated duration."""
     out = [(round(int(m.group(1)) * _UNIT_DAYS[m.group(2)]), m.start(), m.end()) for m in _DAYS.finditer(text)]
     out += [
-        (round(_WORD_NUMBERS[m.group(1)] * _UNIT_DAYS[m.group(2)]), m.start(), m.end())
+        (round(WORD_NUMBERS[m.group(1)] * _UNIT_DAYS[m.group(2)]), m.start(), m.end())
         for m in _WORD_DAYS.finditer(text)
     ]
     return out
