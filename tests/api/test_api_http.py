@@ -62,7 +62,7 @@ async def test_reset_is_deterministic_for_task_and_seed(client: Client) -> None:
     a = (await client.post("/reset", json={"task_id": task, "seed": 11})).json()
     b = (await client.post("/reset", json={"task_id": task, "seed": 11})).json()
     assert a["metadata"]["episode_id"] != b["metadata"]["episode_id"]
-    strip = lambda o: {k: v for k, v in o.items() if k != "episode_id"}  # noqa: E731
+    strip = lambda o: {k: v for k, v in o.items() if k != "episode_id"}  # noqa: E731 - a one-line local helper
     assert strip(a["observation"]) == strip(b["observation"])
     _, expected = core.reset(task, 11, "train")
     assert strip(a["observation"]) == expected.model_dump(mode="json", exclude={"reward", "done"})
@@ -326,7 +326,7 @@ async def test_step_accepts_the_action_at_the_top_level(client: Client) -> None:
     first = (await client.post("/step", json={"episode_id": wrapped, "action": {"lookup": "order"}})).json()
     flat = await client.post("/step", json={"episode_id": top, "lookup": "order"})
     assert flat.status_code == 200, flat.text
-    strip = lambda o: {k: v for k, v in o.items() if k != "episode_id"}  # noqa: E731
+    strip = lambda o: {k: v for k, v in o.items() if k != "episode_id"}  # noqa: E731 - a one-line local helper
     assert strip(flat.json()["observation"]) == strip(first["observation"]) and flat.json()["reward"] == first["reward"]
     last = (await client.post("/step", json={"episode_id": wrapped, "action": {"decision": "reject"}})).json()
     resp = await client.post("/step", json={"episode_id": seed_a, "action_type": "reject"})

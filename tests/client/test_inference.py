@@ -234,7 +234,7 @@ async def test_llm_client_retries_429_and_timeouts_then_gives_up_on_persistent_5
         usage = llm.TokenUsage()
         chat = llm.LLMClient(cfg, usage)
         try:
-            ask = lambda marker: [{"role": "user", "content": f"{marker} (task_id: decision-easy) — step_count: 0"}]  # noqa: E731
+            ask = lambda marker: [{"role": "user", "content": f"{marker} (task_id: decision-easy) — step_count: 0"}]  # noqa: E731 - a one-line local helper
             assert prompt.parse_action(await chat.complete(ask("A-429"))) == {"lookup": "order"}
             assert prompt.parse_action(await chat.complete(ask("B-slow"))) == {"lookup": "order"}
             t0 = time.monotonic()

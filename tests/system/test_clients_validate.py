@@ -248,7 +248,7 @@ class LocalImageProvider:
                 stack.close()
                 raise ProviderError(f"subject did not become healthy:\n{self.log_path.read_text()[-3000:]}")
             try:
-                with urllib.request.urlopen(url + "/health", timeout=1) as resp:  # noqa: S310
+                with urllib.request.urlopen(url + "/health", timeout=1) as resp:  # noqa: S310 - loopback
                     if resp.status == 200:
                         break
             except OSError:

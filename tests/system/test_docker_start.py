@@ -314,5 +314,5 @@ def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]]
                 method="POST",
                 headers={"Content-Type": "application/json"},
             )
-            with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310
+            with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback
                 assert resp.status == 200 and json.loads(resp.read())["done"] is False
