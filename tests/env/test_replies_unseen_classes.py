@@ -379,3 +379,61 @@ def test_patterns_noticed_on_the_account_leak() -> None:
     ):
         assert meaning(leak).leaks, leak
     assert meaning("I can see just the one charge on your account for this order.").leaks == ()
+
+
+# ---------------------------------------------- blind batch 5, round 4 (130 replies: FP 3/63, FN 12/67 before)
+
+
+def test_a_warranty_length_named_in_its_sentence_is_no_return_window() -> None:
+    # the warranty word is further off than the near context, and "date of delivery" is shared by both
+    for text in (
+        "Sadly the warranty that came with your Ergonomic Adjustable Office Chair, 365 days from the date of "
+        "delivery, ran out last month.",
+        "Your protection period was 90 days counted from receipt, and the guarantee has since ended.",
+    ):
+        m = meaning(text)
+        assert m.window_days == frozenset() and m.warranty_days == {365 if "365" in text else 90}, text
+    assert meaning("I'm sorry, but the period is 30 days from the date of delivery.").window_days == {30}
+
+
+def test_days_back_is_an_elapsed_time() -> None:
+    assert meaning("The parcel reached you 64 days back, and our returns close after 30 days.").window_days == {30}
+
+
+def test_someone_will_be_in_touch_names_no_one() -> None:
+    assert not meaning("Thanks for your patience, somebody will get back to you shortly.").holds
+    assert meaning("Thanks, someone from our Billing team will get back to you shortly.").holds
+    j = _judged(
+        "route/Billing", "Hello {name}, thanks for writing about order {order_id}. Somebody will follow up.", None
+    )
+    assert not j.routing_ok, j.problems
+
+
+def test_red_flags_on_the_account_leak() -> None:
+    for leak in (
+        "Good news: nothing on your profile raised a red flag, so I've approved the refund.",
+        "We saw no warning signs with your orders, so the replacement is on its way.",
+    ):
+        assert meaning(leak).leaks, leak
+
+
+def test_a_greeting_and_what_happens_next_is_courteous() -> None:
+    for text in (
+        "Hello Ana, your refund for order ORD-12345678 is done and should reach your card within a few days.",
+        "Hi Ben, a new kettle is going out for order ORD-12345678 and will be with you shortly.",
+        "Hi Cy, order ORD-12345678 is with Billing now. They will answer you by email.",
+    ):
+        assert meaning(text).courteous, text
+    # without a greeting, or with only a verdict, it is still curt
+    assert not meaning("Refund done for ORD-12345678, should reach your card soon.").courteous
+    assert not meaning("Hi Dee, order ORD-12345678: too late, nothing we can do.").courteous
+
+
+def test_a_part_of_the_refund_is_an_untrue_amount() -> None:
+    for text in (
+        "Hi {name}, thanks for waiting: for order {order_id} we've refunded 50% of the price of the {product}.",
+        "Hello {name}, sorry about order {order_id}. A portion of the cost has been refunded to you.",
+    ):
+        j = _judged("approve_refund", text, "approve_refund")
+        assert not j.resolution_ok and any("part of the refund" in p for p in j.problems), (text, j.problems)
+    assert not meaning("Thanks! That's a full refund, not a partial refund, for order ORD-12345678.").partial
