@@ -216,6 +216,27 @@ def test_the_agents_own_questions_ask_their_topic() -> None:
         assert topics_asked(question) == {topic}, (topic, question)
 
 
+# Blind batch 5 (round 4, 55 questions: 0.873 before these), each class in new words.
+
+
+@pytest.mark.parametrize(
+    ("question", "topics"),
+    [
+        # a parcel that "reaches" the customer has arrived; reaching them by phone stays no topic
+        ("Can you tell me if the package ever reached you?", {"delivery"}),
+        ("Has the delivery reached you by now?", {"delivery"}),
+        ("Which number can we reach you on?", set()),
+        # small talk about the customer's day asks for nothing, and leaves the real request alone
+        ("How's your morning going?", set()),
+        ("How has the weekend been treating you?", set()),
+        ("How was your day - and could you send a photo of the crack?", {"photos"}),
+        ("How are things with the kettle?", {"details"}),
+    ],
+)
+def test_arrivals_and_small_talk(question: str, topics: set[str]) -> None:
+    assert topics_asked(question) == topics, question
+
+
 def test_reading_is_deterministic() -> None:
     questions = [e["question"] for e in _entries("questions.jsonl")]
     first = [topics_asked(q) for q in questions]
