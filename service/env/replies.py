@@ -985,9 +985,18 @@ def _found_reason(phrases: Phrases, clause: Clause) -> bool:
     dated = _ELAPSED_TIME.search(clause.sentence) is not None
     plain = {s for s, _ in _ARRIVAL_ONLY.find(tokens)} if dated else set()
     return any(
-        not _negated_before(tokens, s) and not _PROSPECTIVE & set(tokens[max(0, s - 2) : s]) and s not in plain
+        not _negated_before(tokens, s)
+        and not _PROSPECTIVE & set(tokens[max(0, s - 2) : s])
+        and s not in plain
+        and not _understands(tokens, s)
         for s, _ in phrases.find(tokens)
     )
+
+
+def _understands(tokens: tuple[str, ...], s: int) -> bool:
+    """ "I totally get it" is understanding the customer, not a parcel arriving: "get" after I or we."""
+    before = [t for t in tokens[:s] if t not in _ADVERBS and not t.endswith("ly")]
+    return tokens[s] == "get" and bool(before) and before[-1] in ("i", "we")
 
 
 def _in_transit_reason(phrases: Phrases, clause: Clause) -> bool:
@@ -1110,6 +1119,12 @@ def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | Non
 # reason not to", "nothing is stopping us from refunding it".
 _DECIDED = Phrases("have decide|have now decide|have already decide|i decide to|we decide to")
 # Modality that leaves a refusal or a reason open: "the warranty may have expired, so we might not be able to help".
+# A look already taken is a check done, not a decision still to come ("we'll look at a refund" hedges).
+_LOOKED = Phrases(
+    "have look at|have look into|have look over|have have a look at|have have a good look at|"
+    "have have a close look at|have have a proper look at|have have a quick look at|have take a look at|"
+    "have take a good look at|have take a close look at"
+)
 _MAYBE = frozenset({"may", "might", "maybe", "perhaps", "possibly"})
 _USUALLY = Phrases(
     "nearly always|almost always|usually|normally|typically|generally|tend to|rarely|hardly ever|seldom|"
@@ -1240,8 +1255,8 @@ _SINCE_ARRIVAL = re.compile(
 )
 _QUALIFIER = re.compile(
     r"\b(over|more than|at least|just over|nearly|almost|about|around|roughly|approximately|some|"
-    r"less than|under|just under|only)\s+$"
-)
+    r"less than|under|just under|only|more then|less then)\s+$"
+)  # "more then 30 days": the common misspelling compares just the same
 _QUALIFIERS = {
     "over": "at_least",
     "more than": "at_least",
@@ -1255,6 +1270,8 @@ _QUALIFIERS = {
     "approximately": "about",
     "some": "about",
     "less than": "at_most",
+    "more then": "at_least",
+    "less then": "at_most",
     "under": "at_most",
     "just under": "at_most",
     "only": "exact",
@@ -1517,6 +1534,7 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
     # a condition that still promises ("once they've looked at it") hedges nothing by its own words
     asserted = outside if span is None else tokens[: span[0]] + tokens[span[1] :]
     asserted = _drop(asserted, _DECIDED)  # "I've decided to let it slide": a decision made is no hedge
+    asserted = _drop(asserted, _LOOKED)  # "I've had a good look at your order and refunded it": a check done
     if clause.question or _HEDGE.in_(asserted) or any(t in NEGATORS for t in plain):
         asked = clause.question and _CHOICE.in_(outside)  # "would you like a replacement instead?"
         return _Outcome(offers=frozenset(offers | remedies), options=frozenset(remedies if asked else ())), opens
@@ -1547,7 +1565,9 @@ def _lengths(text: str) -> list[tuple[int, int, int]]:
 _ELAPSED_AFTER = re.compile(r"\s*(?:ago|back|since|now|so far|already)\b")  # "92 days back"
 _ELAPSED_BEFORE = re.compile(
     r"\b(?:delivered|arrived|received|waited|been|had\b[\w\s'-]{0,40}?\bfor|used\b[\w\s'-]{0,40}?\bfor)\s+"
-    r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$"
+    r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$|"
+    # restated in brackets after the elapsed time: "more than 30 days since delivery (92 days)"
+    r"\b(?:ago|since\s+(?:delivery|arrival|it\s+arrived|you\s+received\s+it))\s*\(\s*$"
 )
 # A limit needs its own context: "ship within two days" is no return window.
 _WARRANTY_CONTEXT = re.compile(r"warrant|guarant|coverage")
@@ -1740,8 +1760,22 @@ def _read(reply: str) -> _Reading:
         r.prejudges = r.prejudges or _prejudges(clause, outcome)
         if not outcome.conditional:
             _assert_reasons(clause, said)
+        elif _limit_rule(clause):
+            said.reasons.add("window")
     r.commit(said)
     return r
+
+
+def _limit_rule(clause: Clause) -> bool:
+    """The window stated as the rule's own trigger, not a condition on an outcome: "our returns close once 30
+    days have passed" (a clause that offers a remedy is an outcome: "once it's back, we'll refund it")."""
+    tokens = clause.lemmas
+    return (
+        not clause.question
+        and _WINDOW_PASSED.in_(tokens)
+        and not _remedies(tokens)
+        and _window_reason(_REASONS["window"][0], clause)
+    )
 
 
 def _prejudges(clause: Clause, outcome: _Outcome) -> bool:

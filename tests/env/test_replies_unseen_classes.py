@@ -437,3 +437,27 @@ def test_a_part_of_the_refund_is_an_untrue_amount() -> None:
         j = _judged("approve_refund", text, "approve_refund")
         assert not j.resolution_ok and any("part of the refund" in p for p in j.problems), (text, j.problems)
     assert not meaning("Thanks! That's a full refund, not a partial refund, for order ORD-12345678.").partial
+
+
+def test_more_then_and_a_bracketed_restatement_are_elapsed_times() -> None:
+    m = meaning("Sorry, it is more then 40 days since delivery (45 days), and the window is 30 days.")
+    assert m.window_days == {30} and m.elapsed == ((40, "at_least"),), m
+    assert meaning("The parcel arrived 61 days ago (61 days in all); returns need 30 days.").window_days == {30}
+
+
+def test_i_get_it_is_understanding_not_an_arrival() -> None:
+    assert "parcel_found" not in meaning("We really get it, but perishables cannot be returned, sorry.").reasons
+    assert "parcel_found" in meaning("Glad you got it in the end, so there's no refund due.").reasons
+
+
+def test_a_look_already_taken_does_not_hedge_the_grant() -> None:
+    assert meaning("I have looked over your order and I have refunded it in full.").grants == {"refund"}
+    assert meaning("Hi, I've had a proper look at ORD-12345678 and I've refunded the lamp.").grants == {"refund"}
+    assert not meaning("We will look at a refund for you.").grants
+    assert not meaning("Our team will take a look at the refund.").grants
+
+
+def test_the_window_stated_as_the_rules_trigger_is_its_reason() -> None:
+    text = "Our window closes when 30 days have passed. I'm so sorry, this return can't go ahead."
+    assert "window" in meaning(text).reasons
+    assert "window" not in meaning("Once it's back with us within 30 days, we'll refund it.").reasons
