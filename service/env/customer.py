@@ -151,7 +151,6 @@ _EXAMPLES: dict[str, tuple[str, ...]] = {
         "did anyone at home receive the parcel",
         # "reach" as a parcel arriving, not as contacting the customer
         "has the parcel reached you",
-        "did the delivery get to you",
     ),
     "details": (
         "could you tell me more",
