@@ -149,6 +149,8 @@ _EXAMPLES: dict[str, tuple[str, ...]] = {
         "did someone in your household take the parcel in",
         "did the package arrive after all",
         "did anyone at home receive the parcel",
+        # "reach" as a parcel arriving, not as contacting the customer
+        "has the parcel reached you",
     ),
     "details": (
         "could you tell me more",
@@ -709,6 +711,14 @@ _REWRITES = (
     ),
     (re.compile(r"\b(?:courier|calling|missed[- ]delivery|postman's|postie's|carrier)\s+card\b"), "delivery card"),
     (re.compile(r"\bshows?\s+itself\b|\bmanifests?(?:\s+itself)?\b"), "behave"),
+    # small talk about the customer's day asks for nothing: "how's your weekend been so far?"
+    (
+        re.compile(
+            r"\bhow(?:'s|\s+is|\s+was|\s+has)\s+(?:your|the)\s+(?:day|week|weekend|morning|afternoon|evening|holiday)"
+            r"(?:\s+(?:going|gone|been|treating\s+you|so\s+far))*\b"
+        ),
+        "",
+    ),
     # a side, not a parcel left somewhere: "is it the left or the right earbud"
     (re.compile(r"\b(the|your|its)\s+left\b(?!\s+(?:it|them|at|by|with|outside|in|on))"), r"\1 lefthand"),
 )

@@ -282,6 +282,15 @@ _HOLD = Phrases(
     "investigate|get back|be in touch|update you|contact you|follow up|reach out|take it from here|take over|handle|"
     "send * to|now with|be with our|be with the"
 )
+# "Someone will be in touch" passes the ticket on to no one in particular: a holding reply says who.
+_ANYONE = frozenset({"someone", "somebody", "anyone", "anybody"})
+_WHO = Phrases("team|department|colleague|specialist|agent|manager|supervisor|expert|staff")
+
+
+def _nobody_named(tokens: tuple[str, ...]) -> bool:
+    return any(t in _ANYONE for t in tokens) and not _WHO.in_(tokens)
+
+
 _COURTESY = Phrases(
     "thank|thanks|sorry|apologize|apologise|apology|apologies|please|appreciate|understand|happy to help|glad to help|"
     "regards|sincerely|have a great day|have a good day|have a nice day|our pleasure|hope this help|hope that help|"
@@ -447,7 +456,8 @@ _LEAK = Phrases(
     "fraud team|fraud review|fraud check|fraud investigation|fraud flag|fraud department|fraud alert|fraud suspicion|"
     "fraud risk|fraud prevention|suspect fraud|suspected fraud|suspicion of fraud|fraudulent|high risk|risk score|"
     "risk assessment|risk rating|risk level|risk profile|risk check|risk team|risk review|blacklist|black list|"
-    "watch list|watchlist|internal note|abuse|pass our check|pass the check|pass check|security check|security team|"
+    "watch list|watchlist|internal note|abuse|red flag|warning sign|"  # "no red flags on our end"
+    "pass our check|pass the check|pass check|security check|security team|"
     "security review|unusual activity|suspicious|under investigation|"
     # flags and reviews of the account
     "flag account|account * flag|flag for|flag on your|flag your|flagged your|account review|review of your account|"
@@ -875,6 +885,7 @@ class Meaning:
         tuple[int, str], ...
     ] = ()  # (days, "exact" | "at_least" | "at_most" | "about") since delivery, as stated
     teams: frozenset[str] = frozenset()  # the queues whose teams the reply names: "our Billing team" -> "Billing"
+    partial: bool = False  # states a part of the refund ("a partial refund", "half the price"): never the true one
 
 
 def _negated_before(tokens: tuple[str, ...], start: int) -> bool:
@@ -974,9 +985,18 @@ def _found_reason(phrases: Phrases, clause: Clause) -> bool:
     dated = _ELAPSED_TIME.search(clause.sentence) is not None
     plain = {s for s, _ in _ARRIVAL_ONLY.find(tokens)} if dated else set()
     return any(
-        not _negated_before(tokens, s) and not _PROSPECTIVE & set(tokens[max(0, s - 2) : s]) and s not in plain
+        not _negated_before(tokens, s)
+        and not _PROSPECTIVE & set(tokens[max(0, s - 2) : s])
+        and s not in plain
+        and not _understands(tokens, s)
         for s, _ in phrases.find(tokens)
     )
+
+
+def _understands(tokens: tuple[str, ...], s: int) -> bool:
+    """ "I totally get it" is understanding the customer, not a parcel arriving: "get" after I or we."""
+    before = [t for t in tokens[:s] if t not in _ADVERBS and not t.endswith("ly")]
+    return tokens[s] == "get" and bool(before) and before[-1] in ("i", "we")
 
 
 def _in_transit_reason(phrases: Phrases, clause: Clause) -> bool:
@@ -1099,6 +1119,12 @@ def _condition_kind(tokens: tuple[str, ...], span: tuple[int, int]) -> str | Non
 # reason not to", "nothing is stopping us from refunding it".
 _DECIDED = Phrases("have decide|have now decide|have already decide|i decide to|we decide to")
 # Modality that leaves a refusal or a reason open: "the warranty may have expired, so we might not be able to help".
+# A look already taken is a check done, not a decision still to come ("we'll look at a refund" hedges).
+_LOOKED = Phrases(
+    "have look at|have look into|have look over|have have a look at|have have a good look at|"
+    "have have a close look at|have have a proper look at|have have a quick look at|have take a look at|"
+    "have take a good look at|have take a close look at"
+)
 _MAYBE = frozenset({"may", "might", "maybe", "perhaps", "possibly"})
 _USUALLY = Phrases(
     "nearly always|almost always|usually|normally|typically|generally|tend to|rarely|hardly ever|seldom|"
@@ -1229,8 +1255,8 @@ _SINCE_ARRIVAL = re.compile(
 )
 _QUALIFIER = re.compile(
     r"\b(over|more than|at least|just over|nearly|almost|about|around|roughly|approximately|some|"
-    r"less than|under|just under|only)\s+$"
-)
+    r"less than|under|just under|only|more then|less then)\s+$"
+)  # "more then 30 days": the common misspelling compares just the same
 _QUALIFIERS = {
     "over": "at_least",
     "more than": "at_least",
@@ -1244,6 +1270,8 @@ _QUALIFIERS = {
     "approximately": "about",
     "some": "about",
     "less than": "at_most",
+    "more then": "at_least",
+    "less then": "at_most",
     "under": "at_most",
     "just under": "at_most",
     "only": "exact",
@@ -1506,6 +1534,7 @@ def _outcome(clause: Clause, inherited: str | None) -> tuple[_Outcome, str | Non
     # a condition that still promises ("once they've looked at it") hedges nothing by its own words
     asserted = outside if span is None else tokens[: span[0]] + tokens[span[1] :]
     asserted = _drop(asserted, _DECIDED)  # "I've decided to let it slide": a decision made is no hedge
+    asserted = _drop(asserted, _LOOKED)  # "I've had a good look at your order and refunded it": a check done
     if clause.question or _HEDGE.in_(asserted) or any(t in NEGATORS for t in plain):
         asked = clause.question and _CHOICE.in_(outside)  # "would you like a replacement instead?"
         return _Outcome(offers=frozenset(offers | remedies), options=frozenset(remedies if asked else ())), opens
@@ -1533,10 +1562,12 @@ def _lengths(text: str) -> list[tuple[int, int, int]]:
 
 
 # An elapsed time is never a limit: "delivered 223 days ago", "it has been 45 days since delivery".
-_ELAPSED_AFTER = re.compile(r"\s*(?:ago|since|now|so far|already)\b")
+_ELAPSED_AFTER = re.compile(r"\s*(?:ago|back|since|now|so far|already)\b")  # "92 days back"
 _ELAPSED_BEFORE = re.compile(
     r"\b(?:delivered|arrived|received|waited|been|had\b[\w\s'-]{0,40}?\bfor|used\b[\w\s'-]{0,40}?\bfor)\s+"
-    r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$"
+    r"(?:(?:over|more than|about|around|nearly|almost|some|only|just)\s+)?$|"
+    # restated in brackets after the elapsed time: "more than 30 days since delivery (92 days)"
+    r"\b(?:ago|since\s+(?:delivery|arrival|it\s+arrived|you\s+received\s+it))\s*\(\s*$"
 )
 # A limit needs its own context: "ship within two days" is no return window.
 _WARRANTY_CONTEXT = re.compile(r"warrant|guarant|coverage")
@@ -1546,9 +1577,18 @@ _WINDOW_CONTEXT = re.compile(r"return|window|policy|limit|deadline")
 _SHARED_CONTEXT = re.compile(r"period|of delivery|from delivery|after delivery|of receiv|of receipt")
 
 
+# A share of the money: the policy refunds the claim's whole amount (P8), so a part of it is an untrue amount.
+_PARTIAL = re.compile(
+    r"\b(?:partial|part|half|portion)\s+(?:of\s+)?(?:the\s+|your\s+|a\s+)?(?:refund|price|amount|cost)|"
+    r"\b\d{1,2}\s?%\s+(?:refund|of\s+the\s+(?:price|amount|cost))"
+)
+_NOT_PARTIAL = re.compile(r"\b(?:not|no|never|rather than|instead of)\s+(?:a\s+|the\s+|just\s+|only\s+)*$")
+
+
 def _durations(text: str) -> tuple[set[int], set[int]]:
     """The return-window and warranty lengths stated: each duration goes to the nearer context."""
-    windows, warranties = set(), set()
+    windows: set[int] = set()
+    warranties: set[int] = set()
     for days, start, end in _lengths(text):
         before, after = text[max(0, start - 40) : start], text[end : end + 50]
         if _ELAPSED_AFTER.match(after) or _ELAPSED_BEFORE.search(before):
@@ -1557,8 +1597,18 @@ def _durations(text: str) -> tuple[set[int], set[int]]:
         if warranty is not None and (window is None or warranty <= window):
             warranties.add(days)
         elif window is not None or (warranty is None and _distance(_SHARED_CONTEXT, before, after) is not None):
-            windows.add(days)
+            # a shared context ("180 days from the date of delivery") belongs to a warranty the same
+            # sentence names, even beyond the near context: "the warranty on the {long name} - 180 days …"
+            (warranties if window is None and _warranty_sentence(text, start, end) else windows).add(days)
     return windows, warranties
+
+
+def _warranty_sentence(text: str, start: int, end: int) -> bool:
+    """Whether the sentence around ``text[start:end]`` names a warranty and no return window."""
+    left = max(text.rfind(stop, 0, start) for stop in (". ", "! ", "? ", "\n"))
+    right = min((i for i in (text.find(stop, end) for stop in (". ", "! ", "? ", "\n")) if i >= 0), default=len(text))
+    sentence = text[left + 1 : right]
+    return _WARRANTY_CONTEXT.search(sentence) is not None and _WINDOW_CONTEXT.search(sentence) is None
 
 
 def _distance(pattern: re.Pattern[str], before: str, after: str) -> int | None:
@@ -1664,6 +1714,7 @@ def meaning(reply: str) -> Meaning:
         facts=frozenset(r.facts),
         elapsed=_elapsed(text),
         teams=teams,
+        partial=any(not _NOT_PARTIAL.search(text[max(0, m.start() - 12) : m.start()]) for m in _PARTIAL.finditer(text)),
     )
 
 
@@ -1705,12 +1756,26 @@ def _read(reply: str) -> _Reading:
         r.offers |= outcome.offers
         r.options |= outcome.options
         said.refuses = said.refuses or outcome.refuses
-        r.holds = r.holds or _HOLD.in_(clause.lemmas)
+        r.holds = r.holds or (_HOLD.in_(clause.lemmas) and not _nobody_named(clause.lemmas))
         r.prejudges = r.prejudges or _prejudges(clause, outcome)
         if not outcome.conditional:
             _assert_reasons(clause, said)
+        elif _limit_rule(clause):
+            said.reasons.add("window")
     r.commit(said)
     return r
+
+
+def _limit_rule(clause: Clause) -> bool:
+    """The window stated as the rule's own trigger, not a condition on an outcome: "our returns close once 30
+    days have passed" (a clause that offers a remedy is an outcome: "once it's back, we'll refund it")."""
+    tokens = clause.lemmas
+    return (
+        not clause.question
+        and _WINDOW_PASSED.in_(tokens)
+        and not _remedies(tokens)
+        and _window_reason(_REASONS["window"][0], clause)
+    )
 
 
 def _prejudges(clause: Clause, outcome: _Outcome) -> bool:
@@ -1785,7 +1850,9 @@ _HELPFUL = Phrases(
     "be in touch|in touch|update you|keep you update|keep you post|let you know|get back to you|reply|"
     "let me know|let us know|any question|anything else|feel free|hesitate|here to help|set that up|"
     "set it up|just ask|reach out|contact us|write back|follow up|hear from|email you|contact you|"
-    "help|assist|look after you|hear back"
+    "help|assist|look after you|hear back|"
+    # what happens next, told to the customer: "it should reach your account shortly", "you'll receive tracking"
+    "reach you|reach your|with you soon|with you shortly|you will receive|you will get|answer you"
 )
 
 
@@ -1857,6 +1924,8 @@ def _facts_problems(m: Meaning, ticket: Ticket, verdict: Verdict | None) -> list
     allowed = {ESCALATION_THRESHOLD, ticket.line.amount}
     if verdict is not None:
         allowed.add(verdict.refund_amount)
+    if m.partial:
+        problems.append("states a part of the refund; the refund is the claim's whole amount")
     if any(all(abs(a - ok) > 0.01 for ok in allowed) for a in m.amounts):
         problems.append(
             f"states an amount ({', '.join(f'${a:.2f}' for a in sorted(m.amounts))}) that is not the refund"

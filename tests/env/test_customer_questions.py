@@ -23,7 +23,9 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 # (420/422), and moved the holdout — whose misses were looked at, so it is no longer untouched — to
 # 0.927 (89/96). Round 2: a blind set of 94 questions read 0.851; its classes fixed (tested below in new
 # words) it reads 1.0 and joined the dev corpus (blind1-*) with a probe batch of 29 (0.897 before its
-# fixes): dev 0.998 (544/545), holdout 0.948 (91/96).
+# fixes): dev 0.998 (544/545), holdout 0.948 (91/96). Round 4: blind batch 5 (55 questions) read 0.873; after
+# its classes were fixed 0.909, and it joined the dev corpus (b5_q*; b5_q055 repeats q418 and was left out):
+# dev 0.990 (593/599), holdout unchanged.
 DEV_FLOOR = 0.97
 HOLDOUT_FLOOR = 0.91
 
@@ -214,6 +216,27 @@ def test_the_agents_own_questions_ask_their_topic() -> None:
 
     for topic, question in _QUESTIONS.items():
         assert topics_asked(question) == {topic}, (topic, question)
+
+
+# Blind batch 5 (round 4, 55 questions: 0.873 before these), each class in new words.
+
+
+@pytest.mark.parametrize(
+    ("question", "topics"),
+    [
+        # a parcel that "reaches" the customer has arrived; reaching them by phone stays no topic
+        ("Can you tell me if the package ever reached you?", {"delivery"}),
+        ("Please tell us whether the shipment reached you.", {"delivery"}),
+        ("Which number can we reach you on?", set()),
+        # small talk about the customer's day asks for nothing, and leaves the real request alone
+        ("How's your morning going?", set()),
+        ("How has the weekend been treating you?", set()),
+        ("How was your day - and could you send a photo of the crack?", {"photos"}),
+        ("How are things with the kettle?", {"details"}),
+    ],
+)
+def test_arrivals_and_small_talk(question: str, topics: set[str]) -> None:
+    assert topics_asked(question) == topics, question
 
 
 def test_reading_is_deterministic() -> None:

@@ -14,7 +14,11 @@ Round 2: a blind set written by someone who never saw the grader read FP 11/105,
 classes were fixed (tests/env/test_replies_unseen_classes.py) FP 1/105 (b033: the grader reads P6's three
 categories as one reason), FN 0/84, and it joined the dev corpus as ``blind1-*``. Two probe batches
 written after those fixes read FP 5/16, FN 2/15 and FP 2/16, FN 0/15 before their own fixes
-(``probe2-1-*``, ``probe2-2-*``); the dev corpus (931 entries) now reads FP 1/469, FN 0/462.
+(``probe2-1-*``, ``probe2-2-*``); the dev corpus (931 entries) then read FP 1/469, FN 0/462.
+Round 4: blind batch 5 (130 replies by an outside author) read FP 3/63, FN 12/67 on arrival; after its
+classes were fixed (test_replies_unseen_classes.py) FP 0/63, FN 2/67 (b5_079: a greeting and an
+explanation with no courtesy word; b5_113: "claims like yours" read as insinuation), and it joined the dev
+corpus as ``b5_*``: 1061 entries, FP 1/532, FN 2/529; the holdout is unchanged (FP 0/46, FN 1/37).
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 

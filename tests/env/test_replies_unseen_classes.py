@@ -379,3 +379,85 @@ def test_patterns_noticed_on_the_account_leak() -> None:
     ):
         assert meaning(leak).leaks, leak
     assert meaning("I can see just the one charge on your account for this order.").leaks == ()
+
+
+# ---------------------------------------------- blind batch 5, round 4 (130 replies: FP 3/63, FN 12/67 before)
+
+
+def test_a_warranty_length_named_in_its_sentence_is_no_return_window() -> None:
+    # the warranty word is further off than the near context, and "date of delivery" is shared by both
+    for text in (
+        "Sadly the warranty that came with your Ergonomic Adjustable Office Chair, 365 days from the date of "
+        "delivery, ran out last month.",
+        "Your protection period was 90 days counted from receipt, and the guarantee has since ended.",
+    ):
+        m = meaning(text)
+        assert m.window_days == frozenset() and m.warranty_days == {365 if "365" in text else 90}, text
+    assert meaning("I'm sorry, but the period is 30 days from the date of delivery.").window_days == {30}
+
+
+def test_days_back_is_an_elapsed_time() -> None:
+    assert meaning("The parcel reached you 64 days back, and our returns close after 30 days.").window_days == {30}
+
+
+def test_someone_will_be_in_touch_names_no_one() -> None:
+    assert not meaning("Thanks for your patience, somebody will get back to you shortly.").holds
+    assert meaning("Thanks, someone from our Billing team will get back to you shortly.").holds
+    j = _judged(
+        "route/Billing", "Hello {name}, thanks for writing about order {order_id}. Somebody will follow up.", None
+    )
+    assert not j.routing_ok, j.problems
+
+
+def test_red_flags_on_the_account_leak() -> None:
+    for leak in (
+        "Good news: nothing on your profile raised a red flag, so I've approved the refund.",
+        "We saw no warning signs with your orders, so the replacement is on its way.",
+    ):
+        assert meaning(leak).leaks, leak
+
+
+def test_a_greeting_and_what_happens_next_is_courteous() -> None:
+    for text in (
+        "Hello Ana, your refund for order ORD-12345678 is done and should reach your card within a few days.",
+        "Hi Ben, a new kettle is going out for order ORD-12345678 and will be with you shortly.",
+        "Hi Cy, order ORD-12345678 is with Billing now. They will answer you by email.",
+    ):
+        assert meaning(text).courteous, text
+    # without a greeting, or with only a verdict, it is still curt
+    assert not meaning("Refund done for ORD-12345678, should reach your card soon.").courteous
+    assert not meaning("Hi Dee, order ORD-12345678: too late, nothing we can do.").courteous
+
+
+def test_a_part_of_the_refund_is_an_untrue_amount() -> None:
+    for text in (
+        "Hi {name}, thanks for waiting: for order {order_id} we've refunded 50% of the price of the {product}.",
+        "Hello {name}, sorry about order {order_id}. A portion of the cost has been refunded to you.",
+    ):
+        j = _judged("approve_refund", text, "approve_refund")
+        assert not j.resolution_ok and any("part of the refund" in p for p in j.problems), (text, j.problems)
+    assert not meaning("Thanks! That's a full refund, not a partial refund, for order ORD-12345678.").partial
+
+
+def test_more_then_and_a_bracketed_restatement_are_elapsed_times() -> None:
+    m = meaning("Sorry, it is more then 40 days since delivery (45 days), and the window is 30 days.")
+    assert m.window_days == {30} and m.elapsed == ((40, "at_least"),), m
+    assert meaning("The parcel arrived 61 days ago (61 days in all); returns need 30 days.").window_days == {30}
+
+
+def test_i_get_it_is_understanding_not_an_arrival() -> None:
+    assert "parcel_found" not in meaning("We really get it, but perishables cannot be returned, sorry.").reasons
+    assert "parcel_found" in meaning("Glad you got it in the end, so there's no refund due.").reasons
+
+
+def test_a_look_already_taken_does_not_hedge_the_grant() -> None:
+    assert meaning("I have looked over your order and I have refunded it in full.").grants == {"refund"}
+    assert meaning("Hi, I've had a proper look at ORD-12345678 and I've refunded the lamp.").grants == {"refund"}
+    assert not meaning("We will look at a refund for you.").grants
+    assert not meaning("Our team will take a look at the refund.").grants
+
+
+def test_the_window_stated_as_the_rules_trigger_is_its_reason() -> None:
+    text = "Our window closes when 30 days have passed. I'm so sorry, this return can't go ahead."
+    assert "window" in meaning(text).reasons
+    assert "window" not in meaning("Once it's back with us within 30 days, we'll refund it.").reasons
