@@ -21,7 +21,7 @@ process words ("our team will finalise it") do not; a remedy that is the object 
 in any verb ("I'll push a refund through"). A holding reply that names a team other than the ticket's
 queue misinforms the customer. Reasons are judged as denial reasons only where
 the reply declines: "a replacement is on its way" in an approval is not the in-transit reason.
-``tests/env/corpus/replies*.jsonl`` holds human-labelled replies; the README reports this reader's
+``tests/env/corpus/replies*.jsonl`` holds human-labelled replies; docs/methodology.md reports this reader's
 false-positive and false-negative rates on them.
 """
 
