@@ -19,39 +19,17 @@ from pathlib import Path
 
 import pytest
 from litestar.testing import AsyncTestClient
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from service.app import create_app
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.db.migrate import upgrade_to_head
-from service.db.models import episodes, utcnow
+from service.db.models import episodes
 from service.settings import Settings
+from tests.db.rows import add_episode
 
 JOURNAL_MODES = ["WAL", "DELETE"]
-
-
-def _episode(i: int) -> dict:
-    now = utcnow()
-    return dict(
-        id=f"ep-{i}",
-        task_id="decision-easy",
-        split="dev",
-        seed=i,
-        ticket_id="dev-200000",
-        run_id=None,
-        status="active",
-        step_count=0,
-        state={},
-        version=1,
-        created_at=now,
-        updated_at=now,
-    )
-
-
-def _add(conn, i: int) -> int:
-    conn.execute(insert(episodes).values(**_episode(i)))
-    return i
 
 
 def ids_in_file(path: Path) -> set[int]:
@@ -100,13 +78,13 @@ async def test_writes_after_the_file_is_deleted_are_never_acknowledged(tmp_path:
     acked: set[int] = set()
     try:
         await upgrade_to_head(db)
-        acked.add(await db.write(_add, 1))
+        acked.add(await db.write(add_episode, 1))
         backup(path, tmp_path / "backup.db")
 
         for f in path.parent.glob("x.db*"):  # the operator deletes the database (or its volume goes away)
             f.unlink()
         for i in range(2, 6):
-            fault = await _fails(lambda i=i: db.write(_add, i), f"write {i} after the file was deleted")
+            fault = await _fails(lambda i=i: db.write(add_episode, i), f"write {i} after the file was deleted")
             assert fault.status == 503, repr(fault)
         fault = await _fails(db.ping, "ping (GET /ready) after the file was deleted")
         assert fault.status == 503
@@ -116,7 +94,7 @@ async def test_writes_after_the_file_is_deleted_are_never_acknowledged(tmp_path:
         assert not path.exists(), "a reconnect created a new (empty) database where the deleted one was"
 
         os.replace(tmp_path / "backup.db", path)  # the backup is restored
-        acked.add(await _until_answered(lambda: db.write(_add, 6), "a write once the backup is restored"))
+        acked.add(await _until_answered(lambda: db.write(add_episode, 6), "a write once the backup is restored"))
         await db.ping()
         read = await db.read(lambda c: {int(r[0][3:]) for r in c.execute(select(episodes.c.id))})
     finally:
@@ -140,9 +118,9 @@ async def test_a_replaced_file_is_the_one_read_and_written(tmp_path: Path, journ
     db = Database(f"sqlite+aiosqlite:///{path}", sqlite_journal_mode=journal_mode)
     try:
         await upgrade_to_head(db)
-        await db.write(_add, 1)
+        await db.write(add_episode, 1)
         backup(path, tmp_path / "backup.db")
-        await db.write(_add, 2)  # only in the file about to be replaced
+        await db.write(add_episode, 2)  # only in the file about to be replaced
 
         os.replace(tmp_path / "backup.db", path)
         for stale in (path.with_name("x.db-wal"), path.with_name("x.db-shm")):
@@ -151,7 +129,7 @@ async def test_a_replaced_file_is_the_one_read_and_written(tmp_path: Path, journ
             lambda: db.read(lambda c: {int(r[0][3:]) for r in c.execute(select(episodes.c.id))}),
             "a read after the file was replaced",
         )
-        acked = await _until_answered(lambda: db.write(_add, 3), "a write after the file was replaced")
+        acked = await _until_answered(lambda: db.write(add_episode, 3), "a write after the file was replaced")
     finally:
         await db.dispose()
     stored = ids_in_file(path)

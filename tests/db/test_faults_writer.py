@@ -24,7 +24,7 @@ import anyio
 import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient, TestClient
-from sqlalchemy import insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.engine import make_url
 
 from service import env as core
@@ -33,34 +33,12 @@ from service.db import repository
 from service.db.engine import Database
 from service.db.errors import DatabaseOutcomeUnknown, DatabaseUnavailable, classify
 from service.db.migrate import upgrade_to_head
-from service.db.models import episodes, utcnow
+from service.db.models import episodes
 from service.settings import Settings
+from tests.db.rows import add_episode
 from tests.db.test_sqlite_engine import _one_batch
 
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
-
-
-def _episode(i: int) -> dict:
-    now = utcnow()
-    return dict(
-        id=f"ep-{i}",
-        task_id="decision-easy",
-        split="dev",
-        seed=i,
-        ticket_id="dev-200000",
-        run_id=None,
-        status="active",
-        step_count=0,
-        state={},
-        version=1,
-        created_at=now,
-        updated_at=now,
-    )
-
-
-def _add(conn, i: int) -> int:
-    conn.execute(insert(episodes).values(**_episode(i)))
-    return i
 
 
 def _ids(conn) -> set[int]:
@@ -99,16 +77,18 @@ async def test_a_write_that_had_started_when_its_wait_ran_out_is_answered_outcom
     db = await _db(tmp_path, pool_timeout_s=0.2, statement_timeout_s=0.2)
     gate = Gate()
     try:
-        started = asyncio.ensure_future(db.write(gate.job, lambda c: _add(c, 1)))  # starts, then outlives its bound
+        started = asyncio.ensure_future(
+            db.write(gate.job, lambda c: add_episode(c, 1))
+        )  # starts, then outlives its bound
         await gate.until_running()
-        queued = asyncio.ensure_future(db.write(_add, 2))  # behind it: never starts within its bound
+        queued = asyncio.ensure_future(db.write(add_episode, 2))  # behind it: never starts within its bound
         done, _ = await asyncio.wait([started, queued], timeout=5)
         assert len(done) == 2, "a write waited past its bound"
         assert isinstance(started.exception(), DatabaseOutcomeUnknown), repr(started.exception())
         assert started.exception().slug == "outcome-unknown" and "GET /state" in started.exception().detail
         assert type(queued.exception()) is DatabaseUnavailable, repr(queued.exception())
         gate.open.set()
-        await db.write(_add, 3)  # the writer carries on, and the started write did commit after all
+        await db.write(add_episode, 3)  # the writer carries on, and the started write did commit after all
         assert await db.read(_ids) == {1, 3}, "the started write was not committed, or the queued one ran"
     finally:
         gate.open.set()
@@ -167,11 +147,11 @@ def _boom(_conn) -> None:
 async def test_a_job_raising_a_base_exception_costs_only_itself(tmp_path: Path) -> None:
     db = await _db(tmp_path)
     try:
-        outcomes = await _one_batch(db, [db.write(_add, 1), db.write(_boom), db.write(_add, 2)])
+        outcomes = await _one_batch(db, [db.write(add_episode, 1), db.write(_boom), db.write(add_episode, 2)])
         assert "unanswered" not in outcomes, f"the connection thread died: {outcomes}"
         assert outcomes[0] == 1 and outcomes[2] == 2, outcomes
         assert isinstance(outcomes[1], Exception) and isinstance(outcomes[1].__cause__, Boom), repr(outcomes[1])
-        assert await asyncio.wait_for(db.write(_add, 3), 5) == 3
+        assert await asyncio.wait_for(db.write(add_episode, 3), 5) == 3
         assert await db.read(_ids) == {1, 2, 3}
     finally:
         await db.dispose()
@@ -184,7 +164,7 @@ async def test_after_close_every_job_is_answered_at_once_and_no_thread_restarts(
     try:
         await anyio.to_thread.run_sync(writer.close)
         with pytest.raises(DatabaseUnavailable):
-            await asyncio.wait_for(db.write_unbounded(_add, 1), 5)  # unbounded: only an answer ends it
+            await asyncio.wait_for(db.write_unbounded(add_episode, 1), 5)  # unbounded: only an answer ends it
         assert writer._thread is None, "submit() after close() started a new connection thread"
     finally:
         await db.dispose()
@@ -199,7 +179,7 @@ async def test_a_job_queued_behind_the_stop_sentinel_is_answered(tmp_path: Path)
         held = asyncio.ensure_future(db.write(gate.job))
         await gate.until_running()
         writer._queue.put(None)  # the thread stops at this, as it does at close()
-        behind = asyncio.ensure_future(db.write_unbounded(_add, 1))
+        behind = asyncio.ensure_future(db.write_unbounded(add_episode, 1))
         await asyncio.sleep(0.05)
         gate.open.set()
         await held
@@ -264,7 +244,7 @@ async def test_a_postgresql_deadlock_is_run_once_more(settings: Settings) -> Non
     other: asyncpg.Connection | None = None
     try:
         await upgrade_to_head(db)
-        await db.write(lambda c: [_add(c, 1), _add(c, 2)])
+        await db.write(lambda c: [add_episode(c, 1), add_episode(c, 2)])
         dsn = make_url(settings.database_url).set(drivername="postgresql").render_as_string(hide_password=False)
         other = await asyncpg.connect(dsn, server_settings={"search_path": settings.database_schema or "public"})
         await other.execute("SET deadlock_timeout = '30s'")  # so PostgreSQL picks the service's transaction

@@ -14,32 +14,15 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from service.db.engine import Database
 from service.db.errors import DatabaseUnavailable
 from service.db.migrate import upgrade_to_head
-from service.db.models import episodes, utcnow
+from service.db.models import episodes
 from service.settings import Settings
+from tests.db.rows import episode_row
 
 
 async def _db(tmp_path: Path, **kw) -> Database:
     db = Database(f"sqlite+aiosqlite:///{tmp_path / 'e.db'}", **kw)
     await upgrade_to_head(db)
     return db
-
-
-def _episode(i: int) -> dict:
-    now = utcnow()
-    return dict(
-        id=f"ep-{i}",
-        task_id="decision-easy",
-        split="dev",
-        seed=i,
-        ticket_id="dev-200000",
-        run_id=None,
-        status="active",
-        step_count=0,
-        state={},
-        version=1,
-        created_at=now,
-        updated_at=now,
-    )
 
 
 async def test_pragmas_are_applied_on_every_connection(tmp_path: Path) -> None:
@@ -83,12 +66,12 @@ async def test_concurrent_writes_share_commits_and_a_failing_job_rolls_back_alon
         before = (writer.batches, writer.jobs)
 
         def add(conn, i: int) -> int:
-            conn.execute(insert(episodes).values(**_episode(i)))
+            conn.execute(insert(episodes).values(**episode_row(i)))
             return i
 
         def add_twice(conn, i: int) -> None:  # writes, then fails: its first insert must not survive
-            conn.execute(insert(episodes).values(**_episode(i)))
-            conn.execute(insert(episodes).values(**_episode(i)))
+            conn.execute(insert(episodes).values(**episode_row(i)))
+            conn.execute(insert(episodes).values(**episode_row(i)))
 
         results = await asyncio.gather(
             *(db.write(add, i) for i in range(64)), db.write(add_twice, 1000), return_exceptions=True
@@ -105,7 +88,7 @@ async def test_concurrent_writes_share_commits_and_a_failing_job_rolls_back_alon
 
 async def test_acknowledged_writes_survive_a_new_database_object(tmp_path: Path) -> None:
     db = await _db(tmp_path)
-    await db.write(lambda c: c.execute(insert(episodes).values(**_episode(7))))
+    await db.write(lambda c: c.execute(insert(episodes).values(**episode_row(7))))
     await db.dispose()
     again = Database(f"sqlite+aiosqlite:///{tmp_path / 'e.db'}")
     try:
@@ -121,8 +104,8 @@ async def test_acknowledged_writes_survive_a_new_database_object(tmp_path: Path)
 # rolls the *whole* transaction back by itself; the writer must notice and fail the whole batch.
 
 
-def _big_episode(i: int, size: int = 3000) -> dict:
-    return {**_episode(i), "state": {"pad": "x" * size}}
+def _bigepisode_row(i: int, size: int = 3000) -> dict:
+    return {**episode_row(i), "state": {"pad": "x" * size}}
 
 
 def _limit_file(conn, extra_pages: int) -> None:
@@ -176,7 +159,7 @@ async def test_a_batch_sqlite_rolled_back_is_never_acknowledged(
         await db.write(_limit_file, 8)
 
         def add(conn, i: int) -> int:
-            conn.execute(insert(episodes).values(**_big_episode(i)))
+            conn.execute(insert(episodes).values(**_bigepisode_row(i)))
             return i
 
         outcomes = await _one_batch(db, [db.write(add, i) for i in range(40)])
@@ -212,19 +195,19 @@ async def test_a_job_that_hides_a_rolled_back_transaction_is_never_acknowledged(
         await db.write(_limit_file, 4)
 
         def add(conn, i: int) -> int:
-            conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
+            conn.execute(insert(episodes).values(**_bigepisode_row(i, size=100)))
             return i
 
         def add_and_swallow(conn, i: int) -> str:
             try:
-                conn.execute(insert(episodes).values(**_big_episode(i, size=200_000)))  # far past the limit
+                conn.execute(insert(episodes).values(**_bigepisode_row(i, size=200_000)))  # far past the limit
             except OperationalError:
                 pass
             return "swallowed"
 
         def add_twice(conn, i: int) -> None:  # its own IntegrityError: the batch is re-run with savepoints
-            conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
-            conn.execute(insert(episodes).values(**_big_episode(i, size=100)))
+            conn.execute(insert(episodes).values(**_bigepisode_row(i, size=100)))
+            conn.execute(insert(episodes).values(**_bigepisode_row(i, size=100)))
 
         jobs = [
             db.write(add, 0),
@@ -259,7 +242,7 @@ async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Pat
     volume.mkdir()
     real = Database(f"sqlite+aiosqlite:///{volume / 'e.db'}")
     await upgrade_to_head(real)
-    await real.write(lambda c: c.execute(insert(episodes).values(**_episode(1))))
+    await real.write(lambda c: c.execute(insert(episodes).values(**episode_row(1))))
     await real.dispose()
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "e.db").symlink_to(volume / "e.db")
@@ -269,7 +252,7 @@ async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Pat
     try:
         for attempt in (
             lambda: db.read(lambda c: c.execute(select(episodes.c.id)).scalar()),
-            lambda: db.write(lambda c: c.execute(insert(episodes).values(**_episode(2)))),
+            lambda: db.write(lambda c: c.execute(insert(episodes).values(**episode_row(2)))),
         ):
             started = time.monotonic()
             with pytest.raises(Exception) as failed:  # noqa: PT011 - the class is checked below
@@ -283,7 +266,7 @@ async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Pat
         while True:
             try:
                 assert await asyncio.wait_for(db.read(lambda c: c.execute(select(episodes.c.id)).scalar()), 3) == "ep-1"
-                await asyncio.wait_for(db.write(lambda c: c.execute(insert(episodes).values(**_episode(2)))), 3)
+                await asyncio.wait_for(db.write(lambda c: c.execute(insert(episodes).values(**episode_row(2)))), 3)
                 break
             except TimeoutError:
                 pytest.fail("a database call hung after the file came back")
@@ -312,13 +295,13 @@ async def test_a_caller_waits_at_most_the_bound_and_a_job_given_up_on_never_runs
             await asyncio.sleep(0.01)
         started = time.monotonic()
         with pytest.raises(Exception) as waited:  # noqa: PT011 - checked below
-            await db.write(lambda c: c.execute(insert(episodes).values(**_episode(1))))
+            await db.write(lambda c: c.execute(insert(episodes).values(**episode_row(1))))
         assert time.monotonic() - started < 1.0
         assert getattr(waited.value, "status", None) == 503, repr(waited.value)
         gate.set()
         with pytest.raises(DatabaseUnavailable):  # the stuck job's caller gave up too
             await stuck
-        await db.write(lambda c: c.execute(insert(episodes).values(**_episode(2))))  # the writer carries on
+        await db.write(lambda c: c.execute(insert(episodes).values(**episode_row(2))))  # the writer carries on
         assert await db.read(lambda c: {r[0] for r in c.execute(select(episodes.c.id))}) == {"ep-2"}
     finally:
         gate.set()
