@@ -20,8 +20,13 @@ from service.env.store.messages import nouns
 from service.env.world import CATALOG
 
 REPEATS = 5
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
-_NUMBER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "twenty", "thirty", "first", "second", "third", "fourth", "fifth"]
+_MONTHS = (
+    "january february march april may june july august september october november december"  # noqa: SIM905
+).split()
+_NUMBER_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen twenty "  # noqa: SIM905
+    "thirty first second third fourth fifth"
+).split()
 
 
 @lru_cache(maxsize=1)
