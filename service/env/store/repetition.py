@@ -20,13 +20,11 @@ from service.env.store.messages import nouns
 from service.env.world import CATALOG
 
 REPEATS = 5
-_MONTHS = (
-    "january february march april may june july august september october november december"  # noqa: SIM905
-).split()
+_MONTHS = "january february march april may june july august september october november december"
 _NUMBER_WORDS = (
-    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen twenty "  # noqa: SIM905
-    "thirty first second third fourth fifth"
-).split()
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen twenty thirty "
+    "first second third fourth fifth"
+)
 
 
 @lru_cache(maxsize=1)
@@ -44,7 +42,7 @@ def _masks() -> list[tuple[re.Pattern[str], str]]:
         (re.compile(rf"\b(?:{alt(colours)})\b", re.I), "COLOUR"),
         (re.compile(r"\bsize\s+\w+\b", re.I), "SIZE"),
         (re.compile(r"[$£€]?\d[\d,./:-]*"), "NUM"),
-        (re.compile(rf"\b(?:{alt(_MONTHS + _NUMBER_WORDS)})\b", re.I), "NUM"),
+        (re.compile(rf"\b(?:{alt((_MONTHS + ' ' + _NUMBER_WORDS).split())})\b", re.I), "NUM"),
     ]
 
 
