@@ -1098,7 +1098,8 @@ def _parts(b: _Builder, ticket: StoreTicket) -> list[messages.Part]:
         shipment = order.shipment(first.shipment_id) if first.shipment_id else None
         delivered = shipment.delivered_on if shipment is not None else None
         values["when"] = messages.ago(_days(db, delivered)) if delivered else messages.ago(_days(db, order.placed_on))
-        values["item"], values["item_short"] = _item_ref(rng, ticket, order, r)
+        values["item"], values["item_short"], plural = _item_ref(rng, ticket, order, r)
+        values.update(_grammar_values(plural, first.category))
         extras: list[str] = []
         if r.kind in ("damaged", "defective") and ticket.photos_attached:
             extras.append("photos_attached")
@@ -1139,10 +1140,35 @@ def _order_ref(rng: random.Random, ticket: StoreTicket, order: Order) -> str:
     return rng.choice((f"my order from {when}", f"the order I placed on {when}", f"my order of {when}"))
 
 
-def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request) -> tuple[str, str]:
-    """How the writer names what the request is about, and a short form ("it", "the speaker")."""
+def _grammar_values(plural: bool, category: str) -> dict[str, str]:
+    """Words that agree with the item: ``{it} {is}`` reads "it is" or "they are"."""
+    worn = category in ("apparel", "footwear")
+    words = {
+        "it": ("it", "they"),
+        "them": ("it", "them"),
+        "its": ("its", "their"),
+        "is": ("is", "are"),
+        "was": ("was", "were"),
+        "has": ("has", "have"),
+        "does": ("does", "do"),
+        "this": ("this", "these"),
+    }
+    out = {k: v[1] if plural else v[0] for k, v in words.items()}
+    out["used"] = "worn" if worn else "used"
+    out["use"] = "wear" if worn else "use"
+    return out
+
+
+def _plural_noun(noun: str) -> bool:
+    return noun.endswith("s") and not noun.endswith("ss")
+
+
+def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request) -> tuple[str, str, bool]:
+    """How the writer names what the request is about, a short form ("the speaker"), and whether it reads
+    as plural."""
     lines = [order.line(n) for n, _ in r.lines] if r.lines else list(order.lines)
     named = []
+    plural = len(lines) > 1
     for line in lines:
         assert line is not None
         similar = [
@@ -1162,6 +1188,7 @@ def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request)
             else ""
         )
         qty = dict(r.lines).get(line.line_no, line.quantity)
+        plural = plural or _plural_noun(noun) or qty > 1
         if qty < line.quantity:
             ref = f"{messages.number(qty, rng)} of the {messages.number(line.quantity, rng)} {noun}" + (
                 f" ({options})" if options else ""
@@ -1171,8 +1198,8 @@ def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request)
         text = rng.choice(("everything in that order", "the whole order", "all of it"))
     else:
         text = " and ".join(named) if len(named) <= 2 else ", ".join(named[:-1]) + " and " + named[-1]
-    short = "item" if len(lines) != 1 else messages.item_noun(rng, lines[0].name)  # type: ignore[union-attr]
-    return text, short
+    short = "items" if len(lines) != 1 else messages.item_noun(rng, lines[0].name)  # type: ignore[union-attr]
+    return text, short, plural
 
 
 def _options_words(rng: random.Random, options: str) -> str:
