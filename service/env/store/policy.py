@@ -68,6 +68,7 @@ STORE_REASONS = (
     "not_late",
     "already_credited",
     "not_holder",
+    "original_payment",
 )
 
 
@@ -277,6 +278,8 @@ class _Decider:
         ]
         effects += extra or []
         tell = [Fact(kind="amount", value=str(cents)), *timeline_facts(order, amounts)]
+        if r.to_other_card:  # P21: it can only go back to the original payment
+            tell.append(Fact(kind="reason", value="original_payment"))
         return self.grant(
             i,
             r,
