@@ -5,6 +5,7 @@ generated conversation can be resolved and that the backend accepts every gold w
 from __future__ import annotations
 
 import re
+from datetime import date
 from functools import cache
 from typing import Any
 
