@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
 
 from service.env.policy import LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS
 from service.env.store.clauses import (
@@ -99,6 +99,10 @@ class Outcome(_Frozen):
     clauses: tuple[str, ...]
     rationale: str
     rules: int = 0  # how many amount rules its refund or credit combines (for reports)
+
+    @field_serializer("needs")
+    def _sorted(self, needs: frozenset[str]) -> list[str]:  # a set's order is not stable across processes
+        return sorted(needs)
 
 
 class Gold(_Frozen):
