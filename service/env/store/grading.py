@@ -395,9 +395,12 @@ def told(text: str, fact: Fact, t: StoreTicket) -> bool:
     low = text.lower()
     if fact.kind == "amount":
         return any(abs(a * 100 - int(fact.value)) < 0.5 for a in meaning(text).amounts)
-    if fact.kind == "timeline":
+    if fact.kind == "timeline":  # "5-10 business days", "5 to 10 working days", "within 10 business days"
         lo, hi = TIMELINES[fact.value]
-        return any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low))
+        within = re.search(
+            rf"\b(?:within|up to|no more than|in about|at most)\s+{hi}\s+(?:business\s+|working\s+)?days", low
+        )
+        return within is not None or any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low))
     if fact.kind == "holding":
         m = meaning(text)
         return m.holds or fact.value in m.teams or "escalat" in low
