@@ -322,11 +322,13 @@ def _needless(e: _Episode) -> _Check:
 
 
 def _confirmed(e: _Episode) -> _Check:
+    """Each change follows a yes: the latest message before it that asked for confirmation got one (a message
+    that asks nothing of the kind neither gives nor takes it; a change of mind instead of a yes withdraws it)."""
     for w in e.writes:
         if w.tool == "escalate":
             continue
-        before = [c for c in e.messages if c.step < w.step]
-        if not before or not before[-1].confirmed:
+        asked = [c for c in e.messages if c.step < w.step and "confirmation" in c.asked]
+        if not asked or not asked[-1].confirmed:
             return _Check(0.0, f"{w.tool} at step {w.step} was made without the customer's yes to it", ("P17",))
     return _Check(1.0, "every change followed the customer's yes", ("P17",))
 
