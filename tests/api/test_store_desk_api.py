@@ -105,7 +105,14 @@ async def test_tasks_list_each_tasks_tools_with_json_schemas(client: Client) -> 
     tasks = {t["id"]: t for t in (await client.get("/tasks")).json()["tasks"]}
     store = {tool["name"]: tool for tool in tasks["store-hard"]["tools"]}
     assert {"refund", "verify_identity", "send_message", "end_conversation", "search_policy"} <= set(store)
-    assert [t["name"] for t in tasks["decision-easy"]["tools"]] == ["decide", "reply", "route", "tag", "lookup", "close"]
+    assert [t["name"] for t in tasks["decision-easy"]["tools"]] == [
+        "decide",
+        "reply",
+        "route",
+        "tag",
+        "lookup",
+        "close",
+    ]
     for task in tasks.values():
         for tool in task["tools"]:
             Draft202012Validator.check_schema(tool["parameters"])

@@ -13,7 +13,7 @@ from service.env import Dataset
 from service.env.models import Action, Observation
 from service.env.store import ledger as L
 from service.env.store import messages as text_bank
-from service.env.store.generator import _COLOURS, _SIZES
+from service.env.store.generator import _COLOURS, _SIZES, _plural
 from service.env.store.policy import Fact, Gold, decide
 from service.env.store.world import (
     Account,
@@ -204,7 +204,7 @@ _WHEN = (  # service.env.store.messages.ago's phrases
 )
 # What each value looks like, so that a value never swallows the words around it.
 _VALUE_PATTERNS = {
-    "item": r"(?:the|everything|all|\w+ of the)\b[^.!?\n]*?",
+    "item": r"(?:the|everything|all|both|\w+ of the)\b[^.!?\n]*?",
     "order_ref": r"(?:(?:my|the) )?order\b[^.!?\n]*?",
     "wrong_thing": r"(?:a|an|some)\b[^.!?\n]*?",
     "item_short": r"\w[^.!?\n]*?",
@@ -342,7 +342,7 @@ def _cents(dollars: float) -> int:
 
 
 _MONTHS = {date(2026, m, 1).strftime("%B").lower(): m for m in range(1, 13)}
-_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
 
 
 def _dates_in(text: str) -> list[tuple[int, int]]:
@@ -703,7 +703,8 @@ class ObservableOracle:
             for ln in order["lines"]:
                 if kind == "cancel" and ln["status"] == "cancelled":
                     continue
-                names = [ln["name"], *text_bank.nouns().get(ln["name"], ())]
+                singular = [ln["name"], *text_bank.nouns().get(ln["name"], ())]
+                names = singular + [_plural(n) for n in singular]
                 said = [n for n in names if re.search(rf"\b{re.escape(n.lower())}\b", low)]
                 if not said:
                     continue
@@ -720,7 +721,7 @@ class ObservableOracle:
         _, order_id, ln = scored[0]
         m = re.match(r"\s*(\w+) of the (\w+)", low)
         qty = ln["quantity"]
-        if m:
+        if m and m.group(1) != "all":
             qty = int(m.group(1)) if m.group(1).isdigit() else _NUMBERS[m.group(1)]
         return order_id, ln["line_no"], qty
 

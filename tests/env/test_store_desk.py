@@ -38,3 +38,22 @@ def test_an_oracle_that_sees_only_what_an_agent_sees_resolves_every_public_store
         if not grade.resolved:
             failures.append((seed, [c.detail for c in grade.components if not c.passed]))
     assert not failures, failures[:5]
+
+
+def test_tracking_runs_in_order_and_estimates_come_after_shipping() -> None:
+    for split in ("train", "dev"):
+        for t in PUBLIC.store_tickets(split):
+            for order in t.db.orders:
+                for s in order.shipments:
+                    dates = [e.date for e in s.events]
+                    assert dates == sorted(dates) and s.estimated_delivery > s.shipped_on, (t.ticket_id, s)
+                    if s.delivered_on is not None:
+                        assert s.events[-1].status == "delivered", (t.ticket_id, s)
+
+
+def test_order_ids_are_found_as_customers_write_them() -> None:
+    from service.env.store.world import canonical_order_id
+
+    for written in ("ord81249", "ORD 81249", "#ORD-81249", "ord-81249", " ORD-81249 "):
+        assert canonical_order_id(written) == "ORD-81249"
+    assert canonical_order_id("ORD-ABC") == "ORD-ABC"

@@ -30,7 +30,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         "order before any change to it, the shipment before deciding anything about its delivery, the product "
         "before an exchange. P7 applies to claims about items (damaged, defective, wrong, missing, returns and "
         "exchanges); cancellations, address changes, duplicate charges and late-delivery credits are decided on "
-        "the records for every customer.",
+        "the records for every customer. For P1 at the desk, an item opened or tried on but not used — as new, "
+        "whatever its packaging — counts as unused; an item used or worn does not.",
     ),
     PolicyClause(
         id="P16",
@@ -102,8 +103,10 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         id="P23",
         title="Replacement or refund",
         text="Where P2–P5 grant a replacement when the item is in stock, the customer may choose a refund "
-        "instead; if they have not said which they want, ask them. Out of stock, refund. A replacement sends "
-        "the same item (the right one, for a wrong item), at no charge, with nothing refunded.",
+        "instead; if they have not said which they want, ask them. Out of stock, refund. Each item of a request is "
+        "decided on its own: in a parcel of several items, those in stock are replaced (or refunded, if the "
+        "customer chooses) and those out of stock refunded. A replacement sends the same item (the right one, for a "
+        "wrong item), at no charge, with nothing refunded for it.",
     ),
     PolicyClause(
         id="P24",
@@ -121,7 +124,7 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         text="Lines that have not shipped (status processing) can be cancelled: cancel_items cancels them and "
         "refunds what they were paid (P18, P21), and the shipping fee too when no line of the order is left. "
         "A line that has shipped cannot be cancelled: tell the customer it is on its way and that it can be "
-        "returned once delivered. Cancellations are never escalated under P8.",
+        "returned once delivered (unless P6 forbids its return). Cancellations are never escalated under P8.",
     ),
     PolicyClause(
         id="P26",
@@ -170,8 +173,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         id="P31",
         title="Duplicate charges at the desk",
         text="P10 at the desk: when the order's payments show the same payment captured twice, refund the "
-        "duplicate capture in full to that same payment, at any amount. When they show no duplicate, decline and "
-        "explain that the order was charged once.",
+        "duplicate capture in full to that same payment, at any amount, yourself: the desk does not route it to "
+        "Billing. When they show no duplicate, decline and explain that the order was charged once.",
     ),
     PolicyClause(
         id="P32",

@@ -29,7 +29,7 @@ from service.env.replies import meaning
 from service.env.store import messages
 from service.env.store.world import StoreTicket
 
-TOPICS = ("identity", "order", "photos", "condition", "delivery", "preference", "confirmation")
+TOPICS = ("identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation")
 
 _CONFIRM = re.compile(
     r"\b(?:shall i|should i (?:go ahead|proceed|process)|can i (?:go ahead|proceed)|may i (?:go ahead|proceed)|"
@@ -55,19 +55,39 @@ _PREFERENCE = re.compile(
 )
 
 
+_QUANTITY = re.compile(r"\bhow many\b")
+# A sentence asks something when it is a question or a request ("could you", "please", "let me know").
+_REQUEST = re.compile(
+    r"\?|\b(?:could you|can you|would you|will you|please|kindly|let me know|tell me|send me|confirm|do you|"
+    r"are you|shall i|should i|may i|can i)\b"
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+GOVERNED = ("photos", "condition", "delivery")  # the policy says when these may be asked (P1, P5, P11)
+
+
 @lru_cache(maxsize=4096)
-def topics_in(text: str) -> frozenset[str]:
-    """The topics a message asks about, from its words alone."""
-    low = text.lower()
-    asked = {"condition" if t == "usage" else t for t in topics_asked(text) if t in ("photos", "usage", "delivery")}
-    if _CONFIRM.search(low):
-        asked.add("confirmation")
-    if _IDENTITY.search(low):
-        asked.add("identity")
-    if _ORDER.search(low):
-        asked.add("order")
-    if _PREFERENCE.search(re.sub(r"would you like me to", "", low)):
-        asked.add("preference")
+def topics_in(text: str, explicit: tuple[str, ...] = ()) -> frozenset[str]:
+    """The topics a message asks about: the ``asking_for`` list it came with, and what its request sentences
+    ask. The topics the policy governs (photos, condition, a parcel check) are read from the words only when
+    the message lists nothing: a list is what the agent says it asks."""
+    asked = set(explicit)
+    if not explicit:
+        read = topics_asked(text)
+        asked |= {"condition" if t == "usage" else t for t in read if t in ("photos", "usage", "delivery")}
+    for sentence in _SENTENCE.split(text):
+        low = sentence.lower()
+        if not _REQUEST.search(low):
+            continue
+        if _CONFIRM.search(low):
+            asked.add("confirmation")
+        elif _IDENTITY.search(low):  # "could you confirm your email" asks for identity, not for a yes
+            asked.add("identity")
+        if _ORDER.search(low):
+            asked.add("order")
+        if _QUANTITY.search(low):
+            asked.add("quantity")
+        if _PREFERENCE.search(re.sub(r"would you like me to", "", low)):
+            asked.add("preference")
     return frozenset(asked)
 
 
@@ -93,7 +113,7 @@ class Memory:
 
 def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: Memory) -> Reply:
     """The customer's answer to one message of the agent."""
-    asked = topics_in(text) | frozenset(asking_for)
+    asked = topics_in(text, tuple(sorted(asking_for)))
     rng = random.Random(stable_seed("store-customer", ticket.ticket_id, memory.round, ",".join(sorted(asked))))
     values = _values(ticket, rng)
     if ticket.writer.insists and not memory.insisted and meaning(text).refuses:
@@ -120,6 +140,14 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
         if topic == "order":  # each request's order, so that the answer fits whichever one was asked about
             said += [messages.answer(rng, "order", {**values, "order_id": r.order_id}) for r in ticket.requests]
             revealed.add("order")
+            continue
+        if topic == "quantity":  # how many units each request is about
+            said += [
+                messages.answer(rng, "quantity", {**values, "units": _units(ticket, r)})
+                for r in ticket.requests
+                if r.lines
+            ]
+            revealed.add("quantity")
             continue
         slot, fact = _answer_slot(ticket, topic, memory)
         said.append(messages.answer(rng, slot, values))
@@ -152,15 +180,16 @@ def _answer_slot(ticket: StoreTicket, topic: str, memory: Memory) -> tuple[str, 
     if topic == "photos":
         if h.photos_show is not None:
             return f"photos_{h.photos_show}", True
-        return ("photos_damage", False) if ticket.photos_attached else ("photos_none", False)
+        return ("photos_already_sent", False) if ticket.photos_attached else ("photos_none", False)
     if topic == "condition":
         condition = h.condition or ticket.stated_condition
         if condition is None:
             return "condition_none", False
         return f"condition_{condition}", h.condition is not None
     if topic == "delivery":
-        if h.parcel_found is None:
-            return "delivery_none", False
+        if h.parcel_found is None:  # nothing to check: still on its way, or not about a parcel at all
+            waiting = any(r.kind == "missing" for r in ticket.requests)
+            return ("delivery_still_waiting" if waiting else "delivery_none"), False
         return ("delivery_found" if h.parcel_found else "delivery_missing"), True
     # preference
     hidden = next((r for r in ticket.requests if not r.wants_stated), None)
@@ -170,6 +199,27 @@ def _answer_slot(ticket: StoreTicket, topic: str, memory: Memory) -> tuple[str, 
     return {"refund": "preference_refund", "replacement": "preference_replacement"}.get(
         hidden.wants, "preference_either"
     ), True
+
+
+def _units(ticket: StoreTicket, r: object) -> str:
+    """How many units a request is about, in the customer's words ("just one of them", "all three")."""
+    from service.env.store.messages import number
+
+    order = ticket.db.order(r.order_id)  # type: ignore[attr-defined]
+    assert order is not None
+    parts = []
+    for line_no, qty in r.lines:  # type: ignore[attr-defined]
+        line = order.line(line_no)
+        assert line is not None
+        if line.quantity == 1:
+            parts.append(f"the one {line.name}")
+        elif qty == line.quantity:
+            parts.append(f"all {number(qty, random.Random(0))} of the {line.name}")
+        else:
+            parts.append(
+                f"{number(qty, random.Random(0))} of the {number(line.quantity, random.Random(1))} {line.name}"
+            )
+    return ", ".join(parts)
 
 
 def _values(ticket: StoreTicket, rng: random.Random) -> dict[str, str]:

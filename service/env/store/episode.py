@@ -126,7 +126,7 @@ def _message(
 
 
 def _asked(args: SendMessage) -> frozenset[str]:
-    return topics_in(args.text) | frozenset(args.asking_for)
+    return topics_in(args.text, tuple(sorted(args.asking_for)))
 
 
 def observe(state: EpisodeState, ticket: StoreTicket, instructions: str, reward: float | None = None) -> Observation:

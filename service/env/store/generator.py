@@ -453,57 +453,58 @@ def _journey_groups(spec: OrderSpec) -> list[list[int]]:
 
 
 def _shipment(b: _Builder, spec: OrderSpec, line_nos: tuple[int, ...], placed: int) -> Shipment:
+    """A shipment whose events run in order: labelled, collected, in transit, (delayed,) delivered — or lost or
+    returned — with its estimate after it shipped. Every day is counted back from the ticket's day."""
     rng = b.rng
-    shipped = max(placed - rng.randrange(1, 3), 0)
-    transit = rng.randrange(2, 6)
-    events = [TrackingEvent(date=b.day(shipped), status="label_created", detail="Label created")]
-    events.append(TrackingEvent(date=b.day(max(shipped - 1, 0)), status="picked_up", detail="Collected by carrier"))
     journey = spec.journey if spec.journey != "mixed" else "delivered"
+    day = b.day
     if journey == "delivered":
-        delivered = spec.delivered_days_ago if spec.delivered_days_ago is not None else max(shipped - transit, 0)
-        estimated = delivered + spec.late_days
-        mid = (shipped + delivered) // 2
-        if mid < shipped - 1:
-            events.append(TrackingEvent(date=b.day(mid), status="in_transit", detail="In transit"))
-        if spec.late_days > 2:
-            events.append(
-                TrackingEvent(
-                    date=b.day(max(estimated, delivered + 1)), status="exception", detail="Delayed at sorting centre"
-                )
-            )
-        events.append(
-            TrackingEvent(
-                date=b.day(delivered),
-                status="delivered",
-                detail=rng.choice(
-                    ("Delivered to front door", "Left with neighbour", "Delivered to parcel locker", "Signed for")
-                ),
-            )
+        delivered = (
+            spec.delivered_days_ago if spec.delivered_days_ago is not None else max(placed - rng.randrange(3, 7), 0)
         )
-        estimated_day = b.day(estimated)
+        shipped = max(delivered + 1, placed - 1)
+        picked = max(delivered + 1, shipped - 1)
+        estimated = min(delivered + spec.late_days, shipped - 1)
+        events = [
+            TrackingEvent(date=day(shipped), status="label_created", detail="Label created"),
+            TrackingEvent(date=day(picked), status="picked_up", detail="Collected by carrier"),
+        ]
+        if picked - 1 > delivered:
+            events.append(TrackingEvent(date=day(picked - 1), status="in_transit", detail="In transit"))
+        if delivered < estimated < picked - 1:  # the day it was due, held up
+            events.append(TrackingEvent(date=day(estimated), status="exception", detail="Delayed at sorting centre"))
+        detail = rng.choice(
+            ("Delivered to front door", "Left with neighbour", "Delivered to parcel locker", "Signed for")
+        )
+        events.append(TrackingEvent(date=day(delivered), status="delivered", detail=detail))
     else:
-        estimated_day = b.day(spec.transit_late_days)  # days past the estimate today (negative: not due yet)
-        events.append(TrackingEvent(date=b.day(max(shipped - 2, 0)), status="in_transit", detail="In transit"))
+        shipped = max(placed - 1, 1)
+        picked = max(shipped - 1, 0)
+        estimated = min(spec.transit_late_days, shipped - 1)  # days past the estimate today (negative: not due)
+        events = [
+            TrackingEvent(date=day(shipped), status="label_created", detail="Label created"),
+            TrackingEvent(date=day(picked), status="picked_up", detail="Collected by carrier"),
+            TrackingEvent(date=day(max(picked - 1, 0)), status="in_transit", detail="In transit"),
+        ]
         if journey == "lost":
             events.append(
-                TrackingEvent(date=b.day(max(shipped - 4, 0)), status="lost", detail="Parcel could not be located")
+                TrackingEvent(date=day(max(picked - 2, 0)), status="lost", detail="Parcel could not be located")
             )
         elif journey == "returned":
             events.append(
                 TrackingEvent(
-                    date=b.day(max(shipped - 5, 0)),
+                    date=day(max(picked - 2, 0)),
                     status="returned",
                     detail="Returned to sender: address could not be found",
                 )
             )
-    events.sort(key=lambda e: e.date)
     return Shipment(
         shipment_id=b.uid("SHP-", 6),
         carrier=rng.choice(_CARRIERS),
         tracking_no=b.uid("TRK", 10, "0123456789ABCDEFGHJKLMNPRSTUVWXYZ"),
         line_nos=line_nos,
-        shipped_on=b.day(shipped),
-        estimated_delivery=estimated_day,
+        shipped_on=day(shipped),
+        estimated_delivery=day(estimated),
         events=tuple(events),
     )
 
@@ -676,22 +677,16 @@ def _missing_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _T
     b.catalog[v.sku] = v
     lines, _ = _lines(b, LineSpec(v, 1), tier)
     placed = rng.randrange(8, 30)
+    # an in-transit estimate falls after the parcel shipped: the order was placed a few days before it
     if variant == "lost":
-        spec = OrderSpec(lines, placed, journey=rng.choice(("lost", "returned")), transit_late_days=rng.randrange(1, 9))
+        late = rng.randrange(1, 9)
+        spec = OrderSpec(lines, max(placed, late + 4), journey=rng.choice(("lost", "returned")), transit_late_days=late)
     elif variant == "late_transit":
-        spec = OrderSpec(
-            lines,
-            max(placed, 14),
-            journey="in_transit",
-            transit_late_days=rng.randrange(LATE_IN_TRANSIT_DAYS + 1, LATE_IN_TRANSIT_DAYS + 8),
-        )
+        late = rng.randrange(LATE_IN_TRANSIT_DAYS + 1, LATE_IN_TRANSIT_DAYS + 8)
+        spec = OrderSpec(lines, late + rng.randrange(4, 9), journey="in_transit", transit_late_days=late)
     elif outcome == "in_transit":
-        spec = OrderSpec(
-            lines,
-            rng.randrange(3, 10),
-            journey="in_transit",
-            transit_late_days=rng.choice((-3, -1, 0, 2, 5, LATE_IN_TRANSIT_DAYS)),
-        )
+        late = rng.choice((-3, -1, 0, 2, 5, LATE_IN_TRANSIT_DAYS))
+        spec = OrderSpec(lines, max(late, 0) + rng.randrange(3, 7), journey="in_transit", transit_late_days=late)
     else:  # delivered per the carrier: the customer checks around when asked
         spec = OrderSpec(lines, placed, delivered_days_ago=rng.randrange(2, 7))
         t.needs.add("delivery")
@@ -1146,7 +1141,8 @@ def _parts(b: _Builder, ticket: StoreTicket) -> list[messages.Part]:
         if r.kind == "address" and r.new_address is not None:
             a = r.new_address
             values["new_address"] = f"{a.line1}, {a.city} {a.postal_code}"
-        partial = any(qty < order.line(n).quantity for n, qty in r.lines)  # type: ignore[union-attr]
+        # units said only by {item}: part of a line, or all of a line of several
+        partial = any(qty < order.line(n).quantity or qty > 1 for n, qty in r.lines)  # type: ignore[union-attr]
         out.append(messages.Part(r.kind, values, tuple(extras), partial=partial))
     return out
 
@@ -1188,6 +1184,20 @@ def _plural_noun(noun: str) -> bool:
     return noun.endswith("s") and not noun.endswith("ss")
 
 
+def _plural(noun: str) -> str:
+    """``lamp`` → ``lamps``, ``pack of pants`` → ``packs of pants``; a plural noun as it is."""
+    head, sep, rest = noun.partition(" of ")
+    if _plural_noun(head) or head.endswith(("chinos", "trousers")):
+        return noun
+    if head.endswith(("sh", "ch", "x", "s")):
+        head += "es"
+    elif head.endswith("y") and head[-2:-1] not in "aeiou":
+        head = head[:-1] + "ies"
+    else:
+        head += "s"
+    return head + sep + rest
+
+
 def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request) -> tuple[str, str, bool]:
     """How the writer names what the request is about, a short form ("the speaker"), and whether it reads
     as plural."""
@@ -1214,10 +1224,12 @@ def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request)
         )
         qty = dict(r.lines).get(line.line_no, line.quantity)
         plural = plural or _plural_noun(noun) or qty > 1
-        if qty < line.quantity:
-            ref = f"{messages.number(qty, rng)} of the {messages.number(line.quantity, rng)} {noun}" + (
-                f" ({options})" if options else ""
-            )
+        many = _plural(noun) + (f" ({options})" if options else "")
+        if qty < line.quantity:  # part of the line: say how many of how many
+            ref = f"{messages.spelled(qty)} of the {messages.spelled(line.quantity)} {many}"
+        elif qty > 1:  # all of a line of several: say so ("both lamps", "the three mugs")
+            ref = rng.choice((f"the {messages.spelled(qty)} {many}", f"all {messages.spelled(qty)} {many}"))
+            ref = f"both {many}" if qty == 2 and rng.random() < 0.5 else ref
         named.append(ref)
     if len(named) > 2 and rng.random() < 0.5 and len(named) == len(order.lines):
         ref = _order_ref(rng, ticket, order)

@@ -48,7 +48,7 @@ from service.env.store.ledger import (
 from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide
 from service.env.store.state import StoreProgress, ToolCall
 from service.env.store.tools import WRITE_TOOLS
-from service.env.store.world import StoreTicket
+from service.env.store.world import StoreTicket, canonical_order_id
 
 
 @dataclass(frozen=True)
@@ -58,16 +58,16 @@ class CheckSpec:
     description: str
 
 
-STORE_CHECKS: tuple[CheckSpec, ...] = (
-    CheckSpec("final_state", 0.4, "the store's final state equals the policy's on every field that matters"),
+STORE_CHECKS: tuple[CheckSpec, ...] = (  # weights: the partial score (RL shaping); every check is required
+    CheckSpec("final_state", 0.35, "the store's final state equals the policy's on every field that matters"),
     CheckSpec("no_unsafe_write", 0.05, "no write the policy does not make happened, at any point"),
     CheckSpec("identity", 0.15, "identity verified with the customer's own details before any write or disclosure"),
     CheckSpec("reads", 0.05, "the order, shipment and product records read before the writes that rest on them"),
     CheckSpec("information", 0.1, "what the policy needs from the customer learned before deciding"),
-    CheckSpec("no_needless_question", 0.0, "no question about photos, condition or delivery the policy did not need"),
+    CheckSpec("no_needless_question", 0.025, "no question about photos, condition or delivery the policy did not need"),
     CheckSpec("confirmed", 0.05, "every change made after the customer's yes to a message describing it"),
     CheckSpec("told", 0.15, "each outcome's amount, timeline, reason or handling told to the customer"),
-    CheckSpec("conduct", 0.0, "no reply is rude or mentions internal risk notes"),
+    CheckSpec("conduct", 0.025, "no reply is rude or mentions internal risk notes"),
     CheckSpec("ended", 0.05, "the conversation was ended"),
 )
 
@@ -116,8 +116,8 @@ class _Episode:
         out = set()
         for c in self.calls:
             if c.step < step and c.ok and c.tool in kinds:
-                key = next(iter(c.arguments.values()), "")
-                out.add((kinds[c.tool], str(key).strip().upper()))
+                key = str(next(iter(c.arguments.values()), ""))
+                out.add((kinds[c.tool], canonical_order_id(key) if c.tool == "get_order" else key.strip().upper()))
         return out
 
     def first_write_on(self, outcome: Outcome) -> int | None:
@@ -127,7 +127,7 @@ class _Episode:
 
 def _order_of(call: ToolCall) -> str | None:
     value = call.arguments.get("order_id")
-    return str(value).strip().upper() if value else None
+    return canonical_order_id(str(value)) if value else None
 
 
 # ------------------------------------------------------------------------------------- checks
@@ -416,12 +416,24 @@ def told(text: str, fact: Fact, t: StoreTicket) -> bool:
     return fact.value in meaning(text).reasons
 
 
+# What P7 and P32 keep from the customer: the account's risk assessment and what it rests on. Whole words
+# only: "screen" (a monitor) and "look into your account" are no risk notes.
+_RISK_NOTES = re.compile(
+    r"\b(?:fraud(?:ulent)?|high[- ]risk|risk (?:score|assessment|rating|profile|flag|review|check)|risk team|"
+    r"chargebacks?|flagged|fraud review|(?:your|the) (?:return|returns) (?:history|record|count)|"
+    r"number of (?:returns|chargebacks)|(?:too|so) many returns|"
+    r"returned (?:\w+ )?(?:times|orders) (?:this|in the last))\b"
+)
+
+
 def _conduct(e: _Episode) -> _Check:
     for c in e.messages:
-        m = meaning(str(c.arguments.get("text", "")))
-        bad = list(m.rude) + list(m.leaks)
+        text = str(c.arguments.get("text", ""))
+        bad = [f"is rude ({r})" for r in meaning(text).rude] + [
+            f"mentions internal risk notes ({m.group(0)!r})" for m in _RISK_NOTES.finditer(text.lower())
+        ]
         if bad:
-            return _Check(0.0, f"a reply {bad[0]}", ("P14",))
+            return _Check(0.0, f"a reply {bad[0]}", ("P14", "P7"))
     return _Check(1.0, "no rude reply and no internal risk note", ("P14",))
 
 

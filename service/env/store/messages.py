@@ -53,13 +53,16 @@ class Grammar:
     slots: Mapping[str, tuple[str, ...]]
     values: Mapping[str, str]
 
-    def slot(self, name: str, must_say: str | None = None) -> str:
-        """A variant of ``name``; with ``must_say``, one whose template contains that text (``"{item}"``)."""
+    def slot(self, name: str, must_say: str | None = None, must_not_say: str | None = None) -> str:
+        """A variant of ``name``; with ``must_say``, one whose template contains that text (``"{item}"``); with
+        ``must_not_say``, one whose template does not (when there is such a variant)."""
         variants = self.slots.get(name)
         if not variants:
             raise KeyError(f"no phrase slot {name!r}")
         if must_say is not None:
             variants = tuple(v for v in variants if must_say in v) or variants
+        if must_not_say is not None:
+            variants = tuple(v for v in variants if must_not_say not in v) or variants
         return self.expand(self.rng.choice(variants))
 
     def expand(self, template: str, depth: int = 0) -> str:
@@ -154,6 +157,11 @@ _NUMBER_WORDS = {
 }
 
 
+def spelled(n: int) -> str:
+    """A count in words ("three"), digits past twelve."""
+    return _NUMBER_WORDS.get(n, str(n))
+
+
 def number(n: int, rng: random.Random) -> str:
     return _NUMBER_WORDS.get(n, str(n)) if rng.random() < 0.5 else str(n)
 
@@ -187,12 +195,19 @@ def compose(rng: random.Random, parts: list[Part], shared: dict[str, Any]) -> tu
     for index, part in enumerate(parts):
         g.values = {**values, **part.values}
         paragraph = []
-        # a part of a line's units is said by {item} ("one of the two lamps"), never by the short name
-        lead = g.slot(f"{part.family}_complaint", must_say="{item}" if part.partial else None)
+        context = g.slot("context") if not index and rng.random() < 0.45 else ""
+        said_order = part.values.get("order_ref", "\0") in context
+        # a part of a line's units is said by {item} ("one of the two lamps"), never by the short name; an
+        # order the context named is not named again
+        lead = g.slot(
+            f"{part.family}_complaint",
+            must_say="{item}" if part.partial else None,
+            must_not_say="{order_ref}" if said_order else None,
+        )
         if index:
             lead = g.slot("joiner") + " " + lead[:1].lower() + lead[1:]
-        elif rng.random() < 0.45:
-            paragraph.append(g.slot("context"))
+        if context:
+            paragraph.append(context)
         paragraph.append(lead)
         for extra in part.extras:
             paragraph.append(g.slot(extra))

@@ -49,7 +49,7 @@ from service.env.store.money import discount_shares, money, paid_for, percent_of
 from service.env.store.world import STORE_CREDIT, Order, Request, Shipment, StoreDB, StoreTicket
 
 FactKind = Literal["amount", "timeline", "reason", "holding", "replacement", "variant"]
-Topic = Literal["identity", "order", "photos", "condition", "delivery", "preference", "confirmation"]
+Topic = Literal["identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation"]
 # Topics whose asking the policy governs: asking one it did not need is a needless question.
 GOVERNED_TOPICS: frozenset[str] = frozenset({"photos", "condition", "delivery"})
 
@@ -338,36 +338,52 @@ class _Decider:
         reads: tuple[tuple[str, str], ...],
         needs: frozenset[str],
     ) -> Outcome:
-        """P23: a replacement when in stock and the customer does not choose a refund; else a refund."""
-        in_stock = all(self._in_stock(order, n, q) for n, q in r.lines)
+        """P23, item by item: a replacement of what is in stock unless the customer chooses a refund; a refund of
+        the rest. P28 escalates the request when its refund is above the threshold."""
+        stocked = tuple((n, q) for n, q in r.lines if self._in_stock(order, n, q))
         wants = r.wants if r.mind_change is None else r.mind_change
-        asks = needs | ({"preference"} if not r.wants_stated and in_stock else frozenset())
+        asks = needs | ({"preference"} if not r.wants_stated and stocked else frozenset())
         back = self.fault_return(order, r) if send_back else []
-        if in_stock and wants in ("replacement", "either"):  # P8 escalates refunds only
-            effects: list[Effect] = [
-                ReplaceEffect(order_id=order.order_id, line_no=n, quantity=q) for n, q in r.lines
-            ] + back
+        replaced = stocked if wants in ("replacement", "either") else ()
+        refunded = tuple(line for line in r.lines if line not in replaced)
+        if not refunded:  # P8 escalates refunds only
+            effects: list[Effect] = [ReplaceEffect(order_id=order.order_id, line_no=n, quantity=q) for n, q in replaced]
             return self.grant(
                 i,
                 r,
-                effects,
+                effects + back,
                 [Fact(kind="replacement", value="sent")],
                 clauses=(*clauses, "P23"),
                 rationale=f"{why} In stock: send a replacement.",
                 reads=reads,
                 needs=asks,
             )
-        return self.refund(
+        replacements: list[Effect] = [
+            ReplaceEffect(order_id=order.order_id, line_no=n, quantity=q) for n, q in replaced
+        ]
+        part = r.model_copy(update={"lines": refunded})
+        outcome = self.refund(
             i,
-            r,
+            part,
             order,
             at_fault=at_fault,
-            extra=back,
+            extra=replacements + back,
             clauses=(*clauses, "P23", "P18", "P21"),
-            why=why + (" Out of stock." if not in_stock else " The customer chose a refund."),
+            why=why
+            + (
+                " Out of stock."
+                if not stocked
+                else " Refunded as the customer chose."
+                if not replaced
+                else " The items in stock are replaced, the rest refunded."
+            ),
             reads=reads,
             needs=asks,
         )
+        if replacements and outcome.granted and not any(isinstance(e, EscalateEffect) for e in outcome.effects):
+            tell = (*outcome.tell, Fact(kind="replacement", value="sent"))
+            outcome = outcome.model_copy(update={"tell": tell, "lines": tuple(n for n, _ in r.lines)})
+        return outcome.model_copy(update={"lines": tuple(n for n, _ in r.lines)})
 
     def _in_stock(self, order: Order, line_no: int, qty: int) -> bool:
         line = order.line(line_no)

@@ -208,10 +208,11 @@ class SendMessage(ToolArgs):
     text: str = Field(min_length=1, max_length=MAX_MESSAGE)
     asking_for: list[Topic] = Field(
         default_factory=list,
-        max_length=7,
+        max_length=8,
         description="What this message asks the customer for: identity (email and postal code), order (which "
-        "order), photos, condition (opened or used), delivery (checked around for the parcel), preference "
-        "(refund or replacement, which size), confirmation (their yes to what you described).",
+        "order), quantity (how many units), photos, condition (opened or used), delivery (checked around for the "
+        "parcel), preference (refund or replacement, which size), confirmation (their yes to what you described). "
+        "When you list anything, the photos, condition and delivery questions you ask are the ones listed.",
     )
 
 

@@ -16,6 +16,7 @@ What an agent may *see* of it is decided in :mod:`service.env.store.tools` (reco
 
 from __future__ import annotations
 
+import re
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -45,6 +46,12 @@ Remedy = Literal["refund", "replacement", "either", "exchange", "cancel", "addre
 Condition = Literal["unopened", "opened", "used"]
 STORE_CREDIT = "store_credit"  # the refund destination that is not a payment of the order
 REQUEST_KINDS: tuple[RequestKind, ...] = get_args(RequestKind)
+
+
+def canonical_order_id(text: str) -> str:
+    """An order id as customers write it ("ord81249", "ORD 81249", "#ORD-81249") in the store's form."""
+    compact = re.sub(r"[\s#_-]", "", text).upper()
+    return f"ORD-{compact[3:]}" if compact.startswith("ORD") and compact[3:].isdigit() else text.strip().upper()
 
 
 class _Frozen(BaseModel):
@@ -206,7 +213,7 @@ class StoreDB(_Frozen):
     credits: tuple[PastCredit, ...] = ()
 
     def order(self, order_id: str) -> Order | None:
-        wanted = order_id.strip().upper()
+        wanted = canonical_order_id(order_id)
         return next((o for o in self.orders if o.order_id == wanted), None)
 
     def variant(self, sku: str) -> Variant | None:
