@@ -15,7 +15,7 @@ from service.env.errors import UnknownTask
 from service.env.models import Action
 from service.env.store.grading import STORE_CHECKS
 from service.env.store.tools import TOOLS as STORE_TOOLS
-from service.env.world import Difficulty, Family
+from service.env.world import TICKET_FAMILIES, Difficulty, Family
 
 DECISION_MAX_STEPS = 6
 WORKFLOW_MAX_STEPS = 10
@@ -461,6 +461,10 @@ TASKS: dict[str, TaskSpec] = {
         ),
     )
 }
+
+
+TICKET_TASKS: dict[str, TaskSpec] = {k: t for k, t in TASKS.items() if t.family in TICKET_FAMILIES}
+"""The six tasks over one support ticket (decision and workflow families); the store desk's are the rest."""
 
 
 def get_task(task_id: str) -> TaskSpec:

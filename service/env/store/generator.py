@@ -218,6 +218,7 @@ class _Builder:
     products: dict[str, Product] = field(default_factory=dict)
     used_ids: set[str] = field(default_factory=set)
     credits: list[PastCredit] = field(default_factory=list)
+    placed_days: set[int] = field(default_factory=set)
 
     def uid(self, prefix: str, digits: int = 5, alphabet: str = "0123456789") -> str:
         while True:
@@ -225,6 +226,13 @@ class _Builder:
             if value not in self.used_ids:
                 self.used_ids.add(value)
                 return value
+
+    def placed(self, days_ago: int) -> int:
+        """A day orders were placed on that no other order of the account was (writers name orders by date)."""
+        while days_ago in self.placed_days:
+            days_ago += 1
+        self.placed_days.add(days_ago)
+        return days_ago
 
     def day(self, days_ago: int) -> str:
         return (self.today - timedelta(days=days_ago)).isoformat()
@@ -238,7 +246,7 @@ class _Builder:
         min_price: int = 0,
         max_price: int = 10**9,
     ) -> Product:
-        items = [
+        fits = [
             c
             for c in CATALOG
             if (category is None or c.category == category)
@@ -247,7 +255,8 @@ class _Builder:
             and c.price[1] * 100 >= min_price
             and c.price[0] * 100 <= max_price
         ]
-        item = self.rng.choice(items)
+        taken = {p.item.name for p in self.products.values()}  # one product per name: the writer can name it
+        item = self.rng.choice([c for c in fits if c.name not in taken] or fits)
         for _ in range(20):
             p = _product(self.rng, item, len(self.products))
             if min_price <= p.base_price <= max_price and p.product_id not in self.products:
@@ -375,7 +384,7 @@ class OrderSpec:
 def _order(b: _Builder, account: Account, spec: OrderSpec) -> Order:
     rng = b.rng
     order_id = b.uid("ORD-", 5)
-    placed = spec.placed_days_ago
+    placed = b.placed(spec.placed_days_ago)
     lines: list[Line] = []
     shipments: list[Shipment] = []
     delivered_groups = _journey_groups(spec)
@@ -686,7 +695,11 @@ def _missing_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _T
     spec = OrderSpec(**{**spec.__dict__, **_money_facts(b, tier)})
     order = _order(b, account, spec)
     all_lines = tuple((ln.line_no, ln.quantity) for ln in order.lines)
-    wants, stated = rng.choice((("refund", True), ("replacement", True), ("either", tier == "easy")))
+    wants, stated = (
+        rng.choice((("refund", True), ("replacement", True)))
+        if tier == "easy"
+        else rng.choice((("refund", True), ("replacement", True), ("either", False)))
+    )
     request = Request(
         kind="missing",
         order_id=order.order_id,
@@ -885,7 +898,9 @@ def _background(b: _Builder, account: Account, tier: str, count: int, like: Vari
         if k == 0 and like is not None:
             product = b.products[like.product_id]
             others = [v for v in product.variants if v.options.split(" · ")[-1] != like.options.split(" · ")[-1]]
-            target = LineSpec(rng.choice(others or list(product.variants)), 1)
+            if not others:  # nothing tells two of them apart: no twin
+                others = list(b.product(max_price=20000).variants)
+            target = LineSpec(rng.choice(others), 1)
         else:
             target = LineSpec(rng.choice(b.product(max_price=20000).variants), 1)
         lines, _ = _lines(b, target, tier)
@@ -1122,7 +1137,8 @@ def _parts(b: _Builder, ticket: StoreTicket) -> list[messages.Part]:
         if r.kind == "address" and r.new_address is not None:
             a = r.new_address
             values["new_address"] = f"{a.line1}, {a.city} {a.postal_code}"
-        out.append(messages.Part(r.kind, values, tuple(extras)))
+        partial = any(qty < order.line(n).quantity for n, qty in r.lines)  # type: ignore[union-attr]
+        out.append(messages.Part(r.kind, values, tuple(extras), partial=partial))
     return out
 
 
@@ -1175,7 +1191,7 @@ def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request)
             other
             for o in ticket.db.orders
             for other in o.lines
-            if other.product_id == line.product_id and (o.order_id, other.line_no) != (order.order_id, line.line_no)
+            if other.name == line.name and (o.order_id, other.line_no) != (order.order_id, line.line_no)
         ]
         plain = ticket.difficulty == "easy" or (ticket.difficulty == "medium" and rng.random() < 0.5)
         noun = line.name if plain else messages.item_noun(rng, line.name)
@@ -1195,11 +1211,23 @@ def _item_ref(rng: random.Random, ticket: StoreTicket, order: Order, r: Request)
             )
         named.append(ref)
     if len(named) > 2 and rng.random() < 0.5 and len(named) == len(order.lines):
-        text = rng.choice(("everything in that order", "the whole order", "all of it"))
+        ref = _order_ref(rng, ticket, order)
+        text = rng.choice((f"everything in {ref}", f"the whole of {ref}", f"all of {ref}"))
     else:
         text = " and ".join(named) if len(named) <= 2 else ", ".join(named[:-1]) + " and " + named[-1]
     short = "items" if len(lines) != 1 else messages.item_noun(rng, lines[0].name)  # type: ignore[union-attr]
+    if len(lines) == 1 and lines[0] is not None and _has_twin(ticket, order, lines[0]):  # say which one
+        parts = [p for p in lines[0].options.split(" · ") if p]
+        short += " in " + (f"{parts[1]}, {parts[0]}" if len(parts) == 2 else parts[0] if parts else "another colour")
     return text, short, plural
+
+
+def _has_twin(ticket: StoreTicket, order: Order, line: Line) -> bool:
+    return any(
+        other.name == line.name and (o.order_id, other.line_no) != (order.order_id, line.line_no)
+        for o in ticket.db.orders
+        for other in o.lines
+    )
 
 
 def _options_words(rng: random.Random, options: str) -> str:

@@ -53,10 +53,13 @@ class Grammar:
     slots: Mapping[str, tuple[str, ...]]
     values: Mapping[str, str]
 
-    def slot(self, name: str) -> str:
+    def slot(self, name: str, must_say: str | None = None) -> str:
+        """A variant of ``name``; with ``must_say``, one whose template contains that text (``"{item}"``)."""
         variants = self.slots.get(name)
         if not variants:
             raise KeyError(f"no phrase slot {name!r}")
+        if must_say is not None:
+            variants = tuple(v for v in variants if must_say in v) or variants
         return self.expand(self.rng.choice(variants))
 
     def expand(self, template: str, depth: int = 0) -> str:
@@ -169,6 +172,7 @@ class Part:
     family: str  # damaged | defective | wrong_item | missing | late | change_of_mind | exchange | …
     values: dict[str, str]
     extras: tuple[str, ...] = ()  # further slots to say after the complaint (condition, photos, want, …)
+    partial: bool = False  # about part of a line's units: the complaint must name them with {item}
 
 
 def compose(rng: random.Random, parts: list[Part], shared: dict[str, Any]) -> tuple[str, str]:
@@ -183,7 +187,8 @@ def compose(rng: random.Random, parts: list[Part], shared: dict[str, Any]) -> tu
     for index, part in enumerate(parts):
         g.values = {**values, **part.values}
         paragraph = []
-        lead = g.slot(f"{part.family}_complaint")
+        # a part of a line's units is said by {item} ("one of the two lamps"), never by the short name
+        lead = g.slot(f"{part.family}_complaint", must_say="{item}" if part.partial else None)
         if index:
             lead = g.slot("joiner") + " " + lead[:1].lower() + lead[1:]
         elif rng.random() < 0.45:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
 
 from service.env.policy import LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS
 from service.env.store.clauses import (
@@ -68,6 +68,7 @@ STORE_REASONS = (
     "not_late",
     "already_credited",
     "not_holder",
+    "original_payment",
 )
 
 
@@ -98,6 +99,10 @@ class Outcome(_Frozen):
     clauses: tuple[str, ...]
     rationale: str
     rules: int = 0  # how many amount rules its refund or credit combines (for reports)
+
+    @field_serializer("needs")
+    def _sorted(self, needs: frozenset[str]) -> list[str]:  # a set's order is not stable across processes
+        return sorted(needs)
 
 
 class Gold(_Frozen):
@@ -277,6 +282,8 @@ class _Decider:
         ]
         effects += extra or []
         tell = [Fact(kind="amount", value=str(cents)), *timeline_facts(order, amounts)]
+        if r.to_other_card:  # P21: it can only go back to the original payment
+            tell.append(Fact(kind="reason", value="original_payment"))
         return self.grant(
             i,
             r,
