@@ -299,7 +299,7 @@ def slot_patterns(bank_name: str, slot: str) -> tuple[re.Pattern[str], ...]:
     out = []
     for variant in slots[slot]:
         counter = [0]
-        out.append(re.compile(_to_regex(variant, slots, counter), re.I | re.S))
+        out.append(re.compile(r"(?<![\w])" + _to_regex(variant, slots, counter), re.I | re.S))  # whole words
     return tuple(out)
 
 

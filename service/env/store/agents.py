@@ -1,13 +1,14 @@
 """Reference agents for the store desk: random tool calls (a floor) and an honest heuristic.
 
-The heuristic is what a quick script written from the public tool list and policy would do: it asks
-for identity and verifies it, reads the customer and every order, finds each request by keywords
-and the item by its name's words, asks for photos, the condition or a parcel check when a keyword
-rule says so, asks for a yes, then refunds the item's price to the first card (or replaces it,
-cancels, exchanges, credits 10 %), tells the amount and ends. It does not pro-rate discounts, refund
-shipping, charge restocking fees, split a refund between a card and store credit, open return labels,
-escalate large refunds, notice someone writing for another person, or tell a contradicted claim from
-the records.
+The heuristic is what a quick script written from the public tool list and policy would do: it asks for
+identity and verifies it, reads the customer, every order and the shipments it needs, finds each request
+by keywords and the item by its name's words, and applies the policy's headline rules — the 30-day
+windows, photos for damage, a parcel check, final-sale flags, high-risk accounts to Fraud, refunds over
+$300 to Escalations, the shipping fee back when the store is at fault, prepaid returns for faulty items
+over $50, gold members' free returns, a 10 % credit for late parcels. It asks for a yes before changing
+anything, refunds to the order's card, tells the amount and ends. It does not pro-rate discounts, charge
+restocking fees, refund part of a line's units, split a refund between a card and store credit, notice a
+customer who changes their mind or writes for someone else, or check the late credit's base and limits.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class StoreHeuristicAgent:
     requests: list[_Request] = field(default_factory=list)
     told: list[str] = field(default_factory=list)
     asked: set[str] = field(default_factory=set)
+    account: dict[str, Any] = field(default_factory=dict)
+    today: str = ""
 
     def act(self, obs: Observation) -> Action:
         self._remember(obs)
@@ -101,6 +104,8 @@ class StoreHeuristicAgent:
             self.customer_id = out["customer_id"]
         elif tool == "verify_identity" and result.get("ok"):
             self.verified = bool(out.get("verified"))
+        elif tool == "get_customer" and result.get("ok"):
+            self.account = out
         elif tool == "get_order" and result.get("ok"):
             self.orders[out["order_id"]] = out
         elif tool == "get_shipment" and result.get("ok"):
@@ -162,6 +167,7 @@ class StoreHeuristicAgent:
     # ---------------------------------------------------------------- understanding
 
     def _understand(self, obs: Observation) -> Action:
+        self.today = obs.ticket.split("received ", 1)[1][:10]
         message = obs.customer_message
         for paragraph in [p for p in message.split("\n\n") if p.strip()]:
             kind = _kind(paragraph)
@@ -197,7 +203,7 @@ class StoreHeuristicAgent:
             if r.line is None:
                 continue
             sid = r.line.get("shipment_id")
-            if r.kind in ("missing", "late", "change_of_mind") and sid and sid not in self.shipments:
+            if sid and sid not in self.shipments:
                 return Action(tool="get_shipment", arguments={"shipment_id": sid})
             if r.kind == "exchange" and r.line["product_id"] not in self.products:
                 return Action(tool="get_product", arguments={"product_id": r.line["product_id"]})
@@ -242,81 +248,122 @@ class StoreHeuristicAgent:
                 return str(p["payment_id"])
         return "store_credit"
 
+    def _days(self, line: dict[str, Any]) -> int | None:
+        ship = self.shipments.get(line.get("shipment_id") or "", {})
+        delivered = next((e["date"] for e in ship.get("events", []) if e["status"] == "delivered"), None)
+        return (date.fromisoformat(self.today) - date.fromisoformat(delivered)).days if delivered else None
+
+    def _risky(self) -> bool:
+        risk = self.account.get("risk", {})
+        return risk.get("returns_last_12_months", 0) >= 5 or risk.get("chargebacks", 0) > 0 or bool(risk.get("flags"))
+
+    def _refund(self, r: _Request, *, shipping: bool) -> list[tuple[str, dict[str, Any]]]:
+        """A refund of the whole line at its list price (plus the shipping fee), or an escalation over $300."""
+        assert r.line is not None and r.order_id is not None
+        order, line = self.orders[r.order_id], r.line
+        fee = order["shipping_fee"] if shipping else 0
+        amount = round(line["unit_price"] * line["quantity"] + fee, 2)
+        if amount > 300:
+            self.told.append("I've passed this to our Escalations team, who will be in touch.")
+            note = f"{r.order_id} refund ${amount:.2f}"
+            return [("escalate", {"queue": "Escalations", "order_id": r.order_id, "note": note})]
+        self.told.append(f"I've refunded ${amount:.2f}; it arrives in 5-10 business days.")
+        items = [{"line_no": line["line_no"], "quantity": line["quantity"]}]
+        args = {
+            "order_id": r.order_id,
+            "items": items,
+            "include_shipping": bool(fee),
+            "amounts": [{"to": self._payment(order), "amount": amount}],
+        }
+        return [("refund", args)]
+
     def _writes(self, r: _Request, said: str, obs: Observation) -> list[tuple[str, dict[str, Any]]]:
         if r.line is None or r.order_id is None:
             self.told.append("I'm sorry, I couldn't find that item on your account.")
             return []
-        order, line = self.orders[r.order_id], r.line
-        amount = round(line["unit_price"] * line["quantity"], 2)
-        refund = (
-            "refund",
-            {
-                "order_id": r.order_id,
-                "items": [{"line_no": line["line_no"], "quantity": line["quantity"]}],
-                "amounts": [{"to": self._payment(order), "amount": amount}],
-            },
-        )
-        wants_new = bool(re.search(r"\b(replacement|new one|another one)\b", r.text.lower()))
+        if r.kind in ("damaged", "defective", "wrong_item", "change_of_mind", "exchange") and self._risky():
+            self.told.append("Unfortunately we are unable to verify this claim, so we can't approve it.")
+            return [("escalate", {"queue": "Fraud", "order_id": r.order_id, "note": r.order_id})]
         if r.kind in ("damaged", "defective", "wrong_item"):
-            if re.search(r"\b(wear|worn|scuff)", said):
-                self.told.append("Unfortunately the photos show ordinary wear, so I can't approve this.")
-                return []
-            if wants_new and line["in_stock"]:
-                self.told.append("A replacement is on its way.")
-                return [
-                    ("replace_item", {"order_id": r.order_id, "line_no": line["line_no"], "quantity": line["quantity"]})
-                ]
-            self.told.append(f"I've refunded ${amount:.2f}; it arrives in 5-10 business days.")
-            return [refund]
+            return self._faulty(r, said)
         if r.kind == "missing":
-            ship = self.shipments.get(line.get("shipment_id") or "", {})
+            ship = self.shipments.get(r.line.get("shipment_id") or "", {})
             if ship.get("status") == "in_transit" or re.search(r"\b(found|turned up|had it)\b", said):
                 self.told.append("Your parcel is still on its way, or has turned up, so there is nothing to refund.")
                 return []
-            self.told.append(f"I've refunded ${amount:.2f}; it arrives in 5-10 business days.")
-            return [refund]
+            return self._remedy(r, shipping=True, send_back=False)
         if r.kind in ("change_of_mind", "exchange"):
-            return self._return_writes(r, said, refund, amount)
-        return self._other_writes(r, order, line, said)
+            return self._return_writes(r, said)
+        return self._other_writes(r, self.orders[r.order_id], r.line, said)
 
-    def _return_writes(
-        self, r: _Request, said: str, refund: tuple[str, dict[str, Any]], amount: float
-    ) -> list[tuple[str, dict[str, Any]]]:
+    def _faulty(self, r: _Request, said: str) -> list[tuple[str, dict[str, Any]]]:
+        assert r.line is not None
+        days = self._days(r.line)
+        warranty = r.kind == "defective" and days is not None and days <= r.line["warranty_days"]
+        if days is not None and days > 30 and not warranty:
+            self.told.append("Unfortunately this is outside our 30-day window, so I can't approve it.")
+            return []
+        if re.search(r"\b(wear|worn|scuff)", said):
+            self.told.append("Unfortunately the photos show ordinary wear, so I can't approve this.")
+            return []
+        return self._remedy(r, shipping=days is not None and days <= 30, send_back=True)
+
+    def _remedy(self, r: _Request, *, shipping: bool, send_back: bool) -> list[tuple[str, dict[str, Any]]]:
+        """A replacement when one is asked for and in stock, else a refund; faulty items over $50 come back."""
+        assert r.line is not None and r.order_id is not None
+        line = r.line
+        units = [{"line_no": line["line_no"], "quantity": line["quantity"]}]
+        back = []
+        if send_back and line["unit_price"] * line["quantity"] > 50:
+            back = [("open_return", {"order_id": r.order_id, "label": "prepaid", "items": units})]
+        if re.search(r"\b(replacement|new one|another one|replace)\b", r.text.lower()) and line["in_stock"]:
+            self.told.append("A replacement is on its way.")
+            replace = {"order_id": r.order_id, "line_no": line["line_no"], "quantity": line["quantity"]}
+            return [("replace_item", replace), *back]
+        refund = self._refund(r, shipping=shipping)
+        return refund + (back if refund[0][0] == "refund" else [])
+
+    def _return_writes(self, r: _Request, said: str) -> list[tuple[str, dict[str, Any]]]:
         line = r.line
         assert line is not None and r.order_id is not None
         if line["final_sale"] or line["hygiene"] or line["perishable"]:
             self.told.append("Unfortunately final-sale and hygiene items can't be returned.")
             return []
+        days = self._days(line)
+        if days is not None and days > 30:
+            self.told.append("Unfortunately this is outside our 30-day return window.")
+            return []
         if re.search(r"\b(used|worn)\b", r.text.lower() + " " + said) and "unused" not in said:
             self.told.append("Unfortunately the item has been used, so it can't be returned.")
             return []
         if r.kind == "exchange":
-            product = self.products.get(line["product_id"], {})
-            for v in product.get("variants", []):
-                size = v["options"].split(" · ")[0]
-                if v["sku"] != line["sku"] and v["in_stock"] and size and size.lower() in r.text.lower():
-                    self.told.append(f"Your exchange for {v['options']} is on its way.")
-                    return [
-                        (
-                            "exchange_item",
-                            {
-                                "order_id": r.order_id,
-                                "line_no": line["line_no"],
-                                "new_sku": v["sku"],
-                                "quantity": line["quantity"],
-                            },
-                        )
-                    ]
-        self.told.append(f"I've opened a return and refunded ${amount:.2f}; it arrives in 5-10 business days.")
-        back = (
-            "open_return",
-            {
-                "order_id": r.order_id,
-                "items": [{"line_no": line["line_no"], "quantity": line["quantity"]}],
-                "label": "customer_paid",
-            },
-        )
-        return [back, refund]
+            exchange = self._exchange(r)
+            if exchange:
+                return exchange
+        label = "prepaid" if self.account.get("tier") == "gold" else "customer_paid"
+        refund = self._refund(r, shipping=False)
+        if refund[0][0] != "refund":
+            return refund
+        units = [{"line_no": line["line_no"], "quantity": line["quantity"]}]
+        return [("open_return", {"order_id": r.order_id, "label": label, "items": units}), *refund]
+
+    def _exchange(self, r: _Request) -> list[tuple[str, dict[str, Any]]]:
+        line = r.line
+        assert line is not None and r.order_id is not None
+        product = self.products.get(line["product_id"], {})
+        for v in product.get("variants", []):
+            size = v["options"].split(" · ")[0]
+            if v["sku"] != line["sku"] and v["in_stock"] and size and size.lower() in r.text.lower():
+                self.told.append(f"Your exchange for {v['options']} is on its way.")
+                args = {
+                    "order_id": r.order_id,
+                    "line_no": line["line_no"],
+                    "new_sku": v["sku"],
+                    "quantity": line["quantity"],
+                    "payment_id": self._payment(self.orders[r.order_id]),
+                }
+                return [("exchange_item", args)]
+        return []
 
     def _other_writes(
         self, r: _Request, order: dict[str, Any], line: dict[str, Any], said: str

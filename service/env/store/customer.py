@@ -33,6 +33,9 @@ TOPICS = ("identity", "order", "photos", "condition", "delivery", "preference", 
 
 _CONFIRM = re.compile(
     r"\b(?:shall i|should i (?:go ahead|proceed|process)|can i (?:go ahead|proceed)|may i (?:go ahead|proceed)|"
+    r"is it (?:ok|okay|alright|all right|fine)|(?:ok|okay|alright|all right) (?:if i|for me to)|want me to|"
+    r"happy for (?:me|us) to|(?:do you|would you) (?:agree|approve)|let me know if (?:you(?:'d| would) like me to|"
+    r"(?:that|this) (?:works|is ok|is okay|is fine))|confirm (?:that|this|if|whether) (?:is|works|you)|"
     r"do you want me to|would you like me to|are you happy (?:for me to|with (?:this|that)|to go ahead)|"
     r"is (?:that|this) (?:ok|okay|alright|all right|fine|acceptable)|(?:ok|okay) (?:with you|to proceed|to go ahead)|"
     r"please confirm(?! your (?:email|identity|postcode|address))|can you confirm (?:that )?(?:you(?:'d| would) like|"
@@ -113,6 +116,10 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
             reluctant = any(r.to_other_card for r in ticket.requests) and memory.round < 3
             said.append(messages.answer(rng, "confirm_reluctant" if reluctant else "confirm_yes", values))
             confirmed = True
+            continue
+        if topic == "order":  # each request's order, so that the answer fits whichever one was asked about
+            said += [messages.answer(rng, "order", {**values, "order_id": r.order_id}) for r in ticket.requests]
+            revealed.add("order")
             continue
         slot, fact = _answer_slot(ticket, topic, memory)
         said.append(messages.answer(rng, slot, values))

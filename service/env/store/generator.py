@@ -164,11 +164,13 @@ DECKS: dict[str, tuple[Plan, ...]] = {
         + _plans("defective", "grant:replacement", "warranty")
     ),
     "medium": tuple(
-        _plans("damaged", "grant:ask_photos", "grant:either", "normal_wear", "risk")
+        _plans("damaged", "grant:ask_photos", "grant:either", "normal_wear", "risk", "not_holder")
         + _plans("defective", "grant:warranty", "warranty", "grant:oos")
         + _plans("wrong_item", "grant:refund", "window")
         + _plans("missing", "grant:not_found", "parcel_found", "grant:late_transit", "in_transit")
-        + _plans("change_of_mind", "grant:restocking", "grant:ask_condition", "used", "final_sale", "escalate")
+        + _plans(
+            "change_of_mind", "grant:restocking", "grant:ask_condition", "used", "final_sale", "escalate", "not_holder"
+        )
         + _plans("exchange", "grant:exchange", "grant:oos", "window")
         + _plans("cancel", "grant:partial", "shipped")
         + _plans("late", "grant", "not_late", "already_credited")
@@ -176,13 +178,11 @@ DECKS: dict[str, tuple[Plan, ...]] = {
         + _plans("address", "grant", "shipped")
     ),
     "hard": tuple(
-        _plans("damaged", "grant:ask_photos", "normal_wear", "window", "risk", "escalate", "not_holder")
+        _plans("damaged", "grant:ask_photos", "normal_wear", "window", "risk", "escalate")
         + _plans("defective", "grant:warranty", "warranty", "grant:either")
         + _plans("wrong_item", "grant:refund", "risk")
         + _plans("missing", "grant:not_found", "parcel_found", "grant:late_transit", "in_transit")
-        + _plans(
-            "change_of_mind", "grant:restocking", "grant:ask_condition", "used", "window", "escalate", "not_holder"
-        )
+        + _plans("change_of_mind", "grant:restocking", "grant:ask_condition", "used", "window", "escalate")
         + _plans("exchange", "grant:exchange", "grant:price_diff", "grant:oos", "final_sale")
         + _plans("cancel", "grant:partial", "shipped")
         + _plans("late", "grant", "not_late", "already_credited")
@@ -218,7 +218,7 @@ class _Builder:
     products: dict[str, Product] = field(default_factory=dict)
     used_ids: set[str] = field(default_factory=set)
     credits: list[PastCredit] = field(default_factory=list)
-    placed_days: set[int] = field(default_factory=set)
+    placed_days: set[str] = field(default_factory=set)
 
     def uid(self, prefix: str, digits: int = 5, alphabet: str = "0123456789") -> str:
         while True:
@@ -229,9 +229,13 @@ class _Builder:
 
     def placed(self, days_ago: int) -> int:
         """A day orders were placed on that no other order of the account was (writers name orders by date)."""
-        while days_ago in self.placed_days:
+
+        def day_of_year(ago: int) -> str:
+            return (self.today - timedelta(days=ago)).isoformat()[5:]  # writers give no year: "my order of 3 May"
+
+        while day_of_year(days_ago) in self.placed_days:
             days_ago += 1
-        self.placed_days.add(days_ago)
+        self.placed_days.add(day_of_year(days_ago))
         return days_ago
 
     def day(self, days_ago: int) -> str:
@@ -1081,7 +1085,12 @@ def _consistent(ticket: StoreTicket, plans: list[Plan]) -> bool:
     if not variant_ok:
         return False
     # A request the account-wide rules decline (P7) must be the planned one only.
-    return all(o.reason != "unverifiable" for o in gold.outcomes[1:]) or plan.outcome == "risk"
+    if not (all(o.reason != "unverifiable" for o in gold.outcomes[1:]) or plan.outcome == "risk"):
+        return False
+    if ticket.difficulty == "hard":  # issue 19: four facts combined, an amount from two rules
+        clauses = {c for o in gold.outcomes for c in o.clauses} - {"P15", "P16", "P17", "P32"}
+        return len(clauses) + len(gold.needs) >= 4 and max(o.rules for o in gold.outcomes) >= 2
+    return True
 
 
 def generate_store_ticket(key: bytes, split: Split, difficulty: StoreDifficulty, position: int) -> StoreTicket:

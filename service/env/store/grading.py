@@ -322,11 +322,13 @@ def _needless(e: _Episode) -> _Check:
 
 
 def _confirmed(e: _Episode) -> _Check:
+    """Each change follows a yes: the latest message before it that asked for confirmation got one (a message
+    that asks nothing of the kind neither gives nor takes it; a change of mind instead of a yes withdraws it)."""
     for w in e.writes:
         if w.tool == "escalate":
             continue
-        before = [c for c in e.messages if c.step < w.step]
-        if not before or not before[-1].confirmed:
+        asked = [c for c in e.messages if c.step < w.step and "confirmation" in c.asked]
+        if not asked or not asked[-1].confirmed:
             return _Check(0.0, f"{w.tool} at step {w.step} was made without the customer's yes to it", ("P17",))
     return _Check(1.0, "every change followed the customer's yes", ("P17",))
 
@@ -395,9 +397,12 @@ def told(text: str, fact: Fact, t: StoreTicket) -> bool:
     low = text.lower()
     if fact.kind == "amount":
         return any(abs(a * 100 - int(fact.value)) < 0.5 for a in meaning(text).amounts)
-    if fact.kind == "timeline":
+    if fact.kind == "timeline":  # "5-10 business days", "5 to 10 working days", "within 10 business days"
         lo, hi = TIMELINES[fact.value]
-        return any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low))
+        within = re.search(
+            rf"\b(?:within|up to|no more than|in about|at most)\s+{hi}\s+(?:business\s+|working\s+)?days", low
+        )
+        return within is not None or any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low))
     if fact.kind == "holding":
         m = meaning(text)
         return m.holds or fact.value in m.teams or "escalat" in low

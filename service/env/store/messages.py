@@ -94,7 +94,7 @@ def tidy(text: str) -> str:
     text = re.sub(r" +([,.!?;:])", r"\1", text)
     text = re.sub(r"([,;:])(?=[^\s\d])", r"\1 ", text)
     text = re.sub(r"\.\.(?!\.)", ".", text)
-    text = re.sub(r"(^|[.!?]\s+|\n\s*)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
+    text = re.sub(r"(^|[.!?]\s+|\n\s*)([a-z])(?![\w.+-]*@)", lambda m: m.group(1) + m.group(2).upper(), text)
     return "\n".join(line.strip() for line in text.split("\n")).strip()
 
 

@@ -1,0 +1,84 @@
+"""The store desk's customer: answers what it is asked and only that, in words of its own, gives its
+identity (an old postcode first, when it moved), changes its mind once, pushes back once after a refusal."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from service.env import PUBLIC
+from service.env.store.customer import TOPICS, Memory, reply, topics_in
+from service.env.store.world import StoreTicket
+
+FRESH = Memory(round=0, identity_asks=0, mind_changed=False, insisted=False)
+TICKETS = [PUBLIC.store_ticket(tid) for d in ("easy", "medium", "hard") for tid in PUBLIC.pool("dev", "store", d)]
+
+
+def _sentences(text: str) -> set[str]:
+    return {s.strip().lower() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 25}
+
+
+@pytest.mark.parametrize("topic", [t for t in TOPICS if t != "confirmation"])
+def test_an_answer_reveals_at_most_what_was_asked_and_never_repeats_the_message(topic: str) -> None:
+    for t in TICKETS:
+        answer = reply(t, "Thanks for writing in.", (topic,), FRESH)
+        assert answer.revealed <= {topic}, (t.ticket_id, topic, answer.revealed)
+        assert not _sentences(answer.text) & _sentences(t.message), (t.ticket_id, answer.text)
+
+
+def test_identity_answers_carry_the_accounts_details_and_a_mover_gives_an_old_postcode_first() -> None:
+    movers = [t for t in TICKETS if t.hidden.wrong_postcode_first]
+    assert movers
+    for t in TICKETS:
+        first = reply(t, "Could you confirm your email address and postcode?", (), FRESH)
+        postcode = t.db.account.addresses[0].postal_code
+        assert t.db.account.email in first.text
+        if t in movers:
+            assert postcode not in first.text and "identity" not in first.revealed
+            again = reply(
+                t, "That postcode does not match. Could you check it?", ("identity",), Memory(1, 1, False, False)
+            )
+            assert postcode in again.text and "identity" in again.revealed
+        else:
+            assert postcode in first.text and "identity" in first.revealed
+
+
+def _mind_changer() -> StoreTicket:
+    return next(t for t in TICKETS if any(r.mind_change for r in t.requests))
+
+
+def test_a_customer_who_changes_their_mind_does_so_at_the_first_request_for_a_yes() -> None:
+    t = _mind_changer()
+    first = reply(t, "I'll refund it to your card. Shall I go ahead?", (), FRESH)
+    assert not first.confirmed and first.mind_changed and "preference" in first.revealed
+    second = reply(t, "Understood, a replacement then. Shall I go ahead?", (), Memory(1, 0, True, False))
+    assert second.confirmed
+
+
+def test_an_insisting_customer_pushes_back_once_after_a_refusal() -> None:
+    t = next(t for t in TICKETS if t.writer.insists)
+    refusal = "I'm sorry, but we can't accept this return: it is outside our 30-day window."
+    pushed = reply(t, refusal, (), FRESH)
+    assert pushed.insisted and not pushed.revealed and not pushed.confirmed
+    calm = reply(t, refusal, (), Memory(1, 0, False, True))
+    assert not calm.insisted or calm.text != pushed.text
+
+
+def test_natural_confirmation_and_identity_questions_are_understood() -> None:
+    for text in (
+        "Would you like me to go ahead with the refund?",
+        "Is it OK if I proceed?",
+        "Shall I process this now?",
+        "I can refund $12.00 to your card. Does that work for you?",
+    ):
+        assert "confirmation" in topics_in(text), text
+    for text in ("Could you confirm the email address on your account?", "What's your postcode?"):
+        assert topics_in(text) == {"identity"}, text
+
+
+def test_answers_are_deterministic() -> None:
+    for t in TICKETS[:30]:
+        a = reply(t, "Could you send a photo, and your postcode?", (), FRESH)
+        b = reply(t, "Could you send a photo, and your postcode?", (), FRESH)
+        assert a == b

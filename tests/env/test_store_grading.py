@@ -1,0 +1,152 @@
+"""Grading a store-desk episode on hand-built stores: the final state (however the writes were split),
+the field that differs, writes the policy never makes, the procedure (identity, reads, a yes before each
+change) and what the customer was told; and the backend's refusals, which change nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from service.env.grading import GRADER_VERSION
+from service.env.models import Action, EpisodeState, Grade
+from service.env.store import episode
+from service.env.store.grading import grade_store_episode
+from service.env.store.state import StoreProgress
+from service.env.store.world import Request, StoreTicket, Writer
+from tests.env.store_fixtures import db, line, order, ticket
+
+ID = [
+    ("verify_identity", {"customer_id": "CUS-TEST01", "email": "ava.smith@mailbox.example", "postal_code": "LS2 7EW"})
+]
+READ = [("get_order", {"order_id": "ORD-10001"})]
+YES = [("send_message", {"text": "I'll refund it. Shall I go ahead?", "asking_for": ["confirmation"]})]
+END = [("end_conversation", {})]
+
+
+def play(t: StoreTicket, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Grade, EpisodeState]:
+    state = EpisodeState(
+        task_id="store-medium", split="train", seed=0, ticket_id=t.ticket_id, max_steps=40, store=StoreProgress()
+    )
+    for name, arguments in calls:
+        state, _ = episode.step(state, Action(tool=name, arguments=arguments), t)
+    return grade_store_episode(state, t, GRADER_VERSION), state
+
+
+def failed(grade: Grade) -> dict[str, str]:
+    return {c.name: c.detail for c in grade.components if not c.passed}
+
+
+@pytest.fixture
+def two_damaged() -> StoreTicket:
+    """Two damaged lines of one order, both refunded: $30 + $20 and the $4.95 shipping fee, to the card."""
+    o = order((line(1, 3000), line(2, 2000)))
+    requests = (
+        Request(kind="damaged", order_id="ORD-10001", lines=((1, 1),), wants="refund"),
+        Request(kind="damaged", order_id="ORD-10001", lines=((2, 1),), wants="refund"),
+    )
+    return ticket(db(o, stock=0), *requests)
+
+
+def _refund(items: list[int], amount: float, shipping: bool = False, to: str = "pay_card") -> tuple[str, dict]:
+    return "refund", {
+        "order_id": "ORD-10001",
+        "items": [{"line_no": n, "quantity": 1} for n in items],
+        "include_shipping": shipping,
+        "amounts": [{"to": to, "amount": amount}],
+    }
+
+
+TELL = (
+    "send_message",
+    {"text": "I've refunded $54.95 in all ($34.95 and $20.00) to your card: it arrives in 5-10 business days."},
+)
+
+
+def test_two_lines_refunded_in_one_call_or_in_two_grade_the_same(two_damaged: StoreTicket) -> None:
+    one, _ = play(two_damaged, ID + READ + YES + [_refund([1, 2], 54.95, shipping=True), TELL] + END)
+    two, _ = play(two_damaged, ID + READ + YES + [_refund([1], 34.95, shipping=True), _refund([2], 20.00), TELL] + END)
+    assert one.resolved and two.resolved, (failed(one), failed(two))
+
+
+def test_the_field_that_differs_is_named_to_the_cent(two_damaged: StoreTicket) -> None:
+    grade, _ = play(two_damaged, ID + READ + YES + [_refund([1, 2], 50.00), TELL] + END)
+    detail = failed(grade)["final_state"]
+    assert "refund on ORD-10001 to Visa ending 4242: $50.00, expected $54.95" in detail
+    assert "shipping refunded on ORD-10001: none, expected yes" in detail
+
+
+def test_money_beyond_the_policy_fails_at_any_point_even_where_the_total_is_then_right(two_damaged) -> None:
+    grade, _ = play(
+        two_damaged,
+        ID + READ + YES + [_refund([1], 34.95, shipping=True, to="store_credit"), _refund([2], 20.00), TELL] + END,
+    )
+    assert "no_unsafe_write" in failed(grade) and "store_credit" in failed(grade)["no_unsafe_write"]
+
+
+def test_the_procedure_is_graded_identity_reads_and_a_yes_before_each_change(two_damaged: StoreTicket) -> None:
+    write = [_refund([1, 2], 54.95, shipping=True), TELL] + END
+    unread, _ = play(two_damaged, ID + YES + write)
+    assert "reads" in failed(unread)
+    unconfirmed, _ = play(two_damaged, ID + READ + write)
+    assert "confirmed" in failed(unconfirmed)
+    unverified, _ = play(two_damaged, READ + YES + write)
+    assert "identity" in failed(unverified)
+    # the customer never gave their details: verifying with the record's own does not count (P16)
+    asked = ticket(
+        db(order((line(1, 3000), line(2, 2000))), stock=0),
+        *two_damaged.requests,
+        writer=Writer(name="Ava", holder=True, gave_identity=False),
+    )
+    copied, _ = play(asked, ID + READ + YES + write)
+    assert "identity" in failed(copied)
+
+
+def test_telling_the_customer_before_verifying_or_not_telling_the_amount_fails(two_damaged: StoreTicket) -> None:
+    leak = [("send_message", {"text": "I can see order ORD-10001 cost $54.95 in total."})]
+    grade, _ = play(two_damaged, leak + ID + READ + YES + [_refund([1, 2], 54.95, shipping=True), TELL] + END)
+    assert "identity" in failed(grade) and "from the account before identity was verified" in failed(grade)["identity"]
+    quiet, _ = play(
+        two_damaged,
+        ID
+        + READ
+        + YES
+        + [_refund([1, 2], 54.95, shipping=True), ("send_message", {"text": "All sorted, thanks!"})]
+        + END,
+    )
+    assert "told" in failed(quiet)
+
+
+def test_a_question_the_policy_did_not_need_fails(two_damaged: StoreTicket) -> None:
+    needless = [("send_message", {"text": "Has the item been used or opened?", "asking_for": ["condition"]})]
+    grade, _ = play(two_damaged, ID + READ + needless + YES + [_refund([1, 2], 54.95, shipping=True), TELL] + END)
+    assert set(failed(grade)) == {"no_needless_question"}
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (("get_order", {"order_id": "ORD-99999"}), "no order"),
+        (_refund([1], 40.00), "more than those items"),
+        (
+            (
+                "refund",
+                {"order_id": "ORD-10001", "items": [{"line_no": 3}], "amounts": [{"to": "pay_card", "amount": 1}]},
+            ),
+            "no line 3",
+        ),
+        (_refund([1], 10.00, to="pay_other"), "not a payment"),
+        (("replace_item", {"order_id": "ORD-10001", "line_no": 1}), "out of stock"),
+        (("teleport", {}), "unknown tool"),
+        (("refund", {"order_id": "ORD-10001"}), "invalid arguments"),
+    ],
+)
+def test_the_backend_refuses_what_a_store_would_and_nothing_changes(two_damaged, call, error) -> None:
+    _, state = play(two_damaged, [call])
+    assert state.tool_result["ok"] is False and error in state.last_action_error  # type: ignore[index,operator]
+    assert state.store is not None and state.store.effects == () and state.step_count == 1
+
+
+def test_a_unit_cannot_be_refunded_twice(two_damaged: StoreTicket) -> None:
+    _, state = play(two_damaged, [_refund([1], 30.00), _refund([1], 1.00)])
+    assert "0 unit(s) left" in (state.last_action_error or "") and len(state.store.effects) == 1  # type: ignore[union-attr]
