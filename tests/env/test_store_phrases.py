@@ -239,6 +239,19 @@ def test_openings_read_right_after_a_greeting_and_a_comma(name) -> None:
         assert re.match(r"[a-z]|I\b|I'|OK\b", text), f"{name}: {text!r}"
 
 
+def test_no_greeting_ends_in_a_word_an_item_can_start_with() -> None:
+    """'Hello all, unfortunately, all of my order …' would leave a reader unsure where the item starts."""
+    for text in expansions(MESSAGE, "greeting", 40):
+        assert not re.search(r"\b(?:all|the|everything)$", text.lower()), text
+
+
+def test_subject_lines_seldom_name_the_item() -> None:
+    """The subject is in the header: a strategy that reads only the header must not learn the item from it."""
+    for kind in KINDS:
+        variants = MESSAGE[f"subject_{kind}"]
+        assert sum("{item" in v for v in variants) <= max(1, len(variants) // 4), kind
+
+
 BODY = (
     "context",
     "relative_intro",
