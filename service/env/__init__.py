@@ -42,6 +42,7 @@ from service.env.models import (
 )
 from service.env.policy import render_policy_markdown
 from service.env.tasks import MAX_TRIALS, TASKS, TICKET_TASKS, ManifestEntry, TaskSpec, get_task, run_manifest
+from service.env.toolbox import tool_specs, tools_for
 from service.env.visibility import Feedback, feedback
 from service.env.world import SPLITS, Split
 
@@ -84,4 +85,6 @@ __all__ = [
     "reset",
     "run_manifest",
     "step",
+    "tool_specs",
+    "tools_for",
 ]

@@ -77,6 +77,12 @@ def tools_for(family: str) -> tuple[Tool, ...]:
     return STORE_TOOLS if family == "store" else LEGACY_TOOLS
 
 
+def tool_specs(family: str) -> list[dict[str, Any]]:
+    """A family's tools as ``{name, description, parameters}`` (JSON schema), the form function-calling APIs,
+    ``GET /tasks`` and MCP (as ``inputSchema``) take."""
+    return [{"name": t.name, "description": t.description, "parameters": t.schema()} for t in tools_for(family)]
+
+
 def legacy_action(task_id: str, action: Action) -> Action:
     """The action a tool call of the decision and workflow tasks stands for; :class:`EnvError` if it names
     no tool of theirs or its arguments do not fit."""

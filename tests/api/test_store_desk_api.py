@@ -97,3 +97,18 @@ async def test_a_store_conversation_over_mcp(client: Client) -> None:
     assert step["structuredContent"]["done"] is True
     grade = await call("grade", {"episode_id": eid})
     assert grade["structuredContent"]["resolved"] is True
+
+
+async def test_tasks_list_each_tasks_tools_with_json_schemas(client: Client) -> None:
+    from jsonschema import Draft202012Validator
+
+    tasks = {t["id"]: t for t in (await client.get("/tasks")).json()["tasks"]}
+    store = {tool["name"]: tool for tool in tasks["store-hard"]["tools"]}
+    assert {"refund", "verify_identity", "send_message", "end_conversation", "search_policy"} <= set(store)
+    assert [t["name"] for t in tasks["decision-easy"]["tools"]] == ["decide", "reply", "route", "tag", "lookup", "close"]
+    for task in tasks.values():
+        for tool in task["tools"]:
+            Draft202012Validator.check_schema(tool["parameters"])
+            assert tool["description"] and "\n" not in tool["description"]
+    refund = store["refund"]["parameters"]
+    assert refund["required"] == ["order_id", "amounts"] and refund["additionalProperties"] is False

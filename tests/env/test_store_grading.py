@@ -19,7 +19,7 @@ from tests.env.store_fixtures import db, line, order, ticket
 ID = [
     ("verify_identity", {"customer_id": "CUS-TEST01", "email": "ava.smith@mailbox.example", "postal_code": "LS2 7EW"})
 ]
-READ = [("get_order", {"order_id": "ORD-10001"})]
+READ = [("get_order", {"order_id": "ORD-10001"}), ("get_shipment", {"shipment_id": "SHP-1"})]
 YES = [("send_message", {"text": "I'll refund it. Shall I go ahead?", "asking_for": ["confirmation"]})]
 END = [("end_conversation", {})]
 

@@ -26,12 +26,17 @@ from service.settings import Settings
 class BenchmarkController(Controller):
     tags = ["benchmark"]
 
-    @get("/tasks", summary="Every task with its grader description and the action schema")
+    @get("/tasks", summary="Every task with its grader description, its tools and the action schema")
     async def tasks(self) -> TasksResponse:
         action_schema = wire_action_schema()
         return TasksResponse(
             tasks=[
-                {**t.model_dump(mode="json"), "action_schema": action_schema, "aliases": aliases_of(t.id)}
+                {
+                    **t.model_dump(mode="json"),
+                    "action_schema": action_schema,
+                    "aliases": aliases_of(t.id),
+                    "tools": core.tool_specs(t.family),
+                }
                 for t in core.TASKS.values()
             ],
             action_schema=action_schema,

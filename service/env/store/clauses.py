@@ -148,8 +148,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         text=f"P8 at the desk: when what one request would refund (P18–P21, shipping included) is more than "
         f"${ESCALATION_THRESHOLD:.0f}, do not refund it, and do not open its return or replace anything for it: "
         "escalate to the Escalations queue with a note that quotes the order id and the amount, and tell the "
-        "customer the Escalations team will handle it, promising no outcome. A duplicate charge (P31) is "
-        "refunded at any amount.",
+        "customer the Escalations team will handle it, promising no outcome. Only refunds are escalated: a "
+        "replacement or an exchange is made at any value, and a duplicate charge (P31) is refunded at any amount.",
     ),
     PolicyClause(
         id="P29",

@@ -419,7 +419,7 @@ def _risk(d: _Decider, i: int, r: Request, order: Order, reads: tuple[tuple[str,
 def _item_claim(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     """Damaged or defective items (P2, P3, P11, P19, P22, P23)."""
     first = r.lines[0][0]
-    reads = (("order", order.order_id),)
+    reads = _delivery_reads(order, first)
     risky = _risk(d, i, r, order, reads)
     if risky is not None:
         return risky
@@ -460,8 +460,14 @@ def _item_claim(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     )
 
 
+def _delivery_reads(order: Order, line_no: int) -> tuple[tuple[str, str], ...]:
+    """The order, and the shipment whose delivery event starts the claim's windows (P15)."""
+    shipment = shipment_of(order, line_no)
+    return (("order", order.order_id),) + ((("shipment", shipment.shipment_id),) if shipment else ())
+
+
 def _wrong_item(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
-    reads = (("order", order.order_id),)
+    reads = _delivery_reads(order, r.lines[0][0])
     risky = _risk(d, i, r, order, reads)
     if risky is not None:
         return risky
@@ -530,7 +536,7 @@ def _return(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     first = r.lines[0][0]
     line = order.line(first)
     assert line is not None
-    reads: tuple[tuple[str, str], ...] = (("order", order.order_id),)
+    reads = _delivery_reads(order, first)
     if r.kind == "exchange" and r.exchange_sku:
         reads += (("product", line.product_id),)
     risky = _risk(d, i, r, order, reads)
