@@ -164,7 +164,7 @@ class Dataset:
         """Every store-desk conversation of ``split``, easy, medium then hard."""
         key = self.key(split)
         return [
-            _store_ticket(key, split, difficulty, k)  # type: ignore[arg-type]
+            _store_ticket(key, split, difficulty, k)
             for difficulty in DIFFICULTIES
             for k in range(store_pool_size(split, difficulty))  # type: ignore[arg-type]
         ]

@@ -95,7 +95,7 @@ class StoreHeuristicAgent:
             name, args = self.queue.pop(0)
             return Action(tool=name, arguments=args)
         handler = getattr(self, f"_{self.stage}")
-        return handler(obs)  # type: ignore[no-any-return]
+        return handler(obs)
 
     def _remember(self, obs: Observation) -> None:
         result = obs.tool_result if isinstance(obs.tool_result, dict) else {}
@@ -192,9 +192,9 @@ class StoreHeuristicAgent:
                 if score > best[0]:
                     best = (score, order_id, line)
         if best[1] is None and ids:
-            order_id = sorted(ids)[0]
-            order = self.orders.get(order_id)
-            return order_id, (order["lines"][0] if order else None)
+            first = sorted(ids)[0]
+            named = self.orders.get(first)
+            return first, (named["lines"][0] if named else None)
         return best[1], best[2]
 
     def _gather(self, obs: Observation) -> Action:

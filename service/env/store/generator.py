@@ -293,7 +293,7 @@ def _account(b: _Builder, tier: str, high_risk: bool) -> Account:
         name=f"{first} {last}",
         email=email,
         phone=f"07{rng.randrange(100, 999)} {rng.randrange(100000, 999999)}",
-        tier=tier,  # type: ignore[arg-type]
+        tier=tier,
         member_since=b.day(rng.randrange(200, 2400)),
         addresses=tuple(addresses),
         store_credit=rng.choice((0, 0, 0, 500, 1250)),
@@ -662,10 +662,10 @@ def _item_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _Tick
         kind=kind,
         order_id=order.order_id,
         lines=((line_no, wanted),),
-        wants=wants,  # type: ignore[arg-type]
+        wants=wants,
         wants_stated=stated,
         mind_change=mind,
-    )  # type: ignore[arg-type]
+    )
     return request, order
 
 
@@ -703,7 +703,7 @@ def _missing_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _T
         kind="missing",
         order_id=order.order_id,
         lines=all_lines,
-        wants=wants,  # type: ignore[arg-type]
+        wants=wants,
         wants_stated=stated,
     )
     return request, order
@@ -879,7 +879,7 @@ _BUILDERS = {
 _REFUNDING = frozenset({"damaged", "defective", "wrong_item", "missing", "change_of_mind"})
 
 
-def _extra_plan(rng: random.Random, tier: str, taken: set[str]) -> Plan:
+def _extra_plan(rng: random.Random, tier: str, taken: set[RequestKind]) -> Plan:
     """A further request of a medium or hard ticket: any kind not taken yet, any outcome of its deck but
     the account-wide ones (P7's risk and P29)."""
     kinds = [k for k in _EXTRA if k not in taken]
@@ -1019,7 +1019,7 @@ def _writer(
         injection=rng.random() < {"easy": 0.0, "medium": 0.05, "hard": 0.25}[difficulty],
     )
     hidden = StoreHidden(
-        photos_show=t.photos_show,  # type: ignore[arg-type]
+        photos_show=t.photos_show,
         condition=t.condition,
         parcel_found=t.parcel_found,
         wrong_postcode_first=holder

@@ -37,6 +37,7 @@ from service.env.store.ledger import (
     AddressEffect,
     CancelEffect,
     CreditEffect,
+    Effect,
     EscalateEffect,
     ExchangeEffect,
     RefundEffect,
@@ -158,7 +159,7 @@ def _final_state(e: _Episode) -> _Check:
     return _Check(share, "; ".join(parts) + more, clauses)
 
 
-def _normalized(progress: StoreProgress) -> tuple:  # type: ignore[type-arg]
+def _normalized(progress: StoreProgress) -> tuple[Effect, ...]:
     """Effects with addresses normalised (case and spacing do not matter)."""
     out = []
     for eff in progress.effects:
@@ -169,7 +170,7 @@ def _normalized(progress: StoreProgress) -> tuple:  # type: ignore[type-arg]
     return tuple(out)
 
 
-def _gold_normalized(gold: Gold) -> tuple:  # type: ignore[type-arg]
+def _gold_normalized(gold: Gold) -> tuple[Effect, ...]:
     return _normalized(StoreProgress(effects=gold.effects))
 
 
@@ -188,7 +189,9 @@ def _unsafe(e: _Episode) -> _Check:
 def _spend(eff: object) -> list[tuple[tuple[str, ...], int]]:
     """What an effect spends, as (what, how much) pairs: money by order and destination, units by line."""
     if isinstance(eff, RefundEffect):
-        out = [(("refund", eff.order_id, dest), cents) for dest, cents in eff.amounts]
+        out: list[tuple[tuple[str, ...], int]] = [
+            (("refund", eff.order_id, dest), cents) for dest, cents in eff.amounts
+        ]
         out += [(("refunded units", eff.order_id, str(n)), q) for n, q in eff.lines]
         if eff.shipping:
             out.append((("shipping", eff.order_id), 1))
@@ -210,7 +213,7 @@ def _spend(eff: object) -> list[tuple[tuple[str, ...], int]]:
     return []
 
 
-def _allowance(effects: tuple) -> Counter[tuple[str, ...]]:  # type: ignore[type-arg]
+def _allowance(effects: tuple[Effect, ...]) -> Counter[tuple[str, ...]]:
     allowed: Counter[tuple[str, ...]] = Counter()
     for eff in effects:
         for key, amount in _spend(eff):

@@ -46,7 +46,7 @@ from service.env.store.ledger import (
     refunded_by_payment,
 )
 from service.env.store.money import discount_shares, money, paid_for, percent_of
-from service.env.store.world import STORE_CREDIT, Order, Request, Shipment, StoreDB, StoreTicket
+from service.env.store.world import STORE_CREDIT, Line, Order, Request, Shipment, StoreDB, StoreTicket
 
 FactKind = Literal["amount", "timeline", "reason", "holding", "replacement", "variant"]
 Topic = Literal["identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation"]
@@ -213,7 +213,7 @@ class _Decider:
             tell=(Fact(kind="reason", value=reason),),
             clauses=clauses,
             rationale=why,
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
 
     def grant(self, i: int, r: Request, effects: list[Effect], tell: list[Fact], **kw: object) -> Outcome:
@@ -226,7 +226,7 @@ class _Decider:
             granted=True,
             effects=tuple(effects),
             tell=tuple(dict.fromkeys(tell)),
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
 
     def refund_worth(self, order: Order, r: Request, *, shipping: bool, restocking: bool) -> tuple[int, int, bool]:
@@ -696,6 +696,12 @@ def _cancel(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     )
 
 
+def _line(order: Order, line_no: int) -> Line:
+    line = order.line(line_no)
+    assert line is not None, f"{order.order_id} has no line {line_no}"
+    return line
+
+
 def cancel_effect(order: Order, line_nos: tuple[int, ...], earlier: tuple[Effect, ...]) -> CancelEffect:
     """What cancelling ``line_nos`` refunds (P25): what they were paid, and the shipping fee when no line of
     the order is left, back as P21 says. The backend and the policy both compute it here."""
@@ -703,7 +709,7 @@ def cancel_effect(order: Order, line_nos: tuple[int, ...], earlier: tuple[Effect
         n for e in earlier if isinstance(e, CancelEffect) and e.order_id == order.order_id for n in e.line_nos
     }
     shares = discount_shares(order)
-    cents = sum(order.line(n).subtotal - shares[n] for n in line_nos)  # type: ignore[union-attr]
+    cents = sum(_line(order, n).subtotal - shares[n] for n in line_nos)
     left = {ln.line_no for ln in order.lines} - cancelled_before - set(line_nos)
     shipping = not left and order.shipping_fee > 0
     if shipping:

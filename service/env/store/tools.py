@@ -667,7 +667,7 @@ def order_record(db: StoreDB, order: Order, effects: tuple[Effect, ...]) -> dict
     ] + [
         {
             "date": db.today,
-            "lines": [list(x) for x in e.lines],
+            "lines": [list(x) for x in e.lines] if isinstance(e, RefundEffect) else [[n, 0] for n in e.line_nos],
             "shipping": e.shipping,
             "amounts": [{"to": d, "amount": dollars(c)} for d, c in e.amounts],
             "reason": "cancellation" if isinstance(e, CancelEffect) else "refund",
