@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-HEALTHY_WITHIN_S = 60.0  # a server's start on a loaded 2-core machine (migrations, two workers) stays well inside
+# A safety net, not a budget: waits end when the server reports what they wait for, and fail at once
+# when it exits; this only keeps a wedged run from hanging forever.
+STALLED_AFTER_S = 600.0
 
 
 def free_port() -> int:
@@ -42,7 +44,8 @@ class ServerProcess:
             cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
 
-    def wait_healthy(self, timeout: float = HEALTHY_WITHIN_S) -> None:
+    def wait_healthy(self, timeout: float = STALLED_AFTER_S) -> None:
+        """Until ``/health`` says healthy; fails as soon as the server exits."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -55,6 +58,25 @@ class ServerProcess:
                 pass
             time.sleep(0.1)
         raise RuntimeError(f"{self.name} not healthy after {timeout:.0f}s:\n{self.tail()}")
+
+    def log_lines(self, needle: str) -> list[str]:
+        """The lines of this server's log so far that contain ``needle``."""
+        if not self._log.closed:
+            self._log.flush()
+        text = self.log_path.read_bytes().decode("utf-8", "replace")
+        return [line for line in text.splitlines() if needle in line]
+
+    def wait_for_log(self, needle: str, count: int = 1, timeout: float = STALLED_AFTER_S) -> list[str]:
+        """Until ``count`` lines of the log contain ``needle`` (an event the server reports, such as
+        ``service.workers``' "serving" line); fails as soon as the server exits."""
+        deadline = time.monotonic() + timeout
+        while len(lines := self.log_lines(needle)) < count:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: {len(lines)}/{count} lines with {needle!r}:\n{self.tail()}")
+            time.sleep(0.05)
+        return lines
 
     def tail(self, n: int = 4000) -> str:
         if not self._log.closed:

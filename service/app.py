@@ -241,22 +241,32 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 def serve(app: Any, settings: Settings) -> None:
     """Serve ``app`` with uvicorn as ``settings`` say (uvloop and httptools when installed).
 
-    ``app`` is an ASGI app (one process), or with ``settings.workers > 1`` the import string of
-    an app factory that each worker calls. The benchmark serves its peer and ceiling through
-    this same call, so every server it compares runs with the same options.
+    ``app`` is an ASGI app (one process), or with ``settings.workers > 1`` an app factory (or its
+    import string) that each worker calls: the workers are forked by ``service.workers`` after
+    everything is imported, so one starts in a fraction of a second even on a busy machine. The
+    benchmark serves its peer and ceiling through this same call, so every server it compares runs
+    with the same options.
     """
     import uvicorn
+    from uvicorn.importer import import_from_string
 
-    tune_gc()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    workers: dict[str, Any] = {"workers": settings.workers, "factory": True} if settings.workers > 1 else {}
-    uvicorn.run(app, host=settings.host, port=settings.port, **uvicorn_options(settings), **workers)
+    if settings.workers > 1:
+        from service.workers import serve_workers
+
+        factory = import_from_string(app) if isinstance(app, str) else app
+        tune_gc()  # after every import: the workers share what it froze, copy-on-write
+        options = uvicorn_options(settings)
+        serve_workers(factory, settings.host, settings.port, settings.workers, settings.worker_timeout_s, options)
+        return
+    tune_gc()
+    uvicorn.run(app, host=settings.host, port=settings.port, **uvicorn_options(settings))
 
 
 def main() -> None:
     settings = Settings.from_env()
     if settings.workers > 1:  # every worker builds its own app (and engine) from the environment
-        serve("service.app:app_factory", settings)
+        serve(app_factory, settings)
     else:
         serve(create_app(settings), settings)
 

@@ -80,6 +80,9 @@ class Settings:
     host: str = "0.0.0.0"
     port: int = 7860
     workers: int = 1  # uvicorn worker processes of `python -m service.app` (all state is in the database)
+    # WORKERS > 1: a worker whose event loop has not run for this long (or that has not started serving this
+    # long after its fork) is killed and replaced by the supervisor (service/workers.py)
+    worker_timeout_s: float = 60.0
     max_concurrent_envs: int = 256
     ws_idle_timeout_s: float = 300.0
     max_body_bytes: int = 64 * 1024  # HTTP bodies, WebSocket frames (uvicorn's ws_max_size too)
@@ -188,6 +191,7 @@ class Settings:
             host=env.get("HOST") or "0.0.0.0",
             port=_int(env, "PORT", 7860, minimum=1),
             workers=_int(env, "WORKERS", 1, minimum=1),
+            worker_timeout_s=_float(env, "WORKER_TIMEOUT_S", 60.0),
             max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 256, minimum=1),
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),

@@ -62,3 +62,23 @@ def test_the_worker_factory_tunes_the_collector_too(
     gc.set_threshold(700, 10, 10)
     app_module.app_factory()
     assert gc.get_threshold() == app_module.GC_THRESHOLDS and gc.get_freeze_count() > 0
+
+
+def test_serve_with_workers_forks_them_after_importing_the_factory(
+    monkeypatch: pytest.MonkeyPatch, restore_gc: None
+) -> None:
+    """``WORKERS`` > 1 goes to the pre-fork supervisor with the factory itself (imported here, before
+    any fork) and the same uvicorn options; uvicorn's spawning supervisor is not used."""
+    import uvicorn
+
+    from service import workers
+
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(workers, "serve_workers", lambda *args: calls.append(args))
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: pytest.fail("uvicorn.run spawns its workers"))
+    settings = Settings(host="127.0.0.1", port=8124, workers=3, worker_timeout_s=42.0)
+    app_module.serve("service.app:app_factory", settings)
+    assert calls == [
+        (app_module.app_factory, "127.0.0.1", 8124, 3, 42.0, app_module.uvicorn_options(settings)),
+    ]
+    assert Settings.from_env({"WORKER_TIMEOUT_S": "7.5"}).worker_timeout_s == 7.5
