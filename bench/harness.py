@@ -33,15 +33,18 @@ def free_port() -> int:
 class ServerProcess:
     """A server subprocess in its own session; its process group id is its PID."""
 
-    def __init__(self, name: str, cmd: list[str], port: int, env: dict[str, str], log_dir: Path) -> None:
-        """Start ``cmd`` (from the repository root, with exactly ``env``), its output in ``log_dir/<name>.log``."""
+    def __init__(
+        self, name: str, cmd: list[str], port: int, env: dict[str, str], log_dir: Path, cwd: Path = ROOT
+    ) -> None:
+        """Start ``cmd`` (from ``cwd``, the repository root by default, with exactly ``env``), its output in
+        ``log_dir/<name>.log``."""
         self.name, self.port = name, port
         self.url = f"http://{HOST}:{port}"
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self._stopped = False
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
 
     def wait_healthy(self, timeout: float = STALLED_AFTER_S) -> None:

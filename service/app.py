@@ -238,6 +238,37 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     }
 
 
+FD_HEADROOM = 256  # open files a worker needs beside its sessions' sockets: database, logs, HTTP keep-alive
+
+
+def raise_open_file_limit(settings: Settings) -> int:
+    """Every WebSocket session holds a socket: raise the soft ``RLIMIT_NOFILE`` to the hard limit (which
+    needs no privilege; workers inherit it) and warn when even that is below what ``MAX_CONCURRENT_ENVS``
+    needs. Returns the soft limit in force."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %d to %d: %s", soft, wanted, exc)
+    needed = settings.max_concurrent_envs + FD_HEADROOM
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        log.warning(
+            "open-file limit %d (hard %d) is below the %d that MAX_CONCURRENT_ENVS=%d needs: sessions past it are "
+            "refused at accept; raise the hard limit (ulimit -Hn, LimitNOFILE=, docker --ulimit nofile=) or lower "
+            "MAX_CONCURRENT_ENVS",
+            soft,
+            hard,
+            needed,
+            settings.max_concurrent_envs,
+        )
+    return int(soft)
+
+
 def serve(app: Any, settings: Settings) -> None:
     """Serve ``app`` with uvicorn as ``settings`` say (uvloop and httptools when installed).
 
@@ -251,6 +282,7 @@ def serve(app: Any, settings: Settings) -> None:
     from uvicorn.importer import import_from_string
 
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    raise_open_file_limit(settings)
     if settings.workers > 1:
         from service.workers import serve_workers
 

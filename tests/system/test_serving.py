@@ -82,3 +82,20 @@ def test_serve_with_workers_forks_them_after_importing_the_factory(
         (app_module.app_factory, "127.0.0.1", 8124, 3, 42.0, app_module.uvicorn_options(settings)),
     ]
     assert Settings.from_env({"WORKER_TIMEOUT_S": "7.5"}).worker_timeout_s == 7.5
+
+
+def test_serving_raises_the_soft_open_file_limit_and_warns_when_the_hard_one_is_too_low(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each WebSocket session holds a socket: a soft limit of 1,024 would refuse sessions long before
+    ``MAX_CONCURRENT_ENVS``; the soft limit goes up to the hard one, and a hard one too low is named."""
+    import resource
+
+    limits = {"now": (1024, 65536)}
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: limits["now"])
+    monkeypatch.setattr(resource, "setrlimit", lambda _which, value: limits.update(now=value))
+    assert app_module.raise_open_file_limit(Settings(max_concurrent_envs=4096)) == 65536
+    assert limits["now"] == (65536, 65536) and "open-file limit" not in caplog.text
+    limits["now"] = (1024, 2048)
+    assert app_module.raise_open_file_limit(Settings(max_concurrent_envs=4096)) == 2048
+    assert "open-file limit 2048 (hard 2048) is below the 4352 that MAX_CONCURRENT_ENVS=4096 needs" in caplog.text
