@@ -152,3 +152,15 @@ async def pg_schema(url: str, action: str, schema: str) -> None:
             await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         await conn.close()
+
+
+def cpu_pressure() -> dict[str, float] | None:
+    """The kernel's CPU pressure (PSI): the share of time runnable tasks waited for a CPU, over the last
+    10 and 60 s (%). On a shared machine it says how much of a latency was waiting for a core."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            some = f.readline().split()
+    except OSError:
+        return None
+    values = dict(part.split("=") for part in some[1:3])
+    return {"some_avg10": float(values["avg10"]), "some_avg60": float(values["avg60"])}

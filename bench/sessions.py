@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.harness import HOST, ServerProcess, free_port, pg_schema
+from bench.harness import HOST, ServerProcess, cpu_pressure, free_port, pg_schema
 from bench.load import SCRIPT_SEEDS, fetch_tasks, git_commit, log, machine_busy_seconds, percentiles, record_scripts
 from bench.load import server_env as clean_env
 
@@ -124,9 +124,10 @@ class Session:
 
     async def play(self, deadline: float, think: tuple[float, float]) -> None:
         while not self.broken:
-            await asyncio.sleep(self.rng.uniform(*think))
-            if time.perf_counter() >= deadline:
-                return
+            think_s = self.rng.uniform(*think)
+            if time.perf_counter() + think_s >= deadline:
+                return  # its next step would fall after the window: the agent stops thinking now
+            await asyncio.sleep(think_s)
             await self.guard(self.act)
 
     async def resume(self) -> float:
@@ -306,6 +307,7 @@ async def run(args: argparse.Namespace, workdir: Path, started: list[ServerProce
             WS_IDLE_TIMEOUT_S=str(max(300.0, 4 * args.think[1])),
             **({"DATABASE_SCHEMA": schema} if schema else {}),
         )
+        env.update(dict(kv.split("=", 1) for kv in args.server_env))
         server = ServerProcess("sessions", [sys.executable, "-m", "service.app"], port, env, workdir)
         started.append(server)
         await asyncio.to_thread(server.wait_healthy)
@@ -319,12 +321,14 @@ async def run(args: argparse.Namespace, workdir: Path, started: list[ServerProce
                 "duration_s": args.duration,
                 "connect_rate_per_s": args.connect_rate,
                 "max_concurrent_envs": int(env["MAX_CONCURRENT_ENVS"]),
+                "server_env": args.server_env,
                 "database": "postgresql" if schema else "sqlite (WAL, synchronous=FULL)",
                 "workers": 1,
                 "generator_open_file_limit": list(limits),
                 "commit": git_commit(),
                 "cpus": os.cpu_count(),
                 "loadavg_before": [round(x, 2) for x in load0],
+                "cpu_pressure_at_end": cpu_pressure(),
                 "loadavg_after": [round(x, 2) for x in os.getloadavg()],
             },
             "results": result,
@@ -347,8 +351,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--settle-s", type=float, default=3.0, help="wait before reading memory after a phase")
     p.add_argument("--max-concurrent-envs", type=int, default=None, help="the server's cap (default sessions + 8)")
     p.add_argument("--database-url", default=None, help="PostgreSQL URL (a fresh schema); default a SQLite file")
+    p.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE", help="a setting for the server")
     p.add_argument("--json-out", type=Path, default=None)
     args = p.parse_args(argv)
+    if any("=" not in kv for kv in args.server_env):
+        p.error("--server-env takes NAME=VALUE")
     try:
         low, high = (float(x) for x in args.think_s.split(","))
     except ValueError:

@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.harness import HOST, ServerProcess, free_port
+from bench.harness import HOST, ServerProcess, cpu_pressure, free_port
 from bench.load import log, median
 
 STARTED = "Application startup complete."
@@ -86,6 +86,17 @@ def count(server: ServerProcess, needle: str | tuple[str, ...]) -> int:
     return sum(len(server.log_lines(n)) for n in needles)
 
 
+def imported_at(server: ServerProcess, started: float) -> float | None:
+    """Seconds from the start to the supervisor's "forking N workers" line (its log timestamp)."""
+    import datetime as dt
+
+    lines = server.log_lines("forking")
+    if not lines:
+        return None
+    stamp = dt.datetime.strptime(lines[0][:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    return round(stamp - (time.time() - (time.perf_counter() - started)), 2)
+
+
 def wait_until(predicate: Any, give_up_s: float) -> float | None:
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < give_up_s:
@@ -110,12 +121,15 @@ def trial(args: argparse.Namespace, index: int, workdir: Path) -> dict[str, Any]
     cmd = [sys.executable, "-m", "service.app"]
     server = ServerProcess(f"trial{index}", cmd, port, env, workdir, cwd=args.server_root)
     try:
+        started = time.perf_counter()
         first_200 = wait_until(lambda: health_ok(server.url), args.give_up_s)
         all_serving = wait_until(lambda: count(server, STARTED) >= args.workers, args.give_up_s)
         result: dict[str, Any] = {
             "first_200_s": first_200,
             "all_workers_serving_s": None if all_serving is None else round((first_200 or 0) + all_serving, 2),
             "worker_kills_during_start": count(server, KILL_LINES),
+            # service/workers.py only: the supervisor's "forking" line, when the import before the fork is done
+            "imported_s": imported_at(server, started),
         }
         victims = workers_of(server.proc.pid)
         if all_serving is None or not victims:
@@ -166,6 +180,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "server_root": str(args.server_root),
             "commit_of_server_root": commit_of(args.server_root),
             "loadavg_before": [round(x, 2) for x in load0],
+            "cpu_pressure_at_end": cpu_pressure(),
             "loadavg_1min_at_each_trial": loads,
             "notes": [
                 "serving = uvicorn's 'Application startup complete.' for that worker; first_200 = GET /health",
