@@ -105,24 +105,22 @@ class Components:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.snapshots: list[dict[str, float]] = []
+        self.snapshots: list[dict[str, Any]] = []
 
-    def snapshot(self) -> dict[str, float]:
+    def snapshot(self) -> dict[str, Any]:
         replica_pids = [pid for pids in self.cluster.replica_pids() for pid in pids]
-        ours = backends_serving(ports_to(replica_pids, PG_PORT))
         return {
             "t": time.perf_counter(),
             **self.cluster.cpu_seconds(),
-            "database_backends": sum(proc_cpu_seconds(p) for p in ours),
-            "database_backend_count": float(len(ours)),
-            "postgres_all": sum(proc_cpu_seconds(p) for p in postgres_pids()),
+            "postgres": {p: proc_cpu_seconds(p) for p in postgres_pids()},  # per PID: backends come and go
+            "ours": backends_serving(ports_to(replica_pids, PG_PORT)),
             "generator": time.process_time(),
             "machine": machine_busy_seconds(),
         }
 
     def cpu_seconds(self) -> float:
         self.snapshots.append(self.snapshot())
-        return self.snapshots[-1]["replicas"]
+        return float(self.snapshots[-1]["replicas"])
 
     def rss_mb(self) -> float:
         return round(sum(s.rss_mb() for s in self.cluster.servers), 1)
@@ -130,17 +128,23 @@ class Components:
     def window(self, steps: int) -> dict[str, Any]:
         a, b = self.snapshots[-2], self.snapshots[-1]
         wall = b["t"] - a["t"]
-        keys = ("replicas", "balancer", "database_backends", "postgres_all", "generator", "machine")
-        used = {k: b[k] - a[k] for k in keys}
+
+        def postgres(pids: Any) -> float:  # a backend that started inside the window counts from 0
+            return sum(b["postgres"].get(p, 0.0) - a["postgres"].get(p, 0.0) for p in pids if p in b["postgres"])
+
+        used = {k: b[k] - a[k] for k in ("replicas", "balancer", "generator", "machine")}
+        used["database_backends"] = postgres(set(a["ours"]) | set(b["ours"]))
+        used["postgres_all"] = postgres(b["postgres"])
         return {
             "cpu_ms_per_step": {k: round(v * 1000 / max(steps, 1), 3) for k, v in used.items()},
             "cpu_cores": {k: round(v / wall, 3) for k, v in used.items()},
-            "database_backends_seen": int(b["database_backend_count"]),
+            "database_backends_seen": len(b["ours"]),
         }
 
 
 async def measure_cluster(args: argparse.Namespace, replicas: int, workdir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    (workdir / f"r{replicas}").mkdir()
     async with running_cluster(replicas, args.database_url, workdir / f"r{replicas}") as cluster:
         tasks = await asyncio.to_thread(fetch_tasks, cluster.url)
         components = Components(cluster)

@@ -83,7 +83,10 @@ class Settings:
     # WORKERS > 1: a worker whose event loop has not run for this long (or that has not started serving this
     # long after its fork) is killed and replaced by the supervisor (service/workers.py)
     worker_timeout_s: float = 60.0
-    max_concurrent_envs: int = 256
+    # WebSocket sessions per worker. A session costs ~35 kB and a socket; what bounds a worker is the CPU of
+    # their frames (docs/performance.md#sessions-at-scale-on-one-worker): 1,024 agents thinking 1-5 s send
+    # ~340 frames/s, a third of a core.
+    max_concurrent_envs: int = 1024
     ws_idle_timeout_s: float = 300.0
     max_body_bytes: int = 64 * 1024  # HTTP bodies, WebSocket frames (uvicorn's ws_max_size too)
     # Abuse limits (docs/security.md). Requests per second per client address (HTTP requests and WS
@@ -192,7 +195,7 @@ class Settings:
             port=_int(env, "PORT", 7860, minimum=1),
             workers=_int(env, "WORKERS", 1, minimum=1),
             worker_timeout_s=_float(env, "WORKER_TIMEOUT_S", 60.0),
-            max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 256, minimum=1),
+            max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 1024, minimum=1),
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
             rate_limit_per_s=_int(env, "RATE_LIMIT_PER_S", 20, minimum=0),

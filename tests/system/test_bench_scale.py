@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.cluster import find_haproxy
+from tests.conftest import PG_URL
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -57,3 +60,26 @@ def test_bench_workers_tiny_run(tmp_path: Path) -> None:
     assert trial["restart_serving_s"] is not None  # the SIGKILLed worker was replaced by one that serves
     assert trial["worker_kills_during_start"] == 0 and trial["worker_kills_during_restart"] == 0
     assert report["config"]["burners"] == 1 and report["config"]["workers"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(find_haproxy() is None, reason="needs HAProxy (Debian: apt-get install haproxy; .ci/run does)")
+@pytest.mark.skipif(
+    PG_URL is None, reason="replicas share one PostgreSQL: set TEST_DATABASE_URL=postgresql+asyncpg://…"
+)
+def test_bench_scaling_tiny_run(tmp_path: Path) -> None:
+    report = run_bench(
+        "bench.scaling",
+        *("--replicas", "1,2", "--agents", "4", "--duration", "1", "--warmup", "0.3", "--database-url", str(PG_URL)),
+        out=tmp_path / "scaling.json",
+    )
+    assert set(report["curve"]) == {"1", "2"}
+    for by_transport in report["curve"].values():
+        assert set(by_transport) == {"http", "ws"}
+        for r in by_transport.values():
+            assert r["errors"] == 0 and r["steps_per_s"] > 0, r["error_samples"]
+            ms = r["cpu_ms_per_step"]
+            assert set(ms) == {"replicas", "balancer", "database_backends", "postgres_all", "generator", "machine"}
+            assert ms["replicas"] > 0 and ms["balancer"] > 0 and ms["database_backends"] >= 0
+            assert r["database_backends_seen"] >= 1  # the replicas' connections were traced to their backends
+    assert report["per_core_from_one_replica"]["ws"]["steps_per_s_per_replica_core"] > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,3 +100,9 @@ def test_serving_raises_the_soft_open_file_limit_and_warns_when_the_hard_one_is_
     limits["now"] = (1024, 2048)
     assert app_module.raise_open_file_limit(Settings(max_concurrent_envs=4096)) == 2048
     assert "open-file limit 2048 (hard 2048) is below the 4352 that MAX_CONCURRENT_ENVS=4096 needs" in caplog.text
+
+
+def test_a_worker_holds_the_sessions_the_performance_docs_measured_by_default() -> None:
+    """docs/performance.md#sessions-at-scale-on-one-worker sizes the default: 1,024 sessions per worker."""
+    assert Settings.from_env({}).max_concurrent_envs == Settings().max_concurrent_envs == 1024
+    assert "`MAX_CONCURRENT_ENVS` | `1024`" in (Path(__file__).parents[2] / "docs" / "api.md").read_text()
