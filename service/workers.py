@@ -18,8 +18,10 @@ fork) and runs the lifespan — about 0.2 s of CPU. Then:
   backoff (1 s, doubling to 30 s) while others serve; but while no worker has served yet, the
   first one that exits stops the supervisor with its exit code (an app that cannot load, or a
   database still away after ``DB_START_TIMEOUT_S``, fails the same way in every worker);
-- SIGTERM or SIGINT stops every worker (SIGTERM: uvicorn's graceful shutdown, SIGKILL after
-  ``STOP_GRACE_S``) and then the supervisor.
+- SIGTERM, SIGINT, SIGQUIT or SIGHUP stops every worker (SIGTERM: uvicorn's graceful shutdown,
+  SIGKILL after ``STOP_GRACE_S``) and then the supervisor (uvicorn's rolling restart on SIGHUP is
+  not reproduced: restart the supervisor); a supervisor that dies anyway (SIGKILL) takes its
+  workers with it (Linux ``PR_SET_PDEATHSIG``), so no orphan keeps serving the socket.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ log = logging.getLogger("service.workers")
 READY, BEAT = b"R", b"."
 BEAT_INTERVAL_S = 1.0
 STOP_GRACE_S = 30.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
+PR_SET_PDEATHSIG = 1
 RESPAWN_BACKOFF_S = (1.0, 30.0)
 
 
@@ -72,6 +76,19 @@ class _ReportingServer(uvicorn.Server):
         while True:
             await asyncio.sleep(BEAT_INTERVAL_S)
             self._send(BEAT)
+
+
+def _die_with(supervisor: int) -> None:
+    """Linux: SIGTERM this worker when the supervisor dies (even by SIGKILL), so no orphan keeps serving
+    the socket; elsewhere a no-op."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != supervisor:  # it died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 @dataclass
@@ -104,6 +121,7 @@ class Supervisor:
         os.set_blocking(write_fd, False)
         sys.stdout.flush()
         sys.stderr.flush()
+        supervisor = os.getpid()
         pid = os.fork()
         if pid == 0:  # the worker: never returns into the supervisor's code
             code = 1
@@ -111,8 +129,9 @@ class Supervisor:
                 os.close(read_fd)
                 for fd in [w.report_fd for w in self.workers.values()]:
                     os.close(fd)
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+                for sig in STOP_SIGNALS:
                     signal.signal(sig, signal.SIG_DFL)
+                _die_with(supervisor)
                 _ReportingServer(self.config, write_fd).run(sockets=[self.sock])
                 code = 0
             except SystemExit as exc:
@@ -131,7 +150,7 @@ class Supervisor:
     # -- the supervisor side
 
     def run(self) -> int:
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, self._on_signal)
         log.info("supervisor pid %d: forking %d workers", os.getpid(), self.count)
         for slot in range(1, self.count + 1):

@@ -9,11 +9,13 @@ import os
 import re
 import signal
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.settings import Settings
 from tests.conftest import LiveServer
@@ -40,6 +42,13 @@ def children(pid: int) -> set[int]:
             if int(fields[1]) == pid and fields[0] != "Z":
                 kids.add(int(entry.name))
     return kids
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def play(url: str, seed: int) -> None:
@@ -98,3 +107,19 @@ def test_workers_that_cannot_start_stop_the_supervisor(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited with") as failed:
         workers_server(broken, tmp_path)
     assert "before serving and no worker has served yet: stopping" in str(failed.value)
+
+
+def test_workers_do_not_outlive_a_killed_supervisor(settings: Settings, tmp_path: Path) -> None:
+    """SIGKILL of the supervisor alone (not its process group): its workers stop too, none is left
+    serving the socket as an orphan."""
+    server = workers_server(settings, tmp_path)
+    try:
+        workers = serving_pids(server, 2)
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+        deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: each worker exits once it gets SIGTERM
+        while alive := [pid for pid in workers if running(pid)]:
+            assert time.monotonic() < deadline, f"workers {alive} outlived their supervisor"
+            time.sleep(0.05)
+    finally:
+        server.stop()
