@@ -16,8 +16,8 @@ process (asyncio + uvloop, ``websockets``, one connection per session) go throug
    then sends its next step (or, after ``done``, a reset): step latency p50/p99 (client side, frame
    sent -> reply parsed), the server's CPU per frame, RSS per active session.
 4. **resume** — every session drops its socket, reconnects and resumes its episode with
-   ``{"episode_id": E, "resume": true}``, then steps once: latency of reconnect + resume and the
-   server's CPU per resume.
+   ``{"episode_id": E, "resume": true}``, then steps once: latency of reconnect + resume (the step
+   not included) and the server's CPU per session over the phase (the step included).
 
 Agents replay the actions the heuristic agent plays on the same (task, seed) — the episodes are
 deterministic, so every replayed episode ends exactly where it ended in process and the generator
