@@ -285,7 +285,9 @@ def check_stored(seen: list[Seen], db: dict[str, Any]) -> int:
     return n
 
 
-async def test_a_replica_killed_under_64_agents_loses_no_acknowledged_step(tmp_path: Path) -> None:
+async def test_a_replica_killed_under_64_agents_loses_no_acknowledged_step(
+    tmp_path: Path, record_property: Any
+) -> None:
     assert PG_URL is not None
     async with running_cluster(3, PG_URL, tmp_path) as cluster:
         run = Run()
@@ -324,6 +326,7 @@ async def test_a_replica_killed_under_64_agents_loses_no_acknowledged_step(tmp_p
         "recovery_s_max": round(max(recoveries, default=0.0), 3),
         "recovery_s_median": round(sorted(recoveries)[len(recoveries) // 2], 3) if recoveries else None,
     }
-    print("\ncluster kill:", json.dumps(report))
+    print("\ncluster kill:", json.dumps(report))  # shown with -s; and in the JUnit XML report:
+    record_property("clients_saw", json.dumps(report))
     assert stored >= KILL_AFTER_ACKS + SURVIVE_ACKS + AFTER_RESTART_ACKS
     assert report["ws_reconnects"] > 0, "no WebSocket was cut by the kill: the test proved nothing"
