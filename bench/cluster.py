@@ -61,8 +61,10 @@ def haproxy_config(
       restarted one is back once it answers ready ``RISE`` times. ``timeout check`` is generous:
       with 500 ms (HAProxy's default, the check interval) replicas slowed by a loaded machine were
       all marked down at once and the balancer answered 503 with no replica dead;
+    - ``observe layer4 error-limit 1 on-error mark-down``: a replica that refuses one connection is
+      out of rotation at once, not after ``FALL`` checks (until it passes ``RISE`` checks again);
     - ``retry-on conn-failure`` + ``option redispatch 1``: a request that could not *connect* (a
-      dead replica before its checks fail) goes to another replica; one that reached a replica is
+      dead replica before it is marked down) goes to another replica; one that reached a replica is
       never replayed by the balancer (a step without ``request_id`` would be applied twice) — the
       client retries it with its ``request_id`` (client/wire.py does);
     - ``timeout tunnel 1h``: an open WebSocket may sit between frames for as long as an agent thinks
@@ -71,7 +73,9 @@ def haproxy_config(
       ``TRUSTED_PROXY_HOPS=1`` and limits apply per client, not to the balancer's one address);
     - ``maxconn``: connections it holds at once (each takes two descriptors, client and replica side).
     """
-    checks = f"check inter {HEALTH_INTERVAL_MS}ms fall {FALL} rise {RISE}"
+    checks = (
+        f"check inter {HEALTH_INTERVAL_MS}ms fall {FALL} rise {RISE} observe layer4 error-limit 1 on-error mark-down"
+    )
     if template is not None:
         prefix, count, target = template
         backends = [f"    server-template {prefix} {count} {target} {checks} resolvers platform init-addr none"]
