@@ -289,7 +289,8 @@ def serve(app: Any, settings: Settings) -> None:
         factory = import_from_string(app) if isinstance(app, str) else app
         tune_gc()  # after every import: the workers share what it froze, copy-on-write
         options = uvicorn_options(settings)
-        serve_workers(factory, settings.host, settings.port, settings.workers, settings.worker_timeout_s, options)
+        bounds = (settings.worker_timeout_s, settings.worker_timeout_s + settings.db_start_timeout_s)
+        serve_workers(factory, settings.host, settings.port, settings.workers, *bounds, options)
         return
     tune_gc()
     uvicorn.run(app, host=settings.host, port=settings.port, **uvicorn_options(settings))

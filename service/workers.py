@@ -13,10 +13,12 @@ fork) and runs the lifespan — about 0.2 s of CPU. Then:
 - a worker tells the supervisor through a pipe when it serves (uvicorn's startup is complete; the
   supervisor logs ``worker N (pid P) serving, T s after its start``) and then every second from its
   event loop, so a worker whose loop has not run for ``WORKER_TIMEOUT_S`` is killed and replaced —
-  a hung loop, not merely a hung process;
+  a hung loop, not merely a hung process. A start is never cut short for being slow on a busy
+  machine: only one not serving after ``WORKER_TIMEOUT_S`` + ``DB_START_TIMEOUT_S`` (its lifespan
+  itself waits that long for the database) is taken for wedged;
 - a worker that exits is replaced at once; one that exits before serving is replaced after a
   backoff (1 s, doubling to 30 s) while others serve; but while no worker has served yet, the
-  first one that exits stops the supervisor with its exit code (an app that cannot load, or a
+  first one that exits by itself stops the supervisor with its exit code (an app that cannot load, or a
   database still away after ``DB_START_TIMEOUT_S``, fails the same way in every worker);
 - SIGTERM, SIGINT, SIGQUIT or SIGHUP stops every worker (SIGTERM: uvicorn's graceful shutdown,
   SIGKILL after ``STOP_GRACE_S``) and then the supervisor (uvicorn's rolling restart on SIGHUP is
@@ -43,7 +45,7 @@ import uvicorn
 log = logging.getLogger("service.workers")
 
 READY, BEAT = b"R", b"."
-BEAT_INTERVAL_S = 1.0
+BEAT_INTERVAL_S = 1.0  # at most; a quarter of WORKER_TIMEOUT_S when that is shorter
 STOP_GRACE_S = 30.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 PR_SET_PDEATHSIG = 1
@@ -53,9 +55,9 @@ RESPAWN_BACKOFF_S = (1.0, 30.0)
 class _ReportingServer(uvicorn.Server):
     """uvicorn's server, telling the supervisor when it serves and that its event loop runs."""
 
-    def __init__(self, config: uvicorn.Config, report_fd: int) -> None:
+    def __init__(self, config: uvicorn.Config, report_fd: int, beat_s: float) -> None:
         super().__init__(config)
-        self.report_fd = report_fd
+        self.report_fd, self.beat_s = report_fd, beat_s
         self._beat: Any = None
 
     def _send(self, what: bytes) -> None:
@@ -74,7 +76,7 @@ class _ReportingServer(uvicorn.Server):
         import asyncio
 
         while True:
-            await asyncio.sleep(BEAT_INTERVAL_S)
+            await asyncio.sleep(self.beat_s)
             self._send(BEAT)
 
 
@@ -99,13 +101,17 @@ class Worker:
     started: float
     ready_at: float | None = None
     last_beat: float = 0.0
+    killed: bool = False  # by the supervisor (hung): its exit says nothing about the app
 
 
 class Supervisor:
     """Forks ``count`` workers serving ``config``'s app on ``sock`` and keeps that many alive."""
 
-    def __init__(self, config: uvicorn.Config, sock: socket.socket, count: int, timeout_s: float) -> None:
-        self.config, self.sock, self.count, self.timeout_s = config, sock, count, timeout_s
+    def __init__(
+        self, config: uvicorn.Config, sock: socket.socket, count: int, timeout_s: float, start_timeout_s: float
+    ) -> None:
+        self.config, self.sock, self.count = config, sock, count
+        self.timeout_s, self.start_timeout_s = timeout_s, start_timeout_s
         self.workers: dict[int, Worker] = {}  # pid -> worker
         self.selector = selectors.DefaultSelector()
         self.stopping: int | None = None  # the signal that asked us to stop
@@ -132,7 +138,9 @@ class Supervisor:
                 for sig in STOP_SIGNALS:
                     signal.signal(sig, signal.SIG_DFL)
                 _die_with(supervisor)
-                _ReportingServer(self.config, write_fd).run(sockets=[self.sock])
+                _ReportingServer(self.config, write_fd, min(BEAT_INTERVAL_S, self.timeout_s / 4)).run(
+                    sockets=[self.sock]
+                )
                 code = 0
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
@@ -220,7 +228,7 @@ class Supervisor:
             )
             self.respawn_at[worker.slot] = now
             return
-        if not self.served_once:
+        if not self.served_once and not worker.killed:
             log.error(
                 "worker %d (pid %d) exited (code %d) before serving and no worker has served yet: stopping "
                 "(the app fails the same way in every worker; its log lines are above)",
@@ -244,19 +252,21 @@ class Supervisor:
     def _kill_hung(self) -> None:
         now = time.monotonic()
         for worker in list(self.workers.values()):
-            since = worker.last_beat if worker.ready_at is not None else worker.started
-            if now - since > self.timeout_s:
+            serving = worker.ready_at is not None
+            since, bound = (worker.last_beat, self.timeout_s) if serving else (worker.started, self.start_timeout_s)
+            if not worker.killed and now - since > bound:
                 what = "its event loop has not run" if worker.ready_at is not None else "it has not started serving"
                 log.error(
-                    "worker %d (pid %d): %s for %.0f s (WORKER_TIMEOUT_S): killing it",
+                    "worker %d (pid %d): %s for %.0f s (%s): killing it",
                     worker.slot,
                     worker.pid,
                     what,
                     now - since,
+                    "WORKER_TIMEOUT_S" if serving else "WORKER_TIMEOUT_S + DB_START_TIMEOUT_S",
                 )
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(worker.pid, signal.SIGKILL)
-                worker.last_beat = worker.started = now  # once: _reap replaces it when it is gone
+                worker.killed = True  # once: _reap replaces it when it is gone
 
     def _respawn_due(self) -> None:
         now = time.monotonic()
@@ -286,9 +296,17 @@ class Supervisor:
 
 
 def serve_workers(
-    app_factory: Callable[[], Any], host: str, port: int, count: int, timeout_s: float, options: dict[str, Any]
+    app_factory: Callable[[], Any],
+    host: str,
+    port: int,
+    count: int,
+    timeout_s: float,
+    start_timeout_s: float,
+    options: dict[str, Any],
 ) -> None:
-    """Serve ``app_factory()`` (built in each worker) from ``count`` forked workers on ``host:port``."""
+    """Serve ``app_factory()`` (built in each worker) from ``count`` forked workers on ``host:port``; a
+    worker silent ``timeout_s`` after serving, or not serving ``start_timeout_s`` after its fork, is
+    killed and replaced."""
     config = uvicorn.Config(app_factory, factory=True, host=host, port=port, **options)
     sock = config.bind_socket()
-    sys.exit(Supervisor(config, sock, count, timeout_s).run())
+    sys.exit(Supervisor(config, sock, count, timeout_s, start_timeout_s).run())

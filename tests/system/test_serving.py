@@ -77,10 +77,10 @@ def test_serve_with_workers_forks_them_after_importing_the_factory(
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(workers, "serve_workers", lambda *args: calls.append(args))
     monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: pytest.fail("uvicorn.run spawns its workers"))
-    settings = Settings(host="127.0.0.1", port=8124, workers=3, worker_timeout_s=42.0)
+    settings = Settings(host="127.0.0.1", port=8124, workers=3, worker_timeout_s=42.0, db_start_timeout_s=30.0)
     app_module.serve("service.app:app_factory", settings)
-    assert calls == [
-        (app_module.app_factory, "127.0.0.1", 8124, 3, 42.0, app_module.uvicorn_options(settings)),
+    assert calls == [  # a start may take the lifespan's own database wait on top of the worker timeout
+        (app_module.app_factory, "127.0.0.1", 8124, 3, 42.0, 72.0, app_module.uvicorn_options(settings)),
     ]
     assert Settings.from_env({"WORKER_TIMEOUT_S": "7.5"}).worker_timeout_s == 7.5
 
