@@ -80,8 +80,8 @@ class Settings:
     host: str = "0.0.0.0"
     port: int = 7860
     workers: int = 1  # uvicorn worker processes of `python -m service.app` (all state is in the database)
-    # WORKERS > 1: a worker whose event loop has not run for this long (or that has not started serving this
-    # long after its fork) is killed and replaced by the supervisor (service/workers.py)
+    # WORKERS > 1: a serving worker whose event loop has not run for this long is killed and replaced by the
+    # supervisor (service/workers.py); a starting one only after this + db_start_timeout_s
     worker_timeout_s: float = 60.0
     # WebSocket sessions per worker. A session costs ~35 kB and a socket; what bounds a worker is the CPU of
     # their frames (docs/performance.md#sessions-at-scale-on-one-worker): 1,024 agents thinking 1-5 s send
