@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from bench.cluster import find_haproxy, running_cluster
+from bench.harness import STALLED_AFTER_S
 from client.wire import EnvClient, ServiceError
 from service import env as core
 from service.settings import Settings
@@ -300,7 +301,7 @@ async def test_a_replica_killed_under_64_agents_loses_no_acknowledged_step(
     tmp_path: Path, record_property: Any
 ) -> None:
     assert PG_URL is not None
-    async with running_cluster(3, PG_URL, tmp_path) as cluster:
+    async with running_cluster(3, PG_URL, tmp_path) as cluster, asyncio.timeout(STALLED_AFTER_S):  # a safety net
         run = Run()
         agents = [asyncio.create_task(http_agent(i, cluster.url, run)) for i in range(HTTP_AGENTS)]
         agents += [asyncio.create_task(WsAgent(i, cluster.url, run).play()) for i in range(WS_AGENTS)]
