@@ -14,7 +14,8 @@ process (asyncio + uvloop, ``websockets``, one connection per session) go throug
    holding an episode, between steps) = (RSS now - RSS before the first socket) / N.
 3. **active** — for ``--duration`` seconds every agent thinks a uniform ``--think-s`` interval,
    then sends its next step (or, after ``done``, a reset): step latency p50/p99 (client side, frame
-   sent -> reply parsed), the server's CPU per frame, RSS per active session.
+   sent -> reply parsed), the server's CPU per frame, RSS per active session, and how late the
+   generator's own event loop woke up (a step's latency includes that).
 4. **resume** — every session drops its socket, reconnects and resumes its episode with
    ``{"episode_id": E, "resume": true}``, then steps once: latency of reconnect + resume (the step
    not included) and the server's CPU per session over the phase (the step included).
@@ -201,6 +202,30 @@ class Meter:
         }
 
 
+class LoopLag:
+    """How late the generator's own event loop wakes up (a 50 ms sleep, measured): when it is late, so is
+    every reply it reads, and the step latencies say as much about the generator as about the server."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def _probe(self) -> None:
+        while True:
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.05)
+            self.samples.append((time.perf_counter() - t0 - 0.05) * 1000)
+
+    def start(self) -> None:
+        self.samples.clear()
+        self.task = asyncio.get_running_loop().create_task(self._probe())
+
+    def stop(self) -> dict[str, float | None]:
+        if self.task is not None:
+            self.task.cancel()
+        return percentiles(self.samples)
+
+
 def kb_per(mb_now: float, mb_base: float, n: int) -> float:
     return round((mb_now - mb_base) * 1024 / n, 2)
 
@@ -239,9 +264,12 @@ async def phases(args: argparse.Namespace, server: ServerProcess) -> dict[str, A
     for name in ("reset", "step"):
         stats.latencies[name].clear()
     meter.mark()
+    lag = LoopLag()
+    lag.start()
     deadline = time.perf_counter() + args.duration
     await asyncio.gather(*(s.play(deadline, args.think) for s in sessions))
     active = meter.since()
+    generator_lag = lag.stop()
     frames = len(stats.latencies["step"]) + len(stats.latencies["reset"])
     out["active"] = {
         "steps": len(stats.latencies["step"]),
@@ -251,6 +279,7 @@ async def phases(args: argparse.Namespace, server: ServerProcess) -> dict[str, A
         "step_latency_ms": percentiles(stats.latencies["step"]),
         "reset_latency_ms": percentiles(stats.latencies["reset"]),
         "server_cpu_ms_per_frame": round(active["server_cpu_s"] * 1000 / max(frames, 1), 3),
+        "generator_loop_lag_ms": generator_lag,
         "server_rss_mb": server.rss_mb(),
         "kb_per_session": kb_per(server.rss_mb(), base_mb, n),
         **active,

@@ -46,6 +46,7 @@ def test_bench_sessions_tiny_run(tmp_path: Path) -> None:
     for key in ("p50", "p99"):
         assert r["active"]["step_latency_ms"][key] > 0 and r["resume"]["latency_ms"][key] > 0
     assert r["resume"]["sessions"] == 12
+    assert r["active"]["generator_loop_lag_ms"]["p50"] is not None
     assert set(report["targets_met"]) == {"step_p99_ms<=50", "idle_kb_per_session<=50", "errors==0"}
     assert report["targets_met"]["errors==0"] is True
 
