@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -170,6 +171,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             trials.append(t)
     finally:
         stop_burners(burners)
+        shutil.rmtree(workdir, ignore_errors=True)
     return {
         "config": {
             "workers": args.workers,
