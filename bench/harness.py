@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-HEALTHY_WITHIN_S = 60.0  # a server's start on a loaded 2-core machine (migrations, two workers) stays well inside
+# A safety net, not a budget: waits end when the server reports what they wait for, and fail at once
+# when it exits; this only keeps a wedged run from hanging forever.
+STALLED_AFTER_S = 600.0
 
 
 def free_port() -> int:
@@ -31,18 +33,22 @@ def free_port() -> int:
 class ServerProcess:
     """A server subprocess in its own session; its process group id is its PID."""
 
-    def __init__(self, name: str, cmd: list[str], port: int, env: dict[str, str], log_dir: Path) -> None:
-        """Start ``cmd`` (from the repository root, with exactly ``env``), its output in ``log_dir/<name>.log``."""
+    def __init__(
+        self, name: str, cmd: list[str], port: int, env: dict[str, str], log_dir: Path, cwd: Path = ROOT
+    ) -> None:
+        """Start ``cmd`` (from ``cwd``, the repository root by default, with exactly ``env``), its output in
+        ``log_dir/<name>.log``."""
         self.name, self.port = name, port
         self.url = f"http://{HOST}:{port}"
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self._stopped = False
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
 
-    def wait_healthy(self, timeout: float = HEALTHY_WITHIN_S) -> None:
+    def wait_healthy(self, timeout: float = STALLED_AFTER_S) -> None:
+        """Until ``/health`` says healthy; fails as soon as the server exits."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -55,6 +61,25 @@ class ServerProcess:
                 pass
             time.sleep(0.1)
         raise RuntimeError(f"{self.name} not healthy after {timeout:.0f}s:\n{self.tail()}")
+
+    def log_lines(self, needle: str) -> list[str]:
+        """The lines of this server's log so far that contain ``needle``."""
+        if not self._log.closed:
+            self._log.flush()
+        text = self.log_path.read_bytes().decode("utf-8", "replace")
+        return [line for line in text.splitlines() if needle in line]
+
+    def wait_for_log(self, needle: str, count: int = 1, timeout: float = STALLED_AFTER_S) -> list[str]:
+        """Until ``count`` lines of the log contain ``needle`` (an event the server reports, such as
+        ``service.workers``' "serving" line); fails as soon as the server exits."""
+        deadline = time.monotonic() + timeout
+        while len(lines := self.log_lines(needle)) < count:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: {len(lines)}/{count} lines with {needle!r}:\n{self.tail()}")
+            time.sleep(0.05)
+        return lines
 
     def tail(self, n: int = 4000) -> str:
         if not self._log.closed:
@@ -127,3 +152,15 @@ async def pg_schema(url: str, action: str, schema: str) -> None:
             await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         await conn.close()
+
+
+def cpu_pressure() -> dict[str, float] | None:
+    """The kernel's CPU pressure (PSI): the share of time runnable tasks waited for a CPU, over the last
+    10 and 60 s (%). On a shared machine it says how much of a latency was waiting for a core."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            some = f.readline().split()
+    except OSError:
+        return None
+    values = dict(part.split("=") for part in some[1:3])
+    return {"some_avg10": float(values["avg10"]), "some_avg60": float(values["avg60"])}

@@ -87,7 +87,7 @@ def main() -> None:
     settings, ports = container_settings(os.environ)
     os.environ["DATABASE_URL"] = settings.database_url  # worker processes read their settings from here
 
-    from service.app import create_app, serve, tune_gc, uvicorn_options
+    from service.app import create_app, raise_open_file_limit, serve, tune_gc, uvicorn_options
 
     if len(ports) == 1 or settings.workers > 1:
         if len(ports) > 1:
@@ -101,6 +101,7 @@ def main() -> None:
 
     app = create_app(settings)
     tune_gc()
+    raise_open_file_limit(settings)
     config = uvicorn.Config(app, **uvicorn_options(settings))
     log.info("serving on %s ports %s", settings.host, ", ".join(map(str, ports)))
     uvicorn.Server(config).run(sockets=[_bind(settings.host, port) for port in ports])

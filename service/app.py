@@ -238,25 +238,68 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     }
 
 
+FD_HEADROOM = 256  # open files a worker needs beside its sessions' sockets: database, logs, HTTP keep-alive
+
+
+def raise_open_file_limit(settings: Settings) -> int:
+    """Every WebSocket session holds a socket: raise the soft ``RLIMIT_NOFILE`` to the hard limit (which
+    needs no privilege; workers inherit it) and warn when even that is below what ``MAX_CONCURRENT_ENVS``
+    needs. Returns the soft limit in force."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %d to %d: %s", soft, wanted, exc)
+    needed = settings.max_concurrent_envs + FD_HEADROOM
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        log.warning(
+            "open-file limit %d (hard %d) is below the %d that MAX_CONCURRENT_ENVS=%d needs: sessions past it are "
+            "refused at accept; raise the hard limit (ulimit -Hn, LimitNOFILE=, docker --ulimit nofile=) or lower "
+            "MAX_CONCURRENT_ENVS",
+            soft,
+            hard,
+            needed,
+            settings.max_concurrent_envs,
+        )
+    return int(soft)
+
+
 def serve(app: Any, settings: Settings) -> None:
     """Serve ``app`` with uvicorn as ``settings`` say (uvloop and httptools when installed).
 
-    ``app`` is an ASGI app (one process), or with ``settings.workers > 1`` the import string of
-    an app factory that each worker calls. The benchmark serves its peer and ceiling through
-    this same call, so every server it compares runs with the same options.
+    ``app`` is an ASGI app (one process), or with ``settings.workers > 1`` an app factory (or its
+    import string) that each worker calls: the workers are forked by ``service.workers`` after
+    everything is imported, so one starts in a fraction of a second even on a busy machine. The
+    benchmark serves its peer and ceiling through this same call, so every server it compares runs
+    with the same options.
     """
     import uvicorn
+    from uvicorn.importer import import_from_string
 
-    tune_gc()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    workers: dict[str, Any] = {"workers": settings.workers, "factory": True} if settings.workers > 1 else {}
-    uvicorn.run(app, host=settings.host, port=settings.port, **uvicorn_options(settings), **workers)
+    raise_open_file_limit(settings)
+    if settings.workers > 1:
+        from service.workers import serve_workers
+
+        factory = import_from_string(app) if isinstance(app, str) else app
+        tune_gc()  # after every import: the workers share what it froze, copy-on-write
+        options = uvicorn_options(settings)
+        bounds = (settings.worker_timeout_s, settings.worker_timeout_s + settings.db_start_timeout_s)
+        serve_workers(factory, settings.host, settings.port, settings.workers, *bounds, options)
+        return
+    tune_gc()
+    uvicorn.run(app, host=settings.host, port=settings.port, **uvicorn_options(settings))
 
 
 def main() -> None:
     settings = Settings.from_env()
     if settings.workers > 1:  # every worker builds its own app (and engine) from the environment
-        serve("service.app:app_factory", settings)
+        serve(app_factory, settings)
     else:
         serve(create_app(settings), settings)
 

@@ -80,7 +80,13 @@ class Settings:
     host: str = "0.0.0.0"
     port: int = 7860
     workers: int = 1  # uvicorn worker processes of `python -m service.app` (all state is in the database)
-    max_concurrent_envs: int = 256
+    # WORKERS > 1: a serving worker whose event loop has not run for this long is killed and replaced by the
+    # supervisor (service/workers.py); a starting one only after this + db_start_timeout_s
+    worker_timeout_s: float = 60.0
+    # WebSocket sessions per worker. A session costs ~35 kB and a socket; what bounds a worker is the CPU of
+    # their frames (docs/performance.md#sessions-at-scale-on-one-worker): 1,024 agents thinking 1-5 s send
+    # ~340 frames/s, a third of a core.
+    max_concurrent_envs: int = 1024
     ws_idle_timeout_s: float = 300.0
     max_body_bytes: int = 64 * 1024  # HTTP bodies, WebSocket frames (uvicorn's ws_max_size too)
     # Abuse limits (docs/security.md). Requests per second per client address (HTTP requests and WS
@@ -188,7 +194,8 @@ class Settings:
             host=env.get("HOST") or "0.0.0.0",
             port=_int(env, "PORT", 7860, minimum=1),
             workers=_int(env, "WORKERS", 1, minimum=1),
-            max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 256, minimum=1),
+            worker_timeout_s=_float(env, "WORKER_TIMEOUT_S", 60.0),
+            max_concurrent_envs=_int(env, "MAX_CONCURRENT_ENVS", 1024, minimum=1),
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
             rate_limit_per_s=_int(env, "RATE_LIMIT_PER_S", 20, minimum=0),

@@ -150,9 +150,13 @@ async def test_mcp_tools_reject_unknown_arguments(client: AsyncTestClient) -> No
 def test_sessions_work_across_two_worker_processes(settings: Settings, tmp_path: Path) -> None:
     """``WORKERS=2``: each request on a new connection may reach either worker; every one is served."""
     server = LiveServer(
-        settings, tmp_path / "workers.log", extra_env={"WORKERS": "2"}, command=[sys.executable, "-m", "service.app"]
+        settings,
+        tmp_path / "workers.log",
+        extra_env={"WORKERS": "2", "LOG_LEVEL": "INFO"},
+        command=[sys.executable, "-m", "service.app"],
     )
     try:
+        server.wait_for_log(") serving,", 2)  # both workers (service/workers.py logs each one's start)
         failures = []
         for i in range(10):
             session_id = httpx.post(server.url + "/mcp", json=rpc("openenv/session/create")).json()["result"][

@@ -352,28 +352,20 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:  # exited meanwhile
-        return b""
-
-
 def test_workers_setting_serves_from_that_many_processes(shared_settings: Settings, tmp_path: Path) -> None:
     """``WORKERS=2 python -m service.app``: two worker processes behind one port, one database."""
     server = LiveServer(
         shared_settings,
         tmp_path / "workers.log",
-        extra_env={"WORKERS": "2"},
+        extra_env={"WORKERS": "2", "LOG_LEVEL": "INFO"},
         command=[sys.executable, "-m", "service.app"],
     )
     try:
-        deadline = time.monotonic() + 30
-        # uvicorn's workers are spawned processes (its resource tracker is a child too, but not one)
-        while len(workers := [k for k in _children(server.proc.pid) if b"spawn_main" in _cmdline(k)]) < 2:
-            assert time.monotonic() < deadline, workers
-            time.sleep(0.2)
-        assert len(workers) == 2, workers
+        # the supervisor logs each worker's "serving" line once its startup is complete (service/workers.py)
+        serving = server.wait_for_log(") serving,", 2)
+        workers = _children(server.proc.pid)
+        assert len(serving) == 2 and len(workers) == 2, (serving, workers)
+        assert all(f"(pid {pid}) serving" in "\n".join(serving) for pid in workers)
         # an episode played with a new connection per request (any worker may answer) stays consistent
         episode = httpx.post(server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}).json()["observation"][
             "episode_id"
