@@ -16,7 +16,8 @@ background noise hits all of them alike, and the report gives the median over ro
 - ``ceiling/http``, ``ceiling/ws`` — Litestar routes that do nothing (``bench.noop_app``) served the
   same way; agents replay recorded episodes of the same tasks (same request bodies and counts).
 
-Agents are ``HeuristicAgent`` (one per episode), tasks round-robin over ``GET /tasks``, split
+Agents are the heuristic reference agent of each task's family (one per episode; the store desk's plays its
+tool calls), tasks round-robin over ``GET /tasks``, split
 ``train``. Every target gets ``--warmup`` seconds that are not counted, then ``--duration`` seconds
 (or fewer if ``--max-requests`` is reached) whose completed requests are counted. Step latency is
 client-side: request written → response parsed. One generator process (asyncio, uvloop, a minimal
@@ -303,7 +304,7 @@ class Player:
     # -- one episode
 
     async def play_real(self, k: int) -> None:
-        from service.env.agents import HeuristicAgent
+        from service.env.agents import make_agent
 
         task_id, seed = self.schedule.pick(self.index, k)
         reset_body = {"task_id": task_id, "seed": seed, "split": "train"}
@@ -313,7 +314,7 @@ class Player:
         else:
             result = await self.ws_frame(json.dumps({"type": "reset", "data": reset_body}), w.reset_ms)
         episode_id = episode_id_of(result)
-        agent = HeuristicAgent(seed)
+        agent = make_agent("heuristic", seed, result["observation"]["ticket_id"])  # the family's own heuristic
         steps = 0
         while not result["done"]:
             if steps >= MAX_EPISODE_STEPS:
@@ -391,7 +392,7 @@ SCRIPT_SEEDS = 16
 def record_scripts(tasks: list[str]) -> dict[tuple[str, int], list[bytes]]:
     """Action bodies of HeuristicAgent episodes played on the core in-process (for the ceiling)."""
     from service.env import TASKS, reset, step
-    from service.env.agents import HeuristicAgent
+    from service.env.agents import make_agent
 
     scripts: dict[tuple[str, int], list[bytes]] = {}
     for task_id in tasks:
@@ -399,7 +400,7 @@ def record_scripts(tasks: list[str]) -> dict[tuple[str, int], list[bytes]]:
             continue
         for seed in range(SCRIPT_SEEDS):
             state, obs = reset(task_id, seed, "train")
-            agent, actions = HeuristicAgent(seed), []
+            agent, actions = make_agent("heuristic", seed, state.ticket_id), []
             for _ in range(MAX_EPISODE_STEPS):
                 action = agent.act(obs)
                 actions.append(json.dumps(action.model_dump(mode="json", exclude_defaults=True)).encode())
