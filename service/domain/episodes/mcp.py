@@ -50,7 +50,7 @@ from service.lib.decoding import (
     validation_errors,
 )
 from service.lib.limits import Client
-from service.lib.problems import InvalidInput, Problem
+from service.lib.problems import InvalidInput, Problem, clip, listed
 
 PROTOCOL_VERSION = "2025-06-18"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -250,7 +250,7 @@ async def _session_method(
     if session is not None and target == session.id:
         return _error(INVALID_REQUEST, "Cannot close the WebSocket's own session via MCP; close the WebSocket", req.id)
     if sessions is None or not await sessions.close(target):
-        return _error(INVALID_PARAMS, f"Unknown session_id: {target}", req.id)
+        return _error(INVALID_PARAMS, f"Unknown session_id: {clip(target)}", req.id)
     return _result(req.id, {"session_id": target, "closed": True})
 
 
@@ -269,7 +269,9 @@ async def _tools_call(
     try:
         payload = await _call_tool(name, args, episodes, session, address)
     except KeyError:
-        return _error(INVALID_PARAMS, f"unknown tool {name!r}; tools/list shows reset, step, state, grade", req.id)
+        return _error(
+            INVALID_PARAMS, f"unknown tool {clip(name)!r}; tools/list shows reset, step, state, grade", req.id
+        )
     except Problem as exc:
         return _result(req.id, _tool_result(exc.body(), is_error=True))
     finally:
@@ -308,7 +310,7 @@ async def handle_jsonrpc(
     if session is None and requested is not None:
         session = await sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
         if session is None:
-            unknown = f"Unknown session_id: {requested}; create one with openenv/session/create"
+            unknown = f"Unknown session_id: {clip(str(requested))}; create one with openenv/session/create"
             return _error(INVALID_PARAMS, unknown, req.id)
     if req.method == "tools/list":
         return _result(req.id, {"tools": TOOLS})
@@ -316,7 +318,7 @@ async def handle_jsonrpc(
         return await _tools_call(req, episodes, session, sessions, client)
     return _error(
         METHOD_NOT_FOUND,
-        f"Method not found: {req.method}; use initialize, tools/list, tools/call, "
+        f"Method not found: {clip(req.method)}; use initialize, tools/list, tools/call, "
         "openenv/session/create or openenv/session/close",
         req.id,
     )
@@ -328,9 +330,7 @@ def _arguments(name: str, args: dict[str, Any]) -> Any:
         return TOOL_MODELS[name][1].model_validate(args)
     except ValidationError as exc:
         errors = validation_errors(exc, "arguments")
-        raise InvalidInput(
-            f"invalid {name} arguments: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors=errors
-        ) from exc
+        raise InvalidInput(f"invalid {name} arguments: {listed(errors)}", errors=errors) from exc
 
 
 async def _call_tool(
@@ -397,7 +397,7 @@ async def mcp_style_step(
     try:
         payload = await _call_tool(name, args, episodes, session, client_address)
     except KeyError:
-        return failed("tool_not_found", f"unknown tool {name!r}; list_tools shows reset, step, state, grade")
+        return failed("tool_not_found", f"unknown tool {clip(name)!r}; list_tools shows reset, step, state, grade")
     except Problem as exc:  # the tool ran and refused its input: a tool-level result, as over JSON-RPC
         return {
             "observation": {"tool_name": name, "result": _tool_result(exc.body(), is_error=True), "error": None},

@@ -34,7 +34,7 @@ from service.domain.episodes.schemas import ResetParams
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import BodyNotJson, UnstorableText, decode_json, validation_errors
 from service.lib.limits import Client, FrameRate
-from service.lib.problems import Problem
+from service.lib.problems import Problem, clip
 from service.settings import Settings
 
 log = logging.getLogger("service.ws")
@@ -181,7 +181,9 @@ async def _handle(
     kind = frame.get("type")
     model = FRAMES.get(kind) if isinstance(kind, str) else None
     if model is None:
-        return _error(f"Unknown message type: {kind}; use reset, step, state, close or mcp", "UNKNOWN_TYPE"), False
+        return _error(
+            f"Unknown message type: {clip(str(kind))}; use reset, step, state, close or mcp", "UNKNOWN_TYPE"
+        ), False
     try:
         msg = model.model_validate(frame)
     except ValidationError as exc:
