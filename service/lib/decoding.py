@@ -256,11 +256,11 @@ def close_openapi_bodies(document: dict[str, Any]) -> dict[str, Any]:
 
 def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, Any]]:
     """The errors of ``exc`` as problem ``errors`` entries, bounded (:func:`~service.lib.problems.bounded_errors`)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for err in exc.errors(include_url=False, include_input=False):
         loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
         field = ".".join(p for p in (prefix, loc) if p)
-        entry = {"field": field or prefix or "body", "message": err["msg"], "type": err["type"]}
+        entry: dict[str, Any] = {"field": field or prefix or "body", "message": err["msg"], "type": err["type"]}
         if err["type"] == "more_errors":
             entry.update(field="…", more=err.get("ctx", {}).get("more"))
         out.append(entry)
