@@ -12,7 +12,7 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from service.db import mcp_store, retention
+from service.db import clock, mcp_store, retention
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.db.models import utcnow
@@ -41,7 +41,9 @@ async def retention_pass(
 
 
 async def retention_loop(db: Database, runs: RunService, settings: Settings) -> None:
-    """Run :func:`retention_pass` every ``retention_interval_s`` until cancelled; never dies of a failure."""
+    """Run :func:`retention_pass` every ``retention_interval_s`` until cancelled; never dies of a failure.
+    After each pass, says once if the wall clock has jumped away from the clock ages are counted by."""
+    warned = False
     while True:
         await asyncio.sleep(settings.retention_interval_s)
         try:
@@ -54,3 +56,17 @@ async def retention_loop(db: Database, runs: RunService, settings: Settings) -> 
             continue
         if purged:
             log.info("retention purged %s", retention.describe(purged))
+        warned = _warn_of_a_clock_jump(warned)
+
+
+def _warn_of_a_clock_jump(warned: bool) -> bool:
+    drift = clock.PROCESS_CLOCK.drift()
+    if warned or abs(drift) < clock.DRIFT_WARNING_S:
+        return warned
+    log.warning(
+        "the wall clock moved %+.0f s away from the time this process counts since it started: stamps, TTLs and "
+        "retention keep counting from the start (nothing is aged by the jump); a restart takes the wall clock "
+        "as it is then",
+        drift,
+    )
+    return True

@@ -125,8 +125,16 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
         return type(exc)
     if isinstance(exc, sa_exc.IntegrityError):
         return None
-    for err in _chain(exc):
-        fault = _sqlite_fault(err) or _postgres_fault(err) or _connection_fault(err)
+    chain = list(_chain(exc))
+    # What the database itself answered (a SQLite result code, a PostgreSQL SQLSTATE) decides before how the
+    # connection ended: PostgreSQL answers a full disk with 53100 and may then drop the connection, which
+    # SQLAlchemy reports as invalidated — that is a full disk (507), not an outage (503).
+    for err in chain:
+        fault = _sqlite_fault(err) or _postgres_fault(err)
+        if fault is not None:
+            return fault
+    for err in chain:
+        fault = _connection_fault(err)
         if fault is not None:
             return fault
     return None
@@ -205,6 +213,16 @@ def sqlstate(exc: BaseException) -> str | None:
     return None
 
 
+def io_error(exc: BaseException) -> bool:
+    """SQLite answered an I/O error (``SQLITE_IOERR``: a failed write or ``fsync``). At COMMIT it leaves the
+    outcome unknown: in WAL mode the commit's frames may be in the file and replayed by the next open."""
+    for err in _chain(exc):
+        code = getattr(err, "sqlite_errorcode", None)
+        if isinstance(err, sqlite3.Error) and code is not None:
+            return code & 0xFF == sqlite3.SQLITE_IOERR
+    return False
+
+
 def needs_reopen(exc: BaseException) -> bool:
     """After this error a SQLite connection is suspect (I/O error, file moved or unreadable): reopen it."""
     for err in _chain(exc):
@@ -256,6 +274,7 @@ __all__ = [
     "classify",
     "describe",
     "fault_from",
+    "io_error",
     "needs_reopen",
     "sqlstate",
 ]

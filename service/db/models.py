@@ -27,6 +27,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from service.db import clock
+
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
 NAMING = {
@@ -58,7 +60,8 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    """Now, UTC, counted so that a jump of the wall clock ages nothing (:mod:`service.db.clock`)."""
+    return clock.utcnow()
 
 
 class Base(DeclarativeBase):

@@ -399,6 +399,19 @@ def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
     )
 
 
+def fault_body(exc: DatabaseFault) -> dict[str, Any]:
+    """A database fault as a problem document — over HTTP, as an MCP tool error, in a WebSocket error frame:
+    ``outcome-unknown`` (the write may be applied: retry with the same request_id, or check first) is its
+    own type everywhere, apart from ``database-unavailable`` (not applied: retry) and ``storage-full``."""
+    return {
+        "type": TYPE_BASE + exc.slug,
+        "title": exc.title,
+        "status": exc.status,
+        "detail": exc.detail,
+        "retry_after_s": exc.retry_after_s,
+    }
+
+
 def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault) -> Response[dict[str, Any]]:
     # One log line per failure; a traceback at most once a minute (an outage fails every request).
     faults: FaultLog | None = getattr(getattr(request.app.state, "database", None), "faults", None)
@@ -406,7 +419,7 @@ def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault)
         faults.failure(log, f"{request.method} {request.url.path}", exc)
     else:
         log.warning("%s %s: %s → %d: %s", request.method, request.url.path, exc.title.lower(), exc.status, exc.reason)
-    response = problem_response(exc.status, exc.title, exc.detail, exc.slug, retry_after_s=exc.retry_after_s)
+    response = Response(content=fault_body(exc), status_code=exc.status, media_type=PROBLEM_JSON)
     response.headers["Retry-After"] = str(exc.retry_after_s)
     return response
 

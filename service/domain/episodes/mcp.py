@@ -18,6 +18,7 @@ stateless, as before. openenv-core 0.3.0's ``MCPToolClient`` sends ``list_tools`
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import uuid
 from datetime import timedelta
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from service.db import mcp_store
 from service.db.engine import Database
+from service.db.errors import DatabaseFault
 from service.db.models import utcnow
 from service.domain.episodes.schemas import (
     EpisodeArguments,
@@ -50,7 +52,9 @@ from service.lib.decoding import (
     validation_errors,
 )
 from service.lib.limits import Client
-from service.lib.problems import InvalidInput, Problem, clip, listed
+from service.lib.problems import InvalidInput, Problem, clip, fault_body, listed
+
+log = logging.getLogger("service.mcp")
 
 PROTOCOL_VERSION = "2025-06-18"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -274,6 +278,9 @@ async def _tools_call(
         )
     except Problem as exc:
         return _result(req.id, _tool_result(exc.body(), is_error=True))
+    except DatabaseFault as exc:  # the tool's problem, as over HTTP: outcome-unknown is its own type
+        episodes.db.faults.failure(log, f"mcp tools/call {clip(name)}", exc)
+        return _result(req.id, _tool_result(fault_body(exc), is_error=True))
     finally:
         if session is not None and sessions is not None:
             await sessions.save(session)  # a reset moved the session to another episode: every worker sees it
@@ -398,9 +405,10 @@ async def mcp_style_step(
         payload = await _call_tool(name, args, episodes, session, client_address)
     except KeyError:
         return failed("tool_not_found", f"unknown tool {clip(name)!r}; list_tools shows reset, step, state, grade")
-    except Problem as exc:  # the tool ran and refused its input: a tool-level result, as over JSON-RPC
+    except (Problem, DatabaseFault) as exc:  # the tool ran and failed: a tool-level result, as over JSON-RPC
+        body = exc.body() if isinstance(exc, Problem) else fault_body(exc)
         return {
-            "observation": {"tool_name": name, "result": _tool_result(exc.body(), is_error=True), "error": None},
+            "observation": {"tool_name": name, "result": _tool_result(body, is_error=True), "error": None},
             "reward": None,
             "done": False,
         }

@@ -22,7 +22,7 @@ from litestar.di import NamedDependency
 from litestar.types import WebSocketReceiveEvent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from service.db.errors import DatabaseFault
+from service.db.errors import DatabaseFault, DatabaseOutcomeUnknown
 from service.domain.episodes.mcp import (
     McpSession,
     McpSessions,
@@ -34,7 +34,7 @@ from service.domain.episodes.schemas import ResetParams
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import BodyNotJson, UnstorableText, decode_json, validation_errors
 from service.lib.limits import Client, FrameRate
-from service.lib.problems import Problem, clip
+from service.lib.problems import Problem, clip, fault_body
 from service.settings import Settings
 
 log = logging.getLogger("service.ws")
@@ -153,6 +153,14 @@ def _frame(kind: str, data: Any) -> str:
 
 def _error(message: str, code: str, **extra: Any) -> str:
     return _frame("error", {"message": message, "code": code, **extra})
+
+
+def _fault_frame(exc: DatabaseFault) -> str:
+    """A database fault as an error frame: ``OUTCOME_UNKNOWN`` when the write may be applied (check with a
+    state frame before sending it again), ``EXECUTION_ERROR`` otherwise; ``type`` is the problem type."""
+    body = fault_body(exc)
+    code = "OUTCOME_UNKNOWN" if isinstance(exc, DatabaseOutcomeUnknown) else "EXECUTION_ERROR"
+    return _error(exc.detail, code, status=exc.status, retry_after_s=exc.retry_after_s, problem_type=body["type"])
 
 
 async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> str | None:
@@ -358,7 +366,7 @@ class _Connection:
             return reply, active
         except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
             self.episodes.db.faults.failure(log, f"ws frame episode_id={self.session.episode_id}", exc)
-            return _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s), False
+            return _fault_frame(exc), False
         except Exception:
             log.exception("ws frame failed episode_id=%s", self.session.episode_id)
             return _error(
