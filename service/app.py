@@ -102,7 +102,8 @@ class Services:
         episodes = EpisodeService(
             database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks
         )
-        episodes.quota = EpisodeQuota(
+        # one storage cap per client address, for plain episodes and runs' episodes alike
+        episodes.quota = runs.episode_quota = EpisodeQuota(
             database, settings.max_active_episodes_per_client, settings.max_episodes_per_client_per_day
         )
         return cls(database, runs, episodes, client_addresses(settings))

@@ -11,7 +11,9 @@ import asyncio
 import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import get_args
 
+from service import env as core
 from service.db import clock, mcp_store, retention
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
@@ -20,6 +22,8 @@ from service.domain.runs.services import RunService
 from service.settings import Settings
 
 log = logging.getLogger("service.housekeeping")
+
+PUBLIC_SPLITS = tuple(split for split in get_args(core.Split) if split != core.HIDDEN_SPLIT)
 
 
 async def retention_pass(
@@ -36,6 +40,8 @@ async def retention_pass(
         unfinished_before=now - timedelta(seconds=settings.retain_unfinished_episodes_s),
         finished_before=now - timedelta(seconds=finished) if finished is not None else None,
         expired_runs_before=now - timedelta(seconds=settings.retain_expired_runs_s),
+        ranked_keep=settings.retain_ranked_runs_per_entrant,
+        ranked_splits=PUBLIC_SPLITS,  # test runs stay: bounded by TEST_RUN_QUOTA, and the Ladder reads them
     )
     return replace(purged, mcp_sessions=sessions)
 

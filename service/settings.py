@@ -125,10 +125,14 @@ class Settings:
     run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
     # Retention (a background task of every worker, every retention_interval_s): deleted after this
     # long without a step — plain episodes never finished; plain episodes finished (None: kept);
-    # expired runs with all their episodes. Complete runs and their episodes are never deleted.
+    # expired runs with all their episodes; complete unranked runs; ranked runs beyond the ones below.
     retain_unfinished_episodes_s: float = 24 * 3600.0
     retain_finished_episodes_s: float | None = 30 * 24 * 3600.0
     retain_expired_runs_s: float = 7 * 24 * 3600.0
+    # Complete ranked runs on the public splits an entrant (submitter, agent name, model, split) keeps: its
+    # best (its leaderboard row) and its most recent others, this many in all; the rest are deleted
+    # retain_finished_episodes_s after they finished. 0: every ranked run is kept. Test runs are always kept.
+    retain_ranked_runs_per_entrant: int = 3
     retention_interval_s: float = 600.0
     # The test split is generated from this secret (any string; 32+ random characters). When unset, a
     # random one is created at first start and kept in the database. Never publish it.
@@ -217,6 +221,7 @@ class Settings:
             retain_unfinished_episodes_s=_float(env, "RETAIN_UNFINISHED_EPISODES_S", 24 * 3600.0),
             retain_finished_episodes_s=_seconds_or_off(env, "RETAIN_FINISHED_EPISODES_S", 30 * 24 * 3600.0),
             retain_expired_runs_s=_float(env, "RETAIN_EXPIRED_RUNS_S", 7 * 24 * 3600.0),
+            retain_ranked_runs_per_entrant=_int(env, "RETAIN_RANKED_RUNS_PER_ENTRANT", 3, minimum=0),
             retention_interval_s=_float(env, "RETENTION_INTERVAL_S", 600.0),
             test_split_key=env.get("TEST_SPLIT_KEY") or None,
             submitter_keys=env.get("SUBMITTER_KEYS") or None,

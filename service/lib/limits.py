@@ -128,9 +128,9 @@ class EpisodeQuotaExceeded(QuotaExceeded):
 
 
 class EpisodeQuota:
-    """Storage per client address: before a plain episode is stored, at most ``max_active`` unfinished
-    and ``max_per_day`` started in the last 24 hours (0: no cap). One indexed count per plain reset
-    (never per step)."""
+    """Storage per client address: before an episode is stored — a plain reset or a run's next episode —
+    at most ``max_active`` unfinished and ``max_per_day`` started in the last 24 hours (0: no cap), runs'
+    episodes and plain ones counted together. One indexed count per reset or /next (never per step)."""
 
     DAY = timedelta(days=1)
 
@@ -140,10 +140,10 @@ class EpisodeQuota:
     async def check(self, client_address: str) -> None:
         if not self.max_active and not self.max_per_day:
             return
-        started, active = await client_usage.plain_episodes_of(self.db, client_address, utcnow() - self.DAY)
+        started, active = await client_usage.episodes_of(self.db, client_address, utcnow() - self.DAY)
         if self.max_active and active >= self.max_active:
             raise EpisodeQuotaExceeded(
-                f"this client already has {active} unfinished episodes "
+                f"this client already has {active} unfinished episodes, plain or of runs "
                 f"(MAX_ACTIVE_EPISODES_PER_CLIENT={self.max_active}); "
                 "finish one (or resume it) before starting another",
                 retry_after_s=60,

@@ -63,7 +63,9 @@ class RunGate(Protocol):
 
     async def live_status(self, run: Any, episode_updated_at: Any) -> str: ...
 
-    async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult: ...
+    async def next_episode(
+        self, run_id: str, token: str | None, client_address: str | None = None
+    ) -> EpisodeResult: ...
 
     async def finish_if_complete(self, run_id: str) -> str: ...
 
@@ -241,7 +243,7 @@ class EpisodeService:
                 raise MissingEpisodeId()
             return await self.resume(params.episode_id, token, params.episode_token or episode_token)
         if params.run_id is not None and self.runs is not None:
-            return await self.runs.next_episode(params.run_id, token)
+            return await self.runs.next_episode(params.run_id, token, client_address)
         if client_address is not None and self.quota is not None:  # storage per client address (limits.EpisodeQuota)
             await self.quota.check(client_address)
         plan = self._plan(params)

@@ -35,6 +35,7 @@ from service.domain.runs.schemas import (
     Usage,
 )
 from service.domain.runs.services import RunService
+from service.lib.limits import counted_address
 from service.lib.problems import bearer, problem_responses
 
 SplitQuery = Annotated[core.Split, QueryParameter(description="The split whose leaderboard to show.")]
@@ -64,7 +65,7 @@ class RunController(Controller):
     async def next_episode(
         self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]
     ) -> ObservationResponse:
-        return ObservationResponse.of(await runs.next_episode(run_id, bearer(request)))
+        return ObservationResponse.of(await runs.next_episode(run_id, bearer(request), counted_address(request)))
 
     @post(
         "/runs/{run_id:str}/usage",

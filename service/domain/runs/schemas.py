@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service import env as core
-from service.db import run_store
+from service.db import names, run_store
 from service.domain.episodes.task_names import canonical_task_id
 from service.lib.decoding import JsonInt, JsonNumber
 
@@ -53,12 +52,14 @@ class CreateRun(BaseModel):
     @field_validator("agent", "model")
     @classmethod
     def _printable(cls, value: str) -> str:
-        # Invisible format (Cf: zero-width spaces, bidi overrides, soft hyphens) and control (Cc)
-        # characters would let a name look like another one on the board.
-        hidden = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cf", "Cc")})
+        # Characters that show as nothing or as blank space — format (zero-width spaces, bidi overrides, soft
+        # hyphens), control, default-ignorable (variation selectors, the combining grapheme joiner), blank
+        # letters (Hangul fillers) — would let a name look like another one on the board.
+        hidden = names.invisible_characters(value)
         if hidden:
             raise ValueError(
-                f"holds invisible format or control characters ({', '.join(hidden)}); use visible text only"
+                f"holds invisible characters ({', '.join(hidden[:8])}); use visible text only — names that look alike "
+                "are one name"
             )
         return value
 

@@ -126,6 +126,7 @@ class RunService:
         self.quota = quota
         self.quota_period = timedelta(seconds=quota_period_s)
         self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
+        self.episode_quota: Any = None  # a limits.EpisodeQuota, set by the composition root (shared with episodes)
         # A run's manifest never changes: decoded once per process, not on every /next.
         self._manifests: OrderedDict[str, Sequence[dict[str, Any]]] = OrderedDict()
         # Per split: (version, board). The version (complete runs, sum of their revisions) is read on every
@@ -329,8 +330,12 @@ class RunService:
         self._manifests.move_to_end(run_id)
         return manifest
 
-    async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult:
+    async def next_episode(self, run_id: str, token: str | None, client_address: str | None = None) -> EpisodeResult:
+        """Hand out the run's next episode; it counts against ``client_address``'s storage caps (None: an
+        exempt client) as a plain episode does."""
         run = await self.authorized(run_id, token, active=True)
+        if client_address is not None and self.episode_quota is not None:  # storage per address (limits.EpisodeQuota)
+            await self.episode_quota.check(client_address)
         manifest = await self._manifest(run.id)
         started: dict[str, Any] = {}
 
@@ -349,6 +354,7 @@ class RunService:
                 step_count=0,
                 state=state.model_dump(mode="json"),
                 version=1,
+                client_address=client_address,
             )
 
         try:
