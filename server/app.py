@@ -112,6 +112,7 @@ def main() -> None:
     os.environ["TRUSTED_PROXY_HOPS"] = str(settings.trusted_proxy_hops)
 
     from service.app import create_app, serve, tune_gc, uvicorn_options
+    from service.lib.connections import configure as configure_connections
 
     if len(ports) == 1 or settings.workers > 1:
         if len(ports) > 1:
@@ -125,6 +126,7 @@ def main() -> None:
 
     app = create_app(settings)
     tune_gc()
+    configure_connections(settings)
     config = uvicorn.Config(app, **uvicorn_options(settings))
     log.info("serving on %s ports %s", settings.host, ", ".join(map(str, ports)))
     uvicorn.Server(config).run(sockets=[_bind(settings.host, port) for port in ports])

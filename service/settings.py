@@ -101,6 +101,11 @@ class Settings:
     rate_limit_trajectories_per_min: int = 6  # GET /runs/{id}/trajectories.jsonl per address per minute
     rate_limit_runs_per_min: int = 6  # POST /runs per address per minute
     ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
+    # Connections (service.lib.connections): a request must arrive whole within this many seconds of the
+    # connection opening or of the previous response (else 408 and closed; 0: no deadline); one address
+    # holds at most so many open connections, HTTP and WebSocket (0: no cap; off behind trusted proxies).
+    connection_request_timeout_s: float = 10.0
+    max_connections_per_client: int = 64
     # The last slots of max_concurrent_envs go only to clients that hold no session yet: a few
     # addresses at their per-client cap cannot lock everyone else out.
     ws_reserved_sessions: int = 32
@@ -203,6 +208,8 @@ class Settings:
             rate_limit_trajectories_per_min=_int(env, "RATE_LIMIT_TRAJECTORIES_PER_MIN", 6, minimum=0),
             rate_limit_runs_per_min=_int(env, "RATE_LIMIT_RUNS_PER_MIN", 6, minimum=0),
             ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
+            connection_request_timeout_s=_seconds_or_off(env, "CONNECTION_REQUEST_TIMEOUT_S", 10.0) or 0.0,
+            max_connections_per_client=_int(env, "MAX_CONNECTIONS_PER_CLIENT", 64, minimum=0),
             ws_reserved_sessions=_int(env, "WS_RESERVED_SESSIONS", 32, minimum=0),
             mcp_session_idle_s=_float(env, "MCP_SESSION_IDLE_S", 3600.0),
             mcp_max_sessions_per_client=_int(env, "MCP_MAX_SESSIONS_PER_CLIENT", 64, minimum=1),

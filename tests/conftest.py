@@ -89,8 +89,8 @@ class LiveServer(ServerProcess):
             LOG_LEVEL="WARNING",
             HOST="127.0.0.1",
             PORT=str(port),
-            **(extra_env or {}),
         )
+        env.update(extra_env or {})  # a test's own settings win (LOG_LEVEL too)
         command = command or [
             sys.executable,
             "-m",

@@ -60,7 +60,7 @@ class Client:
     forwarded: int = 0
 
 
-def _normalised(raw: str) -> str:
+def normalised_address(raw: str) -> str:
     """An address as the limits count it: an IPv4 address, an IPv6 /64, or (not an IP) the text, cut short."""
     text = raw.strip().strip('"')
     if text.startswith("["):  # [v6]:port
@@ -120,11 +120,11 @@ class ClientAddresses:
                 proxied = True
         if self.hops and forwarded:
             chosen = forwarded[-self.hops] if len(forwarded) >= self.hops else forwarded[0]
-            return Client(_normalised(chosen), exempt=False, forwarded=len(forwarded))
+            return Client(normalised_address(chosen), exempt=False, forwarded=len(forwarded))
         # A request carrying a forwarded header came through a proxy, or claims to: never exempt (the
         # peer may be a proxy on loopback; or uvicorn already replaced the peer with a forwarded entry).
         return Client(
-            _normalised(peer_host) if peer_host else "unknown",
+            normalised_address(peer_host) if peer_host else "unknown",
             exempt=not proxied and peer_host in self.exempt,
             forwarded=len(forwarded),
         )
@@ -360,6 +360,7 @@ __all__ = [
     "counted_address",
     "FrameRate",
     "client_addresses",
+    "normalised_address",
     "rate_limit_middleware",
     "sweep_rate_limit_counters",
 ]

@@ -11,7 +11,13 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
-from service.domain.episodes.cookies import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
+from service.domain.episodes.cookies import (
+    COOKIE_DOC,
+    TOKEN_COOKIE_DOC,
+    ImplicitEpisode,
+    cookie_token,
+    served_over_https,
+)
 from service.domain.episodes.credentials import episode_token, explicit_episode_token
 from service.domain.episodes.schemas import (
     EpisodeResult,
@@ -81,7 +87,8 @@ def started(
     token = result.metadata.get("episode_token")  # a new client-chosen id: the token its reset made or took
     if token is None and params.resume:  # re-attached with a token sent as one (never a bearer run token)
         token = explicit_episode_token(request, params.episode_token) or cookie_token(request, params.episode_id)
-    return Response(ObservationResponse.of(result), cookies=implicit(request).started(params, result.episode_id, token))
+    cookies = implicit(request).started(params, result.episode_id, token, secure=served_over_https(request))
+    return Response(ObservationResponse.of(result), cookies=cookies)
 
 
 class OpenEnvController(Controller):

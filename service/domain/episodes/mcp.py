@@ -369,12 +369,16 @@ async def _call_tool(
     return msgspec.structs.asdict(await episodes.grade(episode_id, token))
 
 
-def mcp_style_activity(answered: dict[str, Any]) -> bool:
-    """Whether an answer of :func:`mcp_style_step` was a reset or step that succeeded (WS activity)."""
+def mcp_style_activity(data: dict[str, Any], answered: dict[str, Any]) -> bool:
+    """Whether the request ``data`` answered by :func:`mcp_style_step` was episode work that succeeded — a
+    reset that started an episode (not a resume) or a step — the only WS activity."""
     observation = answered["observation"]
     result = observation.get("result") or {}
+    raw = data.get("arguments")
+    arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return (
         observation.get("tool_name") in ("reset", "step")
+        and not (observation.get("tool_name") == "reset" and arguments.get("resume") is True)
         and observation.get("error") is None
         and not result.get("isError")
     )

@@ -4,8 +4,9 @@ Frames (client → server): ``reset`` (``data`` = reset kwargs; ``{"episode_id":
 re-attaches to a stored episode), ``step`` (``data`` = the action), ``state``, ``close``, ``mcp``.
 Errors: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR, EXECUTION_ERROR keep the connection open;
 CAPACITY_REACHED (also a handshake over the address's budget, with ``status: 429``), FACTORY_ERROR,
-SESSION_ERROR (also sent when an idle session is reaped) close it. Only a reset or step that succeeded
-keeps a session alive. With ``?session_id=`` the socket shares an HTTP MCP session (stored in the
+SESSION_ERROR (also sent when an idle session is reaped) close it. Only episode work that succeeded — a
+reset that starts an episode, a step — keeps a session alive (a resume, a state frame, MCP calls do not).
+With ``?session_id=`` the socket shares an HTTP MCP session (stored in the
 database): it is read before and written after each frame, so HTTP tool calls and the socket agree.
 """
 
@@ -184,8 +185,8 @@ async def _handle(
     frame: dict[str, Any], session: McpSession, episodes: EpisodeService, client_address: str | None = None
 ) -> tuple[str | None, bool]:
     """Answer one decoded frame: the reply text (None for ``close``), and whether it was activity — a
-    reset or step that succeeded, the only thing that keeps a session alive (state, mcp, invalid or
-    refused frames do not)."""
+    reset that started an episode or a step, that succeeded: the only things that keep a session alive
+    (a resume, state, mcp, invalid or refused frames do not)."""
     kind = frame.get("type")
     model = FRAMES.get(kind) if isinstance(kind, str) else None
     if model is None:
@@ -209,13 +210,14 @@ async def _handle(
             params = session.with_secrets(params)
             result = await episodes.reset(params, client_address=client_address)
             session.own(result, params)
-            return _frame("observation", result.wire()), True
+            # a resume re-attaches and does no episode work: it never keeps a slot (39 addresses held all 256)
+            return _frame("observation", result.wire()), not params.resume
         if isinstance(msg, StepFrame):
             answered = await mcp_style_step(
                 msg.data, episodes, session, client_address
             )  # openenv-core 0.3.0's MCPToolClient
             if answered is not None:
-                return _frame("observation", answered), mcp_style_activity(answered)
+                return _frame("observation", answered), mcp_style_activity(msg.data, answered)
             if session.episode_id is None:
                 return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR"), False
             result = await episodes.step(

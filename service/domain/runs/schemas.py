@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -259,16 +259,30 @@ class LeaderboardRow(_LeaderboardRowRequired, total=False):
     entrant_runs: int  # ranked rows: how many runs the entrant has
 
 
+class BoardPage(TypedDict):
+    number: int
+    per_page: int
+    pages: int
+    rows_total: int  # ranked rows on the whole board
+    prev_url: str | None
+    next_url: str | None
+
+
 class Leaderboard(TypedDict):
     split: str
     dataset_version: str
     grader_version: str
     test_key_fingerprint: str | None
     method: str
-    rows: list[LeaderboardRow]
+    rows: list[LeaderboardRow]  # one page of them (``page``); ranks are the whole board's
     unranked: list[LeaderboardRow]
     unranked_total: int
     unranked_shown: int
+    page: NotRequired[BoardPage]
+
+
+BOARD_PAGE_DEFAULT = 50  # ranked rows per leaderboard page
+BOARD_PAGE_MAX = 200
 
 
 class TrajectoryLine(TypedDict):

@@ -567,6 +567,36 @@ class RunService:
             self._boards[split] = (version, board)
         return board
 
+    async def board_version(self, split: str, page: int, per_page: int) -> str:
+        """What a leaderboard page shows can change only if this does (ETag and page cache key, read first)."""
+        version = await run_store.leaderboard_version(self.db, split)
+        return repr(("leaderboard", split, page, per_page, core.DATASET_VERSION, core.GRADER_VERSION, *version,
+                     self.dataset.test_fingerprint))  # fmt: skip
+
+    async def leaderboard_page(self, split: str, page: int, per_page: int) -> Leaderboard:
+        """One page of the split's leaderboard (``per_page`` ranked rows, 1-based ``page``; ranks are the
+        whole board's): a board of thousands of rows is never sent, nor rendered, whole."""
+        board = await self.leaderboard(split)
+        rows = board["rows"]
+        pages = max(1, -(-len(rows) // per_page))
+        start = (page - 1) * per_page
+
+        def url(n: int) -> str | None:
+            return f"/leaderboard?split={split}&page={n}&per_page={per_page}" if 1 <= n <= pages else None
+
+        return {
+            **board,
+            "rows": rows[start : start + per_page],
+            "page": {
+                "number": page,
+                "per_page": per_page,
+                "pages": pages,
+                "rows_total": len(rows),
+                "prev_url": url(page - 1),
+                "next_url": url(page + 1),
+            },
+        }
+
     def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> Leaderboard:
         current = [
             r
