@@ -22,6 +22,7 @@ SHOWN_LIMITS = (
     "rate_limit_trajectories_per_min",
     "rate_limit_runs_per_min",
     "ws_max_sessions_per_client",
+    "max_connections_per_client",
     "mcp_max_sessions_per_client",
     "max_active_episodes_per_client",
     "max_episodes_per_client_per_day",
