@@ -60,7 +60,9 @@ async def measure(runs: int, reads: int, database_url: str) -> dict[str, Any]:
         report: dict[str, Any] = {"ranked_runs": runs}
         for name, params in (("json", {"split": "dev"}), ("html", {"split": "dev", "format": "html"})):
 
-            async def timed(headers: dict[str, str] | None = None) -> tuple[float, Any]:
+            async def timed(
+                headers: dict[str, str] | None = None, params: dict[str, str] = params
+            ) -> tuple[float, Any]:
                 t0 = time.perf_counter()
                 resp = await client.get("/leaderboard", params=params, headers=headers or {})
                 return time.perf_counter() - t0, resp
