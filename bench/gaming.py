@@ -16,7 +16,8 @@ import json
 import sys
 from typing import Any
 
-from service.env import PUBLIC, TASKS
+from service.env import PUBLIC  # the ticket tasks; the store desk rows come from bench.store_gaming
+from service.env import TICKET_TASKS as TASKS
 from service.env.agents import make_agent
 from tests.env.gaming_agents import constant_ceiling, labelled_rows, play_pool, strategies
 

@@ -67,7 +67,7 @@ class SupportEnvironment(Environment):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
         seed = seed if seed is not None else secrets.randbelow(2**31)
-        task_id = kwargs.get("task_id") or list(core.TASKS)[seed % len(core.TASKS)]
+        task_id = kwargs.get("task_id") or list(core.TICKET_TASKS)[seed % len(core.TICKET_TASKS)]
         self._episode_id = episode_id or uuid.uuid4().hex
         self._state, obs = core.reset(task_id, seed, kwargs.get("split") or "train")
         return self._observation(obs, None, self._state.done)

@@ -41,7 +41,7 @@ from service.env.models import (
     StepResult,
 )
 from service.env.policy import render_policy_markdown
-from service.env.tasks import MAX_TRIALS, TASKS, ManifestEntry, TaskSpec, get_task, run_manifest
+from service.env.tasks import MAX_TRIALS, TASKS, TICKET_TASKS, ManifestEntry, TaskSpec, get_task, run_manifest
 from service.env.visibility import Feedback, feedback
 from service.env.world import SPLITS, Split
 
@@ -55,6 +55,7 @@ __all__ = [
     "PUBLIC_SPLITS",
     "SPLITS",
     "TASKS",
+    "TICKET_TASKS",
     "Action",
     "Dataset",
     "EnvError",

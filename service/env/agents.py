@@ -24,6 +24,8 @@ from service.env.grading import grade_episode
 from service.env.language import WORD_NUMBERS
 from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Grade, Observation
 from service.env.policy import ESCALATION_THRESHOLD, Verdict, evaluate
+from service.env.store.agents import StoreHeuristicAgent, StoreRandomAgent
+from service.env.store.generator import STORE_TICKET_PREFIX
 from service.env.tasks import TASKS, get_task
 
 
@@ -593,6 +595,8 @@ AGENT_NAMES = ("random", "heuristic", "oracle", "observable-oracle")
 
 
 def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) -> Agent:
+    if ticket_id.startswith(STORE_TICKET_PREFIX):
+        return _store_agent(name, seed)
     if name == "random":
         return RandomAgent(seed)
     if name == "heuristic":
@@ -602,6 +606,14 @@ def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) 
     if name == "observable-oracle":
         return ObservableOracleAgent()
     raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(AGENT_NAMES)}")
+
+
+def _store_agent(name: str, seed: int) -> Agent:
+    if name == "random":
+        return StoreRandomAgent(seed)
+    if name == "heuristic":
+        return StoreHeuristicAgent(seed)
+    raise ValueError(f"no {name!r} agent for the store desk; choose random or heuristic")
 
 
 def play(agent: Agent, task_id: str, seed: int, split: str, dataset: Dataset = PUBLIC) -> tuple[Grade, list[Action]]:

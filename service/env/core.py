@@ -12,7 +12,9 @@ from service.env.errors import EnvError, EpisodeFinished, UnknownTask
 from service.env.grading import grade_episode
 from service.env.models import Act, Action, EpisodeState, HistoryEntry, Observation, StepResult
 from service.env.policy import render_policy_markdown
+from service.env.store import episode as store_episode
 from service.env.tasks import get_task
+from service.env.toolbox import legacy_action
 from service.env.world import SPLITS, Ticket
 
 __all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "replay", "reset", "step"]
@@ -31,6 +33,18 @@ def reset(task_id: str, seed: int, split: str = "train", dataset: Dataset = PUBL
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise EnvError("seed must be a non-negative integer")
     pool = dataset.pool(split, task.family, task.difficulty)
+    if task.family == "store":
+        conversation = dataset.store_ticket(pool[seed % len(pool)])
+        state = EpisodeState(
+            task_id=task.id,
+            split=split,
+            seed=seed,
+            ticket_id=conversation.ticket_id,
+            max_steps=task.max_steps,
+            history=(HistoryEntry(role="customer", text=conversation.message),),
+            store=store_episode.new_progress(),
+        )
+        return state, observe(state, dataset=dataset)
     ticket = dataset.ticket(pool[seed % len(pool)])
     state = EpisodeState(
         task_id=task.id,
@@ -48,6 +62,11 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
     reply, decision, close_ticket (so a request_info's question is the reply of the same step)."""
     if state.done:
         raise EpisodeFinished("this episode is finished; call reset to start a new one")
+    task = get_task(state.task_id)
+    if task.family == "store":
+        return _store_step(state, action, dataset)
+    if action.tool is not None:
+        action = legacy_action(task.id, action)
     ticket = dataset.ticket(state.ticket_id)
     draft = _Draft.of(state)
     _apply_parts(draft, action, ticket)
@@ -156,6 +175,18 @@ def _result(state: EpisodeState, draft: _Draft, ticket: Ticket, dataset: Dataset
     return StepResult(state=new_state, observation=observation, reward=reward, done=new_state.done, grade=grade)
 
 
+def _store_step(state: EpisodeState, action: Action, dataset: Dataset) -> StepResult:
+    conversation = dataset.store_ticket(state.ticket_id)
+    new_state, _ = store_episode.step(state, action, conversation)
+    grade = grade_episode(new_state, dataset)
+    reward = round(max(-1.0, min(1.0, grade.raw - _raw_so_far(state))), 6)
+    new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
+    observation = store_episode.observe(new_state, conversation, get_task(state.task_id).instructions, reward)
+    if new_state.done:
+        observation = observation.model_copy(update={"final": True, "score": grade.score, "resolved": grade.resolved})
+    return StepResult(state=new_state, observation=observation, reward=reward, done=new_state.done, grade=grade)
+
+
 def replay(task_id: str, seed: int, split: str, actions: list[Action], dataset: Dataset = PUBLIC) -> EpisodeState:
     """The state reached by playing ``actions`` from ``reset(task_id, seed, split)``.
 
@@ -177,6 +208,8 @@ def observe(
 ) -> Observation:
     """The agent's view of ``state``: never gold labels, clause decisions or unrevealed facts."""
     task = get_task(state.task_id)
+    if task.family == "store":
+        return store_episode.observe(state, dataset.store_ticket(state.ticket_id), task.instructions, reward)
     ticket = ticket if ticket is not None else dataset.ticket(state.ticket_id)
     return Observation(
         ticket_id=ticket.ticket_id,
@@ -199,7 +232,11 @@ def observe(
 
 def public_state(state: EpisodeState) -> dict[str, Any]:
     """A leak-free summary of the episode for ``GET /state``."""
+    store = {}
+    if state.store is not None:
+        store = {"tool_calls": len(state.store.calls), "changes": len(state.store.effects)}
     return {
+        **store,
         "step_count": state.step_count,
         "task_id": state.task_id,
         "split": state.split,

@@ -35,9 +35,19 @@ from service.env.generator import (
     ticket_id_for,
 )
 from service.env.policy import evaluate, render_policy_markdown
-from service.env.world import SPLITS, Difficulty, Family, Split, Ticket
+from service.env.store.clauses import render_store_policy
+from service.env.store.generator import (
+    STORE_GENERATOR_VERSION,
+    STORE_SPLIT_SIZES,
+    generate_store_ticket,
+    store_pool_size,
+    store_ticket_id,
+)
+from service.env.store.policy import decide
+from service.env.store.world import StoreTicket
+from service.env.world import DIFFICULTIES, SPLITS, Difficulty, Family, Split, Ticket
 
-DATASET_VERSION = f"gen-{GENERATOR_VERSION}"
+DATASET_VERSION = f"gen-{GENERATOR_VERSION}+store-{STORE_GENERATOR_VERSION}"
 HIDDEN_SPLIT: Split = "test"
 PUBLIC_SPLITS: tuple[Split, ...] = tuple(s for s in SPLITS if s != HIDDEN_SPLIT)
 # Deriving the test key from an operator's passphrase is deliberately slow: the key's fingerprint
@@ -73,6 +83,32 @@ def _ticket(key: bytes, split: Split, family: Family, difficulty: Difficulty, po
 @lru_cache(maxsize=64)
 def _pool(key: bytes, family: Family, difficulty: Difficulty, size: int) -> tuple[str, ...]:
     return tuple(ticket_id_for(key, family, difficulty, k) for k in range(size))
+
+
+@lru_cache(maxsize=2048)
+def _store_ticket(key: bytes, split: Split, difficulty: Difficulty, position: int) -> StoreTicket:
+    return generate_store_ticket(key, split, difficulty, position)
+
+
+@lru_cache(maxsize=64)
+def _store_pool(key: bytes, difficulty: Difficulty, size: int) -> tuple[str, ...]:
+    return tuple(store_ticket_id(key, difficulty, k) for k in range(size))
+
+
+@lru_cache(maxsize=16)
+def _store_index(key: bytes, split: Split) -> dict[str, tuple[Difficulty, int]]:
+    return {
+        tid: (difficulty, k)
+        for difficulty in DIFFICULTIES
+        for k, tid in enumerate(_store_pool(key, difficulty, store_pool_size(split, difficulty)))
+    }
+
+
+def family_pool_size(split: Split, family: Family, difficulty: Difficulty) -> int:
+    """How many tickets the (family, difficulty) pool of ``split`` holds, for every family."""
+    if family == "store":
+        return store_pool_size(split, difficulty)
+    return pool_size(split, family, difficulty)
 
 
 @lru_cache(maxsize=16)
@@ -111,7 +147,27 @@ class Dataset:
     def pool(self, split: str, family: Family, difficulty: Difficulty) -> tuple[str, ...]:
         """Ids of one (family, difficulty) pool of ``split``; ``seed = k`` selects entry ``k``."""
         key = self.key(split)
+        if family == "store":
+            return _store_pool(key, difficulty, store_pool_size(split, difficulty))  # type: ignore[arg-type]
         return _pool(key, family, difficulty, pool_size(split, family, difficulty))  # type: ignore[arg-type]
+
+    def store_ticket(self, ticket_id: str) -> StoreTicket:
+        """The store-desk conversation with this id; raises :class:`UnknownTicket`."""
+        for split in self.splits:
+            key = self.key(split)
+            place = _store_index(key, split).get(ticket_id)
+            if place is not None:
+                return _store_ticket(key, split, *place)
+        raise UnknownTicket(f"unknown store ticket id {ticket_id!r}")
+
+    def store_tickets(self, split: str) -> list[StoreTicket]:
+        """Every store-desk conversation of ``split``, easy, medium then hard."""
+        key = self.key(split)
+        return [
+            _store_ticket(key, split, difficulty, k)  # type: ignore[arg-type]
+            for difficulty in DIFFICULTIES
+            for k in range(store_pool_size(split, difficulty))  # type: ignore[arg-type]
+        ]
 
     def ticket(self, ticket_id: str) -> Ticket:
         """The ticket with this id, from any split this dataset serves; raises :class:`UnknownTicket`."""
@@ -144,11 +200,25 @@ def _labelled_record(t: Ticket) -> dict[str, Any]:
     return {**t.model_dump(mode="json"), "gold": verdict.model_dump(mode="json")}
 
 
+def _store_record(t: StoreTicket) -> dict[str, Any]:
+    return {**t.model_dump(mode="json"), "gold": decide(t).model_dump(mode="json")}
+
+
 def render_artefacts() -> dict[str, str]:
     """Every file of ``seed_data/`` as text, keyed by file name: the public splits only."""
     files: dict[str, str] = {}
     counts: dict[str, Any] = {}
+    store_counts: dict[str, Any] = {}
     for split in PUBLIC_SPLITS:
+        stores = PUBLIC.store_tickets(split)
+        files[f"store-{split}.jsonl"] = "".join(
+            json.dumps(_store_record(t), sort_keys=True, ensure_ascii=False) + "\n" for t in stores
+        )
+        plans = Counter((t.difficulty, t.recipe.split(";")[0]) for t in stores)
+        store_counts[split] = {
+            "total": len(stores),
+            "plans": [{"difficulty": d, "first_request": p, "count": n} for (d, p), n in sorted(plans.items())],
+        }
         tickets = PUBLIC.tickets(split)
         files[f"{split}.jsonl"] = "".join(
             json.dumps(_labelled_record(t), sort_keys=True, ensure_ascii=False) + "\n" for t in tickets
@@ -159,6 +229,7 @@ def render_artefacts() -> dict[str, str]:
             "cells": [{"family": f, "difficulty": d, "gold": g, "count": n} for (f, d, g), n in sorted(cells.items())],
         }
     files["policy.md"] = render_policy_markdown()
+    files["store-policy.md"] = render_store_policy()
     content = hashlib.sha256()
     for name in sorted(files):
         content.update(name.encode() + b"\0" + files[name].encode() + b"\0")
@@ -169,6 +240,14 @@ def render_artefacts() -> dict[str, str]:
             s: {"size": SPLIT_SIZES[s], "pools": {f"{f}-{d}": pool_size(s, f, d) for f, d in CELLS}} for s in SPLITS
         },
         "counts": counts,
+        "store": {
+            "generator_version": STORE_GENERATOR_VERSION,
+            "splits": {
+                s: {"size": STORE_SPLIT_SIZES[s], "pools": {d: store_pool_size(s, d) for d in DIFFICULTIES}}
+                for s in SPLITS
+            },
+            "counts": store_counts,
+        },
         "content_sha256": content.hexdigest(),
         "note": "train and dev are public and rebuilt from the code; the test split is generated from each "
         "deployment's secret key (TEST_SPLIT_KEY) and is not published: only its size is listed here.",

@@ -47,7 +47,7 @@ from service.env.policy import (
 from service.env.world import (
     CATALOG,
     DIFFICULTIES,
-    FAMILIES,
+    TICKET_FAMILIES,
     CatalogItem,
     Claim,
     Customer,
@@ -68,7 +68,7 @@ from service.env.world import (
 GENERATOR_VERSION = "3.1.0"
 SPLIT_SIZES: dict[Split, int] = {"train": 1200, "dev": 400, "test": 400}
 # The order in which a split's remainder tickets are handed to cells (easy cells first).
-CELLS: tuple[tuple[Family, Difficulty], ...] = tuple((f, d) for d in DIFFICULTIES for f in FAMILIES)
+CELLS: tuple[tuple[Family, Difficulty], ...] = tuple((f, d) for d in DIFFICULTIES for f in TICKET_FAMILIES)
 
 
 def stable_seed(*parts: object) -> int:

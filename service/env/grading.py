@@ -26,10 +26,11 @@ from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Act, EpisodeState, Grade, GradeComponent
 from service.env.policy import Verdict, evaluate
 from service.env.replies import Judgement, judge
+from service.env.store.grading import grade_store_episode
 from service.env.tasks import get_task
 from service.env.world import Ticket
 
-GRADER_VERSION = "3.0.0"
+GRADER_VERSION = "3.1.0"  # 3.1: the store desk family
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
 OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})
@@ -402,6 +403,8 @@ _PENALTIES: dict[str, Callable[[_Context], int]] = {
 def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
     """Score the episode (finished or not) from its acts. Pure and deterministic."""
     task = get_task(state.task_id)
+    if task.family == "store":
+        return grade_store_episode(state, dataset.store_ticket(state.ticket_id), GRADER_VERSION)
     ticket = dataset.ticket(state.ticket_id)
     ctx = _Context(ticket, _walk(state.acts), evaluate(ticket), task.id)
     info_needed = ctx.initial.gold == "request_info"

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from service.env.store.state import StoreProgress
 from service.env.world import Split
 
 Decision = Literal["approve_refund", "approve_replacement", "reject", "request_info"]
@@ -36,7 +37,8 @@ QUEUES: tuple[Queue, ...] = get_args(Queue)
 TAGS: tuple[Tag, ...] = get_args(Tag)
 LOOKUP_TARGETS: tuple[LookupTarget, ...] = get_args(LookupTarget)
 MAX_REPLY_CHARS = 2000
-ACTION_FIELDS = ("decision", "reply", "reassign_queue", "add_tag", "close_ticket", "lookup")
+MAX_TOOL_NAME = 64
+ACTION_FIELDS = ("decision", "reply", "reassign_queue", "add_tag", "close_ticket", "lookup", "tool", "arguments")
 
 
 class Action(BaseModel):
@@ -45,6 +47,11 @@ class Action(BaseModel):
     Seed A's body ``{"action_type": "approve_refund"}`` is accepted as an alias of ``decision``.
     Within one step the parts apply in this order: lookup, reassign_queue, add_tag, reply,
     decision, close_ticket — so the question of a ``request_info`` is the ``reply`` of that step.
+
+    A **tool call** — ``{"tool": "refund", "arguments": {...}}`` — is an action of its own: every task
+    lists its tools (``GET /tasks``, MCP ``tools/list``). The store desk's tasks take only tool calls;
+    in the other tasks each tool stands for one of the fields above (``decide``, ``reply``, ``route``,
+    ``tag``, ``lookup``, ``close``).
     """
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
@@ -68,6 +75,16 @@ class Action(BaseModel):
         "`tool_result`.",
     )
 
+    tool: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_TOOL_NAME,
+        description="A tool call: the tool's name (GET /tasks lists each task's tools); alone, with `arguments`.",
+    )
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="The tool call's arguments, as the tool's JSON schema describes them."
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _accept_action_type_alias(cls, data: Any) -> Any:
@@ -81,16 +98,16 @@ class Action(BaseModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> Action:
-        if (
-            self.decision is None
-            and self.reply is None
-            and self.reassign_queue is None
-            and self.add_tag is None
-            and not self.close_ticket
-            and self.lookup is None
-        ):
+        fields = self.decision, self.reply, self.reassign_queue, self.add_tag, self.lookup
+        legacy = any(f is not None for f in fields) or self.close_ticket
+        if self.tool is not None and legacy:
+            raise ValueError("a tool call is an action of its own: send `tool` and `arguments` without other fields")
+        if self.arguments is not None and self.tool is None:
+            raise ValueError("`arguments` belong to a tool call: name the tool in `tool`")
+        if self.tool is None and not legacy:
             raise ValueError(
-                "an action must set at least one of: decision, reply, reassign_queue, add_tag, close_ticket, lookup"
+                "an action must set at least one of: decision, reply, reassign_queue, add_tag, close_ticket, lookup "
+                "— or be a tool call (`tool` and `arguments`)"
             )
         return self
 
@@ -171,6 +188,7 @@ class EpisodeState(BaseModel):
     rewards: tuple[float, ...] = ()
     done: bool = False
     truncated: bool = False
+    store: StoreProgress | None = None  # the store desk's calls and their effects (store tasks only)
 
 
 class GradeComponent(BaseModel):

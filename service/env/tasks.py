@@ -10,13 +10,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.env.dataset import family_pool_size
 from service.env.errors import UnknownTask
-from service.env.generator import pool_size
 from service.env.models import Action
-from service.env.world import Difficulty, Family
+from service.env.store.grading import STORE_CHECKS
+from service.env.store.tools import TOOLS as STORE_TOOLS
+from service.env.world import TICKET_FAMILIES, Difficulty, Family
 
 DECISION_MAX_STEPS = 6
 WORKFLOW_MAX_STEPS = 10
+STORE_MAX_STEPS = 40
 
 _ASKING = (
     "To ask the customer something, send `decision: request_info` with your question in `reply` (ask in "
@@ -320,10 +323,36 @@ RESOLUTION_RUBRIC = Rubric(
 )
 
 
+STORE_RUBRIC = Rubric(
+    criteria=tuple(
+        Criterion(name=c.name, weight=c.weight, required=True, description=c.description) for c in STORE_CHECKS
+    ),
+    penalties=(),
+)
+
+
+def _store_instructions() -> str:
+    tools = "; ".join(f"{t.name} — {t.description}" for t in STORE_TOOLS)
+    return (
+        "You are an agent at an online store's support desk, working on the account of the person who wrote in. "
+        'Each step is one tool call: {"tool": <name>, "arguments": {...}} (GET /tasks and MCP tools/list give '
+        "every tool's JSON schema). Handle every request in the message the way the store policy requires — search "
+        "it with search_policy and read sections with read_policy — using the account's records, and talk to the "
+        "customer with send_message (their answer arrives in history and in tool_result). A call the store's "
+        "backend refuses comes back as an error in tool_result; nothing changes then. The episode is graded on the "
+        "store's final state (which orders and lines, amounts to the cent, where money goes, variants, labels, "
+        "queues), on how it got there (identity verified, records read, what the customer needed to tell you, their "
+        "yes before each change) and on what you told the customer; end with end_conversation. Tools: "
+        + tools
+        + ". "
+        + _step_limit(STORE_MAX_STEPS)
+    )
+
+
 def _task(
     id: str, family: Family, difficulty: Difficulty, title: str, description: str, rubric: Rubric, instructions: str
 ) -> TaskSpec:
-    max_steps = DECISION_MAX_STEPS if family == "decision" else WORKFLOW_MAX_STEPS
+    max_steps = {"decision": DECISION_MAX_STEPS, "workflow": WORKFLOW_MAX_STEPS}.get(family, STORE_MAX_STEPS)
     return TaskSpec(
         id=id,
         family=family,
@@ -399,8 +428,43 @@ TASKS: dict[str, TaskSpec] = {
             RESOLUTION_RUBRIC,
             _RESOLUTION_INSTRUCTIONS,
         ),
+        _task(
+            "store-easy",
+            "store",
+            "easy",
+            "Store desk: one request",
+            "One customer, one request about one of their one or two orders — damage, a wrong or missing item, a "
+            "return, a cancellation, an address, a late parcel, a double charge — settled with the store's tools.",
+            STORE_RUBRIC,
+            _store_instructions(),
+        ),
+        _task(
+            "store-medium",
+            "store",
+            "medium",
+            "Store desk: records to combine",
+            "One or two requests across several orders: promo codes spread over lines, gift cards, partial "
+            "quantities, restocking fees, exchanges, facts the customer must be asked for, large refunds.",
+            STORE_RUBRIC,
+            _store_instructions(),
+        ),
+        _task(
+            "store-hard",
+            "store",
+            "hard",
+            "Store desk: several requests, the policy in full",
+            "Two or three requests on an account with many orders: amounts from several rules, split payments, "
+            "earlier refunds, a customer whose account of events the records contradict, who pushes for what the "
+            "policy forbids, changes their mind, writes for someone else or pastes instructions.",
+            STORE_RUBRIC,
+            _store_instructions(),
+        ),
     )
 }
+
+
+TICKET_TASKS: dict[str, TaskSpec] = {k: t for k, t in TASKS.items() if t.family in TICKET_FAMILIES}
+"""The six tasks over one support ticket (decision and workflow families); the store desk's are the rest."""
 
 
 def get_task(task_id: str) -> TaskSpec:
@@ -435,7 +499,7 @@ def run_manifest(
         raise ValueError("task_ids lists a task twice")
     if not 1 <= trials <= MAX_TRIALS:
         raise ValueError(f"trials must be between 1 and {MAX_TRIALS}")
-    sizes = {t.id: pool_size(split, t.family, t.difficulty) for t in chosen}  # type: ignore[arg-type]
+    sizes = {t.id: family_pool_size(split, t.family, t.difficulty) for t in chosen}  # type: ignore[arg-type]
     if limit_per_task is not None:
         if limit_per_task < 1:
             raise ValueError("limit_per_task must be at least 1")

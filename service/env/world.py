@@ -32,13 +32,14 @@ Tone = Literal["calm", "angry", "vague", "multi_issue", "typos"]
 Remark = Literal["slow_delivery", "second_contact", "service"]
 Presentation = Literal["days", "dates"]
 Difficulty = Literal["easy", "medium", "hard"]
-Family = Literal["decision", "workflow"]
+Family = Literal["decision", "workflow", "store"]
 Split = Literal["train", "dev", "test"]
 
 # Each value list is its Literal's arguments: one definition per list.
 SPLITS: tuple[Split, ...] = get_args(Split)
 DIFFICULTIES: tuple[Difficulty, ...] = get_args(Difficulty)
 FAMILIES: tuple[Family, ...] = get_args(Family)
+TICKET_FAMILIES: tuple[Family, ...] = ("decision", "workflow")  # the families of this module's Ticket
 
 
 class _Frozen(BaseModel):

@@ -17,7 +17,7 @@ from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
-from service.env.agents import HeuristicAgent, make_agent, play
+from service.env.agents import make_agent, play
 from service.env.policy import evaluate
 from service.regrade import regrade
 from service.settings import Settings
@@ -52,16 +52,27 @@ async def manifest_of(client: Client, run: dict) -> list[dict]:
     return entries
 
 
-def close_at_once() -> object:
+def close_at_once(ticket_id: str = "") -> object:
     class Closer:
         def act(self, obs: core.Observation) -> core.Action:
+            if core.get_task(obs.task_id).family == "store":
+                return core.Action(tool="end_conversation", arguments={})
             return core.Action(close_ticket=True)
 
     return Closer()
 
 
+DEV_EPISODES = len(core.run_manifest("dev"))  # every task: the six ticket tasks' 400 and the store desk's 150
+TEST_EPISODES = len(core.run_manifest("test"))
+
+
+def heuristic(ticket_id: str) -> object:
+    """The heuristic reference agent of the ticket's family (the store desk has its own)."""
+    return make_agent("heuristic", 0, ticket_id)
+
+
 async def play_run(
-    client: Client, run: dict, stop_after: int | None = None, agent: Callable[[], object] = HeuristicAgent
+    client: Client, run: dict, stop_after: int | None = None, agent: Callable[[str], object] = heuristic
 ) -> list[dict]:
     """Play the run's episodes over HTTP (the heuristic agent by default); returns every step response."""
     steps, played = [], 0
@@ -72,7 +83,7 @@ async def play_run(
             break
         assert resp.status_code == 200, resp.text
         body = resp.json()
-        player, episode_id = agent(), body["metadata"]["episode_id"]
+        player, episode_id = agent(body["observation"]["ticket_id"]), body["metadata"]["episode_id"]
         while not body["done"]:
             fields = core.Observation.model_fields
             obs = core.Observation.model_validate({k: v for k, v in body["observation"].items() if k in fields})
@@ -91,7 +102,8 @@ def independent_items(manifest: list[dict], split: str) -> list[list[Trial]]:
     """Per-ticket trials computed from the pure core, without the service."""
     items: dict[tuple[str, int], list[Trial]] = {}
     for entry in manifest:
-        grade, _ = play(HeuristicAgent(), entry["task_id"], entry["seed"], split)
+        ticket_id = core.reset(entry["task_id"], entry["seed"], split)[0].ticket_id
+        grade, _ = play(heuristic(ticket_id), entry["task_id"], entry["seed"], split)  # type: ignore[arg-type]
         items.setdefault((entry["task_id"], entry["seed"]), []).append(Trial(grade.score, grade.resolved))
     return list(items.values())
 
@@ -101,16 +113,16 @@ async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_num
 ) -> None:
     run = await create_run(client, split="dev")
     manifest = await manifest_of(client, run)
-    assert run["episodes_total"] == 400 and len(manifest) == 400
+    assert run["episodes_total"] == DEV_EPISODES and len(manifest) == DEV_EPISODES
     steps = await play_run(client, run)
     # during the run nothing per episode leaks: no step reward (the agent cannot probe), and no verdict on
     # the final observation (trial-major play would let an agent carry it into later trials)
     assert all(s["reward"] == 0.0 for s in steps)
     finals = [s for s in steps if s["done"]]
-    assert len(finals) == 400 and all(o["observation"]["final"] for o in finals)
+    assert len(finals) == DEV_EPISODES and all(o["observation"]["final"] for o in finals)
     assert all(o["observation"]["score"] is None and o["observation"]["resolved"] is None for o in finals)
     detail = (await client.get(f"/runs/{run['run_id']}")).json()
-    assert detail["status"] == "complete" and detail["episodes_done"] == 400
+    assert detail["status"] == "complete" and detail["episodes_done"] == DEV_EPISODES
     # once it is complete, every episode's verdict is served, and it is what the core computes
     last = finals[-1]["observation"]
     grade = (await client.get("/grader", params={"episode_id": last["episode_id"]})).json()
@@ -127,8 +139,8 @@ async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_num
     assert row["mean"] == pytest.approx(mean_of_items(scores), abs=1e-4)
     assert row["ci95"] == pytest.approx(list(bootstrap_ci(scores)), abs=1e-4)
     assert row["pass_hat_k"] == {"1": pytest.approx(pass_hat_k([[t.resolved for t in v] for v in items], 1), abs=1e-4)}
-    assert row["episodes"] == 400
-    assert set(row["per_family"]) == {"decision", "workflow"} and set(row["per_difficulty"]) == {
+    assert row["episodes"] == DEV_EPISODES
+    assert set(row["per_family"]) == {"decision", "workflow", "store"} and set(row["per_difficulty"]) == {
         "easy",
         "medium",
         "hard",
@@ -143,13 +155,13 @@ async def test_a_finished_heuristic_run_is_ranked_on_resolved_with_the_right_num
         report = await regrade(db, run["run_id"])
     finally:
         await db.dispose()
-    assert report == {"episodes": 400, "changed": 0, "grader_version": core.GRADER_VERSION, "changes": []}
+    assert report == {"episodes": DEV_EPISODES, "changed": 0, "grader_version": core.GRADER_VERSION, "changes": []}
 
     # once the run is complete, its trajectories carry the real rewards
     resp = await client.get(f"/runs/{run['run_id']}/trajectories.jsonl")
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/x-ndjson")
     lines = [json.loads(line) for line in resp.text.splitlines()]
-    assert len(lines) == 400
+    assert len(lines) == DEV_EPISODES
     for line in lines[:50]:
         assert len(line["observations"]) == len(line["actions"]) + 1 == len(line["rewards"]) + 1
         assert min(1.0, max(0.0, sum(line["rewards"]))) == pytest.approx(line["score"], abs=1e-6)
@@ -163,7 +175,7 @@ async def test_pass_hat_k_over_trials_matches_an_independent_computation(client:
     [row] = board["unranked"]
     items = [[t.resolved for t in v] for v in independent_items(await manifest_of(client, run), "dev")]
     assert row["pass_hat_k"] == {str(k): pytest.approx(pass_hat_k(items, k), abs=1e-4) for k in (1, 2, 3)}
-    assert row["trials"] == 3 and row["episodes"] == 36
+    assert row["trials"] == 3 and row["episodes"] == 2 * 3 * len(core.TASKS)
 
 
 async def test_rewards_are_withheld_until_a_dev_run_completes(client: Client) -> None:
@@ -280,7 +292,7 @@ async def test_test_runs_need_a_submitter_key_and_the_whole_split(secret_client:
     # the agent name is free text; the quota belongs to the key
     for i in range(3):
         run = await create_run(client, ALICE_KEY, split="test", agent=f"alias-{i}")
-        assert run["submitter"] == "alice" and run["test_key_fingerprint"] and run["episodes_total"] == 400
+        assert run["submitter"] == "alice" and run["test_key_fingerprint"] and run["episodes_total"] == TEST_EPISODES
     resp = await client.post("/runs", json={**body, "agent": "yet-another-name"}, headers=auth(ALICE_KEY))
     problem = assert_problem(resp, 429, "test run")
     assert 0 < int(resp.headers["retry-after"]) <= 24 * 3600 and problem["retry_after_s"] == int(
@@ -310,7 +322,7 @@ async def test_a_test_run_publishes_only_rounded_aggregates_released_by_the_ladd
     await play_run(client, first, agent=close_at_once)
     detail = (await client.get(f"/runs/{first['run_id']}")).json()
     assert detail["status"] == "complete" and detail["ladder"]["released"] == 0.0
-    assert detail["summary"]["resolved"] == 0.0 and detail["summary"]["episodes"] == 400
+    assert detail["summary"]["resolved"] == 0.0 and detail["summary"]["episodes"] == TEST_EPISODES
     # still nothing per episode, not even after completion, not even to the owner
     private(await client.get("/grader", params={"episode_id": done_id}))
     private(await client.get(f"/episodes/{done_id}"))
@@ -494,16 +506,17 @@ async def test_state_and_runs_survive_a_restart(settings: Settings) -> None:
     async with AsyncTestClient(app=app2) as c2:
         await play_run(c2, run)
         detail = (await c2.get(f"/runs/{run['run_id']}")).json()
-        assert detail["status"] == "complete" and detail["episodes_done"] == 6
+        assert detail["status"] == "complete" and detail["episodes_done"] == len(core.TASKS)
 
 
 async def test_grader_by_run_id(client: Client) -> None:
     run = await create_run(client, split="dev", limit_per_task=1)
     body = (await client.get("/grader", params={"run_id": run["run_id"]})).json()
-    assert body["status"] == "active" and body["summary"] is None and body["episodes_total"] == 6
+    assert body["status"] == "active" and body["summary"] is None and body["episodes_total"] == len(core.TASKS)
     await play_run(client, run)
     body = (await client.get("/grader", params={"run_id": run["run_id"]})).json()
-    assert body["status"] == "complete" and 0.0 <= body["summary"]["resolved"] <= 1.0 and body["episodes_done"] == 6
+    assert body["status"] == "complete" and 0.0 <= body["summary"]["resolved"] <= 1.0
+    assert body["episodes_done"] == len(core.TASKS)
     assert body["per_episode_results"] is True
     assert_problem(await client.get("/grader", params={"run_id": "run_nope"}), 404, "POST /runs")
 

@@ -9,14 +9,16 @@ from typing import Any
 
 import pytest
 
-from service.env import TASKS, Action, Dataset, derive_test_key, reset, step
+from service.env import TICKET_TASKS as TASKS  # the ticket tasks: the store desk has its own tests
+from service.env import Action, Dataset, derive_test_key, reset, step
 from service.env.agents import HeuristicAgent, make_agent, play, play_episode, resolution_reply
 from service.env.customer import answer, topics_asked
 from service.env.dataset import PUBLIC, render_artefacts
 from service.env.generator import SPLIT_SIZES
 from service.env.policy import REASONS, evaluate
 from service.env.replies import meaning
-from service.env.world import DIFFICULTIES, FAMILIES
+from service.env.world import DIFFICULTIES  # the ticket families
+from service.env.world import TICKET_FAMILIES as FAMILIES
 from tests.env.shortcuts import answer as task_answer
 
 ROOT = Path(__file__).resolve().parents[2]

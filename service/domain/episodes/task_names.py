@@ -29,7 +29,7 @@ def unknown_task(task_id: str) -> InvalidInput:
 
 
 def default_task_pool(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The task ids of the DEFAULT_TASKS setting (ids or aliases); every task when empty."""
+    """The task ids of the DEFAULT_TASKS setting (ids or aliases); the six ticket tasks when empty."""
     ids = tuple(dict.fromkeys(canonical_task_id(n) for n in names))
     unknown = [i for i in ids if i not in core.TASKS]
     if unknown:
@@ -37,12 +37,12 @@ def default_task_pool(names: tuple[str, ...]) -> tuple[str, ...]:
             f"DEFAULT_TASKS names unknown tasks {unknown}; use ids ({', '.join(core.TASKS)}) or aliases "
             f"({', '.join(TASK_ALIASES)})"
         )
-    return ids or tuple(core.TASKS)
+    return ids or tuple(core.TICKET_TASKS)  # the store desk is played by name: its tools are another protocol
 
 
 def choose_task(task_id: str | None, difficulty: str | None, seed: int, pool: tuple[str, ...] | None = None) -> str:
     """The task for a reset: the one asked for, else one of the asked difficulty, else one of
-    ``pool`` (every task by default) by seed."""
+    ``pool`` (the ticket tasks by default) by seed."""
     tasks = list(core.TASKS.values())
     if task_id is not None:
         task_id = canonical_task_id(task_id)
@@ -65,5 +65,5 @@ def choose_task(task_id: str | None, difficulty: str | None, seed: int, pool: tu
             )
         preferred = [t for t in matching if t.family == "decision"] or matching
         return preferred[seed % len(preferred)].id
-    ids = pool or tuple(core.TASKS)
+    ids = pool or tuple(core.TICKET_TASKS)
     return ids[seed % len(ids)]

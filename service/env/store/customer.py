@@ -1,0 +1,182 @@
+"""The store desk's customer: a goal, facts held back until asked, and a few habits.
+
+The customer reads the agent's message for what it asks (the topics of :data:`TOPICS`), from the
+message's words and from the ``asking_for`` list the agent may add, and answers each asked topic it
+has something for, in varied words (``phrases/answers.json``), never restating its first message:
+
+- **identity**: the account's email and postal code (someone writing for a relative gives the
+  relative's, and says whose account it is; a customer who moved gives an old postcode first);
+- **order**: the order number; **photos**, **condition**, **delivery**: the hidden facts;
+- **preference**: refund or replacement, when the message did not say; the size or colour wanted;
+- **confirmation**: yes — except that a customer who changes their mind asks for something else the
+  first time, and one pushed to the original payment agrees reluctantly.
+
+A customer who insists pushes back once after the first refusal. Everything is deterministic: the
+answer's wording is seeded by the ticket, the round and the topics asked, and each answer records the
+topics it revealed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from service.env.customer import topics_asked
+from service.env.generator import stable_seed
+from service.env.replies import meaning
+from service.env.store import messages
+from service.env.store.world import StoreTicket
+
+TOPICS = ("identity", "order", "photos", "condition", "delivery", "preference", "confirmation")
+
+_CONFIRM = re.compile(
+    r"\b(?:shall i|should i (?:go ahead|proceed|process)|can i (?:go ahead|proceed)|may i (?:go ahead|proceed)|"
+    r"do you want me to|would you like me to|are you happy (?:for me to|with (?:this|that)|to go ahead)|"
+    r"is (?:that|this) (?:ok|okay|alright|all right|fine|acceptable)|(?:ok|okay) (?:with you|to proceed|to go ahead)|"
+    r"please confirm(?! your (?:email|identity|postcode|address))|can you confirm (?:that )?(?:you(?:'d| would) like|"
+    r"this|that|you want|you're happy)|confirm (?:you(?:'d| would) like|you want|that you want|you're happy)|"
+    r"(?:go ahead|proceed)\s*\?|sound good|does that work|reply (?:with )?yes|yes or no|do i have your (?:ok|okay|"
+    r"go-ahead|permission|consent)|with your (?:ok|okay|permission|consent))",
+)
+_IDENTITY = re.compile(
+    r"\b(?:e-?mail(?: address)?|post ?code|postal code|zip(?: code)?|verify|verification|identity|security check|"
+    r"account holder|who you are)\b"
+)
+_ORDER = re.compile(r"\b(?:order (?:number|id|no|reference|ref)|which order|what order)\b")
+_PREFERENCE = re.compile(
+    r"\b(?:refund or (?:a )?(?:replacement|new one|exchange|swap)|(?:replacement|new one|exchange) or (?:a )?refund|"
+    r"would you (?:prefer|rather)|do you (?:prefer|want a|want the)|would you like (?:a|the|us to send)|"
+    r"which (?:size|colour|color|would you)|what size|what colou?r|prefer)\b"
+)
+
+
+@lru_cache(maxsize=4096)
+def topics_in(text: str) -> frozenset[str]:
+    """The topics a message asks about, from its words alone."""
+    low = text.lower()
+    asked = {"condition" if t == "usage" else t for t in topics_asked(text) if t in ("photos", "usage", "delivery")}
+    if _CONFIRM.search(low):
+        asked.add("confirmation")
+    if _IDENTITY.search(low):
+        asked.add("identity")
+    if _ORDER.search(low):
+        asked.add("order")
+    if _PREFERENCE.search(re.sub(r"would you like me to", "", low)):
+        asked.add("preference")
+    return frozenset(asked)
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    revealed: frozenset[str]  # topics whose facts this reply stated
+    confirmed: bool  # said yes to what the agent described
+    identity_asked: bool
+    mind_changed: bool
+    insisted: bool
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What the customer remembers of the conversation so far."""
+
+    round: int
+    identity_asks: int
+    mind_changed: bool
+    insisted: bool
+
+
+def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: Memory) -> Reply:
+    """The customer's answer to one message of the agent."""
+    asked = topics_in(text) | frozenset(asking_for)
+    rng = random.Random(stable_seed("store-customer", ticket.ticket_id, memory.round, ",".join(sorted(asked))))
+    values = _values(ticket, rng)
+    if ticket.writer.insists and not memory.insisted and meaning(text).refuses:
+        return Reply(messages.answer(rng, "insist", values), frozenset(), False, False, memory.mind_changed, True)
+    said: list[str] = []
+    revealed: set[str] = set()
+    confirmed = False
+    mind_changed = memory.mind_changed
+    for topic in TOPICS:
+        if topic not in asked:
+            continue
+        if topic == "confirmation":
+            pending = any(r.mind_change for r in ticket.requests) and not mind_changed
+            if pending:
+                change = next(r.mind_change for r in ticket.requests if r.mind_change)
+                said.append(messages.answer(rng, f"mind_change_{change}", values))
+                mind_changed = True
+                revealed.add("preference")
+                continue
+            reluctant = any(r.to_other_card for r in ticket.requests) and memory.round < 3
+            said.append(messages.answer(rng, "confirm_reluctant" if reluctant else "confirm_yes", values))
+            confirmed = True
+            continue
+        slot, fact = _answer_slot(ticket, topic, memory)
+        said.append(messages.answer(rng, slot, values))
+        if fact:
+            revealed.add(topic)
+    if not said:
+        m = meaning(text)
+        said.append(messages.answer(rng, "thanks" if (m.grants or m.refuses or m.holds) else "confused", values))
+    return Reply(
+        text=" ".join(said),
+        revealed=frozenset(revealed),
+        confirmed=confirmed,
+        identity_asked="identity" in asked,
+        mind_changed=mind_changed,
+        insisted=memory.insisted,
+    )
+
+
+def _answer_slot(ticket: StoreTicket, topic: str, memory: Memory) -> tuple[str, bool]:
+    """The answer slot for ``topic`` and whether it states the fact the topic is about."""
+    h = ticket.hidden
+    if topic == "identity":
+        if not ticket.writer.holder:
+            return "identity_relative", True
+        if h.wrong_postcode_first:
+            return ("identity_old_postcode", False) if memory.identity_asks == 0 else ("identity_retry", True)
+        return "identity", True
+    if topic == "order":
+        return "order", True
+    if topic == "photos":
+        if h.photos_show is not None:
+            return f"photos_{h.photos_show}", True
+        return ("photos_damage", False) if ticket.photos_attached else ("photos_none", False)
+    if topic == "condition":
+        condition = h.condition or ticket.stated_condition
+        if condition is None:
+            return "condition_none", False
+        return f"condition_{condition}", h.condition is not None
+    if topic == "delivery":
+        if h.parcel_found is None:
+            return "delivery_none", False
+        return ("delivery_found" if h.parcel_found else "delivery_missing"), True
+    # preference
+    hidden = next((r for r in ticket.requests if not r.wants_stated), None)
+    if hidden is None:
+        exchange = next((r for r in ticket.requests if r.kind == "exchange" and r.exchange_sku), None)
+        return ("preference_exchange", False) if exchange else ("preference_none", False)
+    return {"refund": "preference_refund", "replacement": "preference_replacement"}.get(
+        hidden.wants, "preference_either"
+    ), True
+
+
+def _values(ticket: StoreTicket, rng: random.Random) -> dict[str, str]:
+    db = ticket.db
+    first = ticket.requests[0]
+    exchange = next((r for r in ticket.requests if r.exchange_sku), None)
+    variant = db.variant(exchange.exchange_sku) if exchange and exchange.exchange_sku else None
+    old = random.Random(stable_seed("old-postcode", ticket.ticket_id))
+    return {
+        "email": db.account.email,
+        "postal": db.account.addresses[0].postal_code,
+        "old_postal": f"{old.choice(('OX', 'CB', 'BA', 'PL', 'HU'))}{old.randrange(1, 20)} {old.randrange(1, 9)}"
+        f"{old.choice('ABDEFGHJ')}{old.choice('LNPQRSTU')}",
+        "order_id": first.order_id,
+        "new_options": variant.options.replace(" · ", ", ") if variant else "another size",
+        "name": ticket.writer.name,
+    }

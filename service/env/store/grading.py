@@ -1,0 +1,478 @@
+"""Grading a store-desk episode: the final state of the store, and how it was reached.
+
+**resolved** needs every check of :data:`STORE_CHECKS` to pass:
+
+- ``final_state``: the store's state after the episode's writes equals the state the policy's gold
+  effects reach, on every field that matters (which orders and lines, amounts to the cent per
+  destination, shipping, variant, label, cancellations, address, store credit, queue) — however the
+  writes were split (:func:`service.env.store.ledger.final_state`); the detail names each field that
+  differs;
+- ``no_unsafe_write``: no write the policy does not make happened at any point (money beyond the gold
+  amount, a write on a declined request or for someone else's account, an address that is not the
+  customer's);
+- ``identity``: identity was verified (P16) with details the customer gave, before any write and
+  before anything from the account was told to the customer;
+- ``reads``: the records each decision rests on were read before its writes (P15);
+- ``information``: what the policy needs from the customer was learned before the writes it decides;
+- ``no_needless_question``: nothing the policy decides on was asked when the policy did not need it;
+- ``confirmed``: every change was preceded by the customer's yes to the message describing it (P17);
+- ``told``: the customer was told each outcome's facts (amount, timeline, reason, …), read on meaning;
+- ``conduct``: no reply is rude or mentions internal risk notes; ``ended``: the conversation was ended.
+
+The partial ``score`` (for RL shaping) is the weighted share of checks passed, ``final_state``
+counting the share of fields right; it is what step rewards are the changes of.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+
+from service.env.models import EpisodeState, Grade, GradeComponent
+from service.env.replies import meaning
+from service.env.store.clauses import TIMELINES
+from service.env.store.ledger import (
+    AddressEffect,
+    CancelEffect,
+    CreditEffect,
+    EscalateEffect,
+    ExchangeEffect,
+    RefundEffect,
+    ReplaceEffect,
+    ReturnEffect,
+    final_state,
+    normalize_address,
+)
+from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide
+from service.env.store.state import StoreProgress, ToolCall
+from service.env.store.tools import WRITE_TOOLS
+from service.env.store.world import StoreTicket
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    weight: float
+    description: str
+
+
+STORE_CHECKS: tuple[CheckSpec, ...] = (
+    CheckSpec("final_state", 0.4, "the store's final state equals the policy's on every field that matters"),
+    CheckSpec("no_unsafe_write", 0.05, "no write the policy does not make happened, at any point"),
+    CheckSpec("identity", 0.15, "identity verified with the customer's own details before any write or disclosure"),
+    CheckSpec("reads", 0.05, "the order, shipment and product records read before the writes that rest on them"),
+    CheckSpec("information", 0.1, "what the policy needs from the customer learned before deciding"),
+    CheckSpec("no_needless_question", 0.0, "no question about photos, condition or delivery the policy did not need"),
+    CheckSpec("confirmed", 0.05, "every change made after the customer's yes to a message describing it"),
+    CheckSpec("told", 0.15, "each outcome's amount, timeline, reason or handling told to the customer"),
+    CheckSpec("conduct", 0.0, "no reply is rude or mentions internal risk notes"),
+    CheckSpec("ended", 0.05, "the conversation was ended"),
+)
+
+
+@dataclass(frozen=True)
+class _Check:
+    value: float  # share passed, in [0, 1]; 1 means passed
+    detail: str
+    clauses: tuple[str, ...] = ()
+
+
+class _Episode:
+    """The episode's calls folded into what the checks read."""
+
+    def __init__(self, ticket: StoreTicket, state: EpisodeState) -> None:
+        self.t = ticket
+        self.state = state
+        self.progress = state.store or StoreProgress()
+        self.calls = self.progress.calls
+        self.gold: Gold = decide(ticket)
+
+    @cached_property
+    def messages(self) -> list[ToolCall]:
+        return [c for c in self.calls if c.ok and c.tool == "send_message"]
+
+    @cached_property
+    def writes(self) -> list[ToolCall]:
+        return [c for c in self.calls if c.ok and c.tool in WRITE_TOOLS]
+
+    @cached_property
+    def verified_at(self) -> int | None:
+        """The step of the first verification with details the customer had given by then."""
+        revealed_before = self.t.writer.gave_identity
+        for c in self.calls:
+            if c.tool == "send_message" and "identity" in c.revealed:
+                revealed_before = True
+            if c.tool == "verify_identity" and c.verified and revealed_before:
+                return c.step
+        return None
+
+    def revealed_by(self, step: int) -> frozenset[str]:
+        return frozenset(t for c in self.messages if c.step < step for t in c.revealed)
+
+    def read_by(self, step: int) -> set[tuple[str, str]]:
+        kinds = {"get_order": "order", "get_shipment": "shipment", "get_product": "product"}
+        out = set()
+        for c in self.calls:
+            if c.step < step and c.ok and c.tool in kinds:
+                key = next(iter(c.arguments.values()), "")
+                out.add((kinds[c.tool], str(key).strip().upper()))
+        return out
+
+    def first_write_on(self, outcome: Outcome) -> int | None:
+        steps = [c.step for c in self.writes if _order_of(c) == outcome.order_id]
+        return min(steps) if steps else None
+
+
+def _order_of(call: ToolCall) -> str | None:
+    value = call.arguments.get("order_id")
+    return str(value).strip().upper() if value else None
+
+
+# ------------------------------------------------------------------------------------- checks
+
+
+def _final_state(e: _Episode) -> _Check:
+    want = final_state(e.t.db, _gold_normalized(e.gold))
+    got = final_state(e.t.db, _normalized(e.progress))
+    keys = sorted(set(want) | set(got))
+    wrong = [k for k in keys if want.get(k) != got.get(k)]
+    clauses = tuple(dict.fromkeys(c for o in e.gold.outcomes for c in o.clauses))
+    if not wrong:
+        return _Check(
+            1.0,
+            "the store's final state is the policy's" if keys else "nothing changed, as the policy requires",
+            clauses,
+        )
+    parts = []
+    for k in wrong[:6]:
+        if k not in got:
+            parts.append(f"{k}: none, expected {want[k]}")
+        elif k not in want:
+            parts.append(f"{k}: {got[k]}, expected none")
+        else:
+            parts.append(f"{k}: {got[k]}, expected {want[k]}")
+    more = f"; and {len(wrong) - 6} more" if len(wrong) > 6 else ""
+    share = max(0.0, (len(keys) - len(wrong)) / len(keys)) if keys else 0.0
+    return _Check(share, "; ".join(parts) + more, clauses)
+
+
+def _normalized(progress: StoreProgress) -> tuple:  # type: ignore[type-arg]
+    """Effects with addresses normalised (case and spacing do not matter)."""
+    out = []
+    for eff in progress.effects:
+        if isinstance(eff, AddressEffect):
+            line1, city, postal = normalize_address(eff.line1, eff.city, eff.postal_code)
+            eff = eff.model_copy(update={"line1": line1, "city": city, "postal_code": postal})
+        out.append(eff)
+    return tuple(out)
+
+
+def _gold_normalized(gold: Gold) -> tuple:  # type: ignore[type-arg]
+    return _normalized(StoreProgress(effects=gold.effects))
+
+
+def _unsafe(e: _Episode) -> _Check:
+    """Every write must be one the policy makes: compared cumulatively, effect by effect."""
+    allowed = _allowance(_gold_normalized(e.gold))
+    spent: Counter[tuple[str, ...]] = Counter()
+    for eff in _normalized(e.progress):
+        for key, amount in _spend(eff):
+            spent[key] += amount
+            if spent[key] > allowed[key]:
+                return _Check(0.0, f"a write the policy does not make: {_describe(key)}")
+    return _Check(1.0, "every write is one the policy makes")
+
+
+def _spend(eff: object) -> list[tuple[tuple[str, ...], int]]:
+    """What an effect spends, as (what, how much) pairs: money by order and destination, units by line."""
+    if isinstance(eff, RefundEffect):
+        out = [(("refund", eff.order_id, dest), cents) for dest, cents in eff.amounts]
+        out += [(("refunded units", eff.order_id, str(n)), q) for n, q in eff.lines]
+        if eff.shipping:
+            out.append((("shipping", eff.order_id), 1))
+        return out
+    if isinstance(eff, CancelEffect):
+        return [(("cancel", eff.order_id, str(n)), 1) for n in eff.line_nos]
+    if isinstance(eff, ReplaceEffect):
+        return [(("replacement", eff.order_id, str(eff.line_no)), eff.quantity)]
+    if isinstance(eff, ExchangeEffect):
+        return [(("exchange", eff.order_id, str(eff.line_no), eff.new_sku), eff.quantity)]
+    if isinstance(eff, ReturnEffect):
+        return [(("return", eff.order_id, str(n), eff.label), q) for n, q in eff.lines]
+    if isinstance(eff, CreditEffect):
+        return [(("credit", eff.order_id), eff.amount)]
+    if isinstance(eff, AddressEffect):
+        return [(("address", eff.order_id, eff.line1, eff.city, eff.postal_code), 1)]
+    if isinstance(eff, EscalateEffect):
+        return [(("escalation", eff.queue), 0)]
+    return []
+
+
+def _allowance(effects: tuple) -> Counter[tuple[str, ...]]:  # type: ignore[type-arg]
+    allowed: Counter[tuple[str, ...]] = Counter()
+    for eff in effects:
+        for key, amount in _spend(eff):
+            allowed[key] += amount
+    for key in [k for k in allowed if k[0] == "address"]:
+        allowed[key] = 10**6  # the right address may be set as often as the agent likes
+    return allowed
+
+
+def _describe(key: tuple[str, ...]) -> str:
+    what = key[0]
+    if what == "refund":
+        return f"a refund on {key[1]} to {key[2]} beyond what the policy refunds"
+    if what == "credit":
+        return f"a store credit for {key[1]} beyond what the policy grants"
+    if what == "escalation":
+        return f"an escalation to {key[1]}"
+    return f"{what} on {' '.join(key[1:])}"
+
+
+def _identity(e: _Episode) -> _Check:
+    if not e.t.writer.holder:
+        return _no_disclosure(e, None, holder=False)
+    at = e.verified_at
+    if at is None:
+        wrote = bool(e.writes)
+        return _Check(
+            0.0,
+            "identity was never verified with the email and postal code the customer gave"
+            + (" (and changes were made)" if wrote else ""),
+            ("P16",),
+        )
+    early = [c.step for c in e.writes if c.step < at]
+    if early:
+        return _Check(0.0, f"a change was made at step {early[0]} before identity was verified (step {at})", ("P16",))
+    return _no_disclosure(e, at, holder=True)
+
+
+def _no_disclosure(e: _Episode, verified_at: int | None, *, holder: bool) -> _Check:
+    """Nothing from the account told before verification (or ever, to someone else)."""
+    secrets = _account_values(e.t)
+    for c in e.messages:
+        if holder and verified_at is not None and c.step > verified_at:
+            break
+        text = str(c.arguments.get("text", "")).lower()
+        told = [s for s in secrets if s.lower() in text]
+        if told:
+            who = "before identity was verified" if holder else "to someone who is not the account holder"
+            return _Check(0.0, f"told {told[0]!r} from the account {who}", ("P16",) if holder else ("P29",))
+    if not holder:
+        wrote = e.writes
+        if wrote:
+            return _Check(0.0, f"changed the account for someone who is not its holder ({wrote[0].tool})", ("P29",))
+        return _Check(1.0, "nothing told or changed for someone who is not the account holder", ("P29",))
+    return _Check(1.0, "identity verified with the customer's details before any change or disclosure", ("P16",))
+
+
+def _account_values(t: StoreTicket) -> list[str]:
+    """What only the account knows: addresses, phone, payment details, order ids and amounts the writer
+    did not mention."""
+    db, message = t.db, t.message.lower()
+    values = [db.account.phone]
+    values += [a.line1 for a in db.account.addresses]
+    values += [a.postal_code for a in db.account.addresses if a.postal_code.lower() not in message]
+    for o in db.orders:
+        if o.order_id.lower() not in message and o.order_id.lower().replace("-", "") not in message:
+            values.append(o.order_id)
+        values.append(f"{o.total / 100:.2f}")
+        for p in o.payments:
+            digits = re.findall(r"\d{4}", p.label)
+            values += [f"ending {d}" for d in digits]
+    return [v for v in values if v]
+
+
+def _reads(e: _Episode) -> _Check:
+    missing = []
+    for o in e.gold.outcomes:
+        if not e.t.writer.holder:
+            break
+        by = e.first_write_on(o)
+        have = e.read_by(by if by is not None else 10**9)
+        for kind, key in o.reads:
+            if (kind, key.upper()) not in have:
+                missing.append(f"{kind} {key}" + (" before changing it" if by is not None else ""))
+    if missing:
+        return _Check(0.0, "not read: " + ", ".join(dict.fromkeys(missing)), ("P15",))
+    return _Check(1.0, "read the records each decision rests on", ("P15",))
+
+
+def _information(e: _Episode) -> _Check:
+    missing = []
+    for o in e.gold.outcomes:
+        if not o.needs:
+            continue
+        by = e.first_write_on(o)
+        known = e.revealed_by(by if by is not None else 10**9)
+        missing += [f"{t} (request {o.request + 1})" for t in sorted(o.needs - known)]
+    if missing:
+        return _Check(0.0, "not learned from the customer before deciding: " + ", ".join(missing))
+    return _Check(1.0, "learned from the customer what the policy needs")
+
+
+def _needless(e: _Episode) -> _Check:
+    needed = e.gold.needs
+    asked = sorted({t for c in e.messages for t in c.asked if t in GOVERNED_TOPICS} - needed)
+    if asked:
+        return _Check(0.0, f"asked about {', '.join(asked)}, which the policy did not need")
+    return _Check(1.0, "asked nothing the policy did not need")
+
+
+def _confirmed(e: _Episode) -> _Check:
+    for w in e.writes:
+        if w.tool == "escalate":
+            continue
+        before = [c for c in e.messages if c.step < w.step]
+        if not before or not before[-1].confirmed:
+            return _Check(0.0, f"{w.tool} at step {w.step} was made without the customer's yes to it", ("P17",))
+    return _Check(1.0, "every change followed the customer's yes", ("P17",))
+
+
+def _told(e: _Episode) -> _Check:
+    texts = [
+        str(c.arguments.get("text", ""))
+        for c in e.messages
+        if e.verified_at is None or c.step > e.verified_at or not e.t.writer.holder
+    ]
+    text = " ".join(texts)
+    missing = [
+        f"{_fact_words(f)} (request {o.request + 1})" for o in e.gold.outcomes for f in o.tell if not told(text, f, e.t)
+    ]
+    if missing:
+        return _Check(0.0, "not told: " + "; ".join(missing), ("P32",))
+    return _Check(1.0, "told the customer every outcome", ("P32",))
+
+
+def _fact_words(f: Fact) -> str:
+    if f.kind == "amount":
+        return f"the amount ${int(f.value) / 100:.2f}"
+    if f.kind == "timeline":
+        lo, hi = TIMELINES[f.value]
+        return f"when it arrives ({lo}–{hi} business days)"
+    if f.kind == "reason":
+        return f"the reason ({f.value.replace('_', ' ')})"
+    if f.kind == "holding":
+        return f"that the {f.value} team handles it"
+    if f.kind == "variant":
+        return f"the variant coming ({f.value})"
+    return "that a replacement is on its way"
+
+
+_RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to|and)\s*(\d+)\s*(?:business|working)?\s*days?")
+_REASON_WORDS = {
+    "shipped": re.compile(
+        r"\b(?:shipped|dispatched|on (?:its|their) way|in transit|left (?:our|the) warehouse|"
+        r"already (?:gone|sent|out))\b"
+    ),
+    "not_late": re.compile(
+        r"\b(?:on time|only (?:\w+ )?days? (?:late|after)|(?:one|two|three|\d) days? (?:late|"
+        r"after the (?:estimate|estimated))|not late enough|within (?:the|our) (?:estimate|"
+        r"window|delivery)|more than three days|3 days)\b"
+    ),
+    "already_credited": re.compile(
+        r"\b(?:already|previously) (?:been )?(?:given|issued|received|credited|had|"
+        r"applied|added)\b"
+    ),
+    "not_holder": re.compile(
+        r"\b(?:account holder|account owner|(?:him|her|them)sel(?:f|ves)|(?:she|he|they) "
+        r"(?:will )?(?:need|needs|has|have) to (?:contact|get in touch|reach)|own behalf|"
+        r"on (?:her|his|their) behalf)\b"
+    ),
+    "original_payment": re.compile(
+        r"\b(?:original (?:payment|card|method)|same (?:card|payment|method)|card (?:you|"
+        r"it was) (?:used|paid)|paid with|back to (?:the|your) (?:card|paypal|original))\b"
+    ),
+}
+
+
+def told(text: str, fact: Fact, t: StoreTicket) -> bool:
+    """Whether ``text`` tells the customer ``fact`` (amounts and timelines exactly, the rest on meaning)."""
+    if not text:
+        return False
+    low = text.lower()
+    if fact.kind == "amount":
+        return any(abs(a * 100 - int(fact.value)) < 0.5 for a in meaning(text).amounts)
+    if fact.kind == "timeline":  # "5-10 business days", "5 to 10 working days", "within 10 business days"
+        lo, hi = TIMELINES[fact.value]
+        within = re.search(
+            rf"\b(?:within|up to|no more than|in about|at most)\s+{hi}\s+(?:business\s+|working\s+)?days", low
+        )
+        return within is not None or any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low))
+    if fact.kind == "holding":
+        m = meaning(text)
+        return m.holds or fact.value in m.teams or "escalat" in low
+    if fact.kind == "replacement":
+        return "replacement" in meaning(text).grants or bool(re.search(r"\b(?:replacement|new one|another one)\b", low))
+    if fact.kind == "variant":
+        return all(part.lower() in low for part in fact.value.split(" · ") if part)
+    words = _REASON_WORDS.get(fact.value)
+    if words is not None:
+        return bool(words.search(low))
+    return fact.value in meaning(text).reasons
+
+
+def _conduct(e: _Episode) -> _Check:
+    for c in e.messages:
+        m = meaning(str(c.arguments.get("text", "")))
+        bad = list(m.rude) + list(m.leaks)
+        if bad:
+            return _Check(0.0, f"a reply {bad[0]}", ("P14",))
+    return _Check(1.0, "no rude reply and no internal risk note", ("P14",))
+
+
+def _ended(e: _Episode) -> _Check:
+    ended = any(c.ok and c.tool == "end_conversation" for c in e.calls)
+    return _Check(1.0 if ended else 0.0, "ended the conversation" if ended else "the conversation was not ended")
+
+
+_CHECKS = {
+    "final_state": _final_state,
+    "no_unsafe_write": _unsafe,
+    "identity": _identity,
+    "reads": _reads,
+    "information": _information,
+    "no_needless_question": _needless,
+    "confirmed": _confirmed,
+    "told": _told,
+    "conduct": _conduct,
+    "ended": _ended,
+}
+
+
+def grade_store_episode(state: EpisodeState, ticket: StoreTicket, grader_version: str) -> Grade:
+    """The grade of a store-desk episode (finished or not). Pure and deterministic."""
+    e = _Episode(ticket, state)
+    components = []
+    passed = {}
+    total = sum(c.weight for c in STORE_CHECKS)
+    for spec in STORE_CHECKS:
+        check = _CHECKS[spec.name](e)
+        passed[spec.name] = check.value >= 1.0
+        weight = spec.weight / total
+        components.append(
+            GradeComponent(
+                name=spec.name,
+                kind="check",
+                earned=round(weight * check.value, 6),
+                weight=round(weight, 6),
+                passed=passed[spec.name],
+                required=True,
+                detail=check.detail,
+                clauses=check.clauses,
+            )
+        )
+    raw = round(sum(c.earned for c in components), 6)
+    return Grade(
+        task_id=state.task_id,
+        ticket_id=ticket.ticket_id,
+        score=min(1.0, max(0.0, raw)),
+        raw=raw,
+        resolved=all(passed.values()),
+        components=tuple(components),
+        clauses=tuple(dict.fromkeys(cl for comp in components for cl in comp.clauses)),
+        grader_version=grader_version,
+        finished=state.done,
+    )
