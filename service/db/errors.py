@@ -95,6 +95,7 @@ _SQLITE_UNAVAILABLE = {
 _SQLITE_REOPEN = _SQLITE_UNAVAILABLE - {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM}
 
 _PG_FULL = {"53100"}  # disk_full
+_ENOSPC_TEXT = "No space left on device"  # strerror(ENOSPC), as PostgreSQL quotes it when it cannot write
 # connection exception (08), insufficient resources (53), operator intervention: query canceled by
 # statement_timeout, shutdown, cannot connect now (57), system/I-O error (58), lock not available,
 # read-only transaction (a replica after a failover).
@@ -126,6 +127,12 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
     if isinstance(exc, sa_exc.IntegrityError):
         return None
     chain = list(_chain(exc))
+    if any(_ENOSPC_TEXT in str(err) for err in chain):
+        # PostgreSQL that could not write its WAL (a full disk) PANICs: the connection closes with that
+        # message and no answer of its own ("connection was closed in the middle of operation: could not write
+        # to file pg_wal/…: No space left on device"; the driver calls it 08003), and its restart fails the
+        # same way. Whoever quotes ENOSPC, it is a full disk (507), not an outage (503).
+        return DatabaseFull
     # What the database itself answered (a SQLite result code, a PostgreSQL SQLSTATE) decides before how the
     # connection ended: PostgreSQL answers a full disk with 53100 and may then drop the connection, which
     # SQLAlchemy reports as invalidated — that is a full disk (507), not an outage (503).

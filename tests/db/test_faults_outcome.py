@@ -159,6 +159,20 @@ def test_a_postgresql_full_disk_is_507_even_when_the_connection_is_dropped() -> 
     assert classify(wrapped) is DatabaseFull
 
 
+def test_a_postgresql_that_cannot_write_its_wal_is_a_full_disk() -> None:
+    """What a PostgreSQL whose WAL disk is full answers (seen on a private server on a full tmpfs: it PANICs
+    and closes every connection, then its restart fails the same way): no SQLSTATE, the OS's ENOSPC text.
+    Before: 503 database-unavailable for every step and /ready; now 507, as for any full disk."""
+    import asyncpg
+
+    closed = asyncpg.exceptions.ConnectionDoesNotExistError(
+        'connection was closed in the middle of operation: could not write to file "pg_wal/xlogtemp.10666": '
+        "No space left on device"
+    )
+    wrapped = sa_exc.DBAPIError("UPDATE episodes …", {}, closed, connection_invalidated=True)
+    assert classify(wrapped) is DatabaseFull
+
+
 # ---- finding 16: /ready fails when a real write fails -----------------------------------------------
 
 
