@@ -9,6 +9,7 @@ ever: 2,000 of them from one address, none closed after 70 s, and about 1,005 lo
 - **a request must arrive whole** (its headers, and its body) within ``CONNECTION_REQUEST_TIMEOUT_S``
   of the connection opening or of the previous response; past that the connection is answered 408 and
   closed (a WebSocket handshake is such a request too);
+- **the process may open as many files as its hard limit allows** (the soft limit is raised at start);
 - **one address holds at most** ``MAX_CONNECTIONS_PER_CLIENT`` open connections (HTTP and WebSocket
   together); one more is answered 503 and closed at once. The address is the TCP peer, counted as the
   limits count addresses (IPv6 per /64); addresses in ``RATE_LIMIT_EXEMPT`` (loopback) are not capped,
@@ -90,11 +91,28 @@ GUARD = ConnectionGuard()
 
 
 def configure(settings: Settings) -> ConnectionGuard:
-    """Set this process's guard from ``settings`` (no per-address cap behind trusted proxies)."""
+    """Set this process's guard from ``settings`` (no per-address cap behind trusted proxies), and let the
+    process open as many files as its hard limit allows (a soft limit of 1,024 is the default on many
+    systems: every connection is a file)."""
     GUARD.request_timeout_s = settings.connection_request_timeout_s
     GUARD.per_client = 0 if settings.trusted_proxy_hops else settings.max_connections_per_client
     GUARD.exempt = settings.exempt_addresses
+    _raise_open_files_limit()
     return GUARD
+
+
+def _raise_open_files_limit() -> None:
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError) as exc:  # a container may refuse it: keep the soft limit
+            log.warning("could not raise the open-files limit from %d: %s", soft, exc)
 
 
 class GuardedHttpProtocol(HttpToolsProtocol):
