@@ -52,8 +52,13 @@ USER 1000
 # every commit (DELETE + FULL). Set DATABASE_URL to a postgresql+asyncpg:// URL to use
 # PostgreSQL instead (then /data is unused). Where /data cannot be written (openenv validate runs
 # the image read-only as another user), the database goes to SQLITE_FALLBACK_DIR, with a warning.
+# On a Hugging Face Space (the platform sets SPACE_ID) every request comes through the Space's proxy,
+# which appends the visitor's address to X-Forwarded-For: with TRUSTED_PROXY_HOPS unset, the entry point
+# counts clients by that entry (SPACES_PROXY_HOPS hops). Elsewhere (from_docker_image, docker run) the
+# TCP peer counts, as X-Forwarded-For could be written by anyone. GET /limits shows what is counted.
 ENV HOME=/home/user \
     PORT=7860 \
+    SPACES_PROXY_HOPS=1 \
     EXTRA_PORTS=8000 \
     DATABASE_URL=sqlite+aiosqlite:////data/ecomm_support.db \
     SQLITE_FALLBACK_DIR=/tmp \

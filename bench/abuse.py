@@ -16,6 +16,9 @@ two clients come from different addresses:
   without backoff at ``--flood-factor`` times its limit (``flood``: most answered 429). Both are
   open-loop and evenly spaced, so the abuser's own client stays well under a CPU core (a closed-loop
   flooder on a shared 2-vCPU machine measures its own client's CPU, not the server's);
+- the **error amplifier** (``errors``) spends its whole allowance on 58.5 kB bodies of 4,500 invented
+  fields, to ``/reset`` and as the arguments of an MCP reset in turn: every answer is an error, and what
+  is measured is whether building those errors costs the honest agent;
 - the **page reader** (``pages``) is a visitor at its limit on the costliest reads: it reads a
   ``--run-trials``-trial dev run's page (3,200 entries at 8 trials, ``--run-started`` of them handed
   out) at ``--heavy-limit`` requests a second (``RATE_LIMIT_HEAVY_READS_PER_MIN`` / 60), every read a page it
@@ -50,6 +53,8 @@ from service import env as core
 from service.env.agents import HeuristicAgent
 
 HONEST_ADDRESS, ABUSER_ADDRESS = HOST, "127.0.0.2"
+# The error amplifier's body: 4,500 invented fields, 58.5 kB (under MAX_BODY_BYTES), each refused by name.
+UNKNOWN_FIELDS = json.dumps({f"k{i:05d}": 0 for i in range(4500)})
 
 
 def _cpu_s(pid: int) -> float:
@@ -112,9 +117,16 @@ async def _abuse(
             params["format"] = "html"
         return await client.get(f"/runs/{run_id}", params=params)
 
+    async def invalid_body(client: httpx.AsyncClient, n: int) -> httpx.Response:
+        if n % 2:  # the same fields as the arguments of an MCP reset
+            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "reset", "arguments": {}}}
+            body = json.dumps(call).replace('"arguments": {}', '"arguments": ' + UNKNOWN_FIELDS)
+            return await client.post("/mcp", content=body, headers={"content-type": "application/json"})
+        return await client.post("/reset", content=UNKNOWN_FIELDS, headers={"content-type": "application/json"})
+
     async def one(client: httpx.AsyncClient, n: int) -> None:
-        if mode == "pages":
-            resp = await read_page(client, n)
+        if mode in ("pages", "errors"):
+            resp = await (read_page(client, n) if mode == "pages" else invalid_body(client, n))
             counts["sent"] += 1
             key = "limited" if resp.status_code == 429 else "server_errors" if resp.status_code >= 500 else "served"
             counts[key] += 1
@@ -138,6 +150,8 @@ async def _abuse(
             rate = float(limit)
         elif mode == "pages":  # its whole allowance of heavy reads
             rate = float(heavy_limit)
+        elif mode == "errors":  # its whole allowance of invalid bodies (every answer a 422 or an MCP error)
+            rate = float(limit)
         else:  # flood: `flood_factor` times the limit, retrying without backoff (most answered 429)
             rate = float(limit * flood_factor)
         n, due, pending = 0, time.monotonic(), set()
@@ -314,9 +328,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--mode",
-        choices=["paced", "flood", "pages", "both", "all"],
+        choices=["paced", "flood", "pages", "errors", "both", "all"],
         default="all",
-        help="both: paced and flood; all: those and the run-page reader",
+        help="both: paced and flood; all: those and the run-page reader; errors: invalid 58 kB bodies at the limit",
     )
     parser.add_argument(
         "--heavy-limit",

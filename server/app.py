@@ -8,6 +8,9 @@ and uvicorn options as ``python -m service.app``. What it adds is what a contain
 - **two ports**: ``PORT`` (7860, Hugging Face Spaces) and ``EXTRA_PORTS`` (the image sets 8000,
   the container port of OpenEnv's ``from_docker_image`` and of ``openenv validate``'s Docker
   runtime checks), so one image answers both without per-platform configuration;
+- **the Space's proxy**: on a Hugging Face Space (``SPACE_ID`` set by the platform) with
+  ``TRUSTED_PROXY_HOPS`` unset, clients are counted by the X-Forwarded-For entry the Space's proxy writes
+  (``SPACES_PROXY_HOPS``, 1 in the image): without it every visitor is the proxy's one address;
 - **a writable database**: when the SQLite folder of ``DATABASE_URL`` cannot be written (OpenEnv's
   validator runs the image with a read-only root file system as an unprivileged user) and
   ``SQLITE_FALLBACK_DIR`` is set (the image sets ``/tmp``), the database goes there, with a
@@ -61,9 +64,29 @@ def writable_database_url(url: str, fallback_dir: str | None) -> str:
         return f"{prefix}:///{moved}" + (f"?{path.split('?', 1)[1]}" if "?" in path else "")
 
 
+def proxy_hops(environ: Mapping[str, str]) -> int | None:
+    """``TRUSTED_PROXY_HOPS`` for the container: as set; else, on a Hugging Face Space (the platform sets
+    ``SPACE_ID`` in every Space's container), ``SPACES_PROXY_HOPS`` (the image sets 1: the Space's proxy,
+    the only way in, appends the visitor's address to X-Forwarded-For); else None (the setting's default, 0)."""
+    if (environ.get("TRUSTED_PROXY_HOPS") or "").strip():
+        return None
+    if environ.get("SPACE_ID") and (environ.get("SPACES_PROXY_HOPS") or "").strip():
+        return int(environ["SPACES_PROXY_HOPS"])
+    return None
+
+
 def container_settings(environ: Mapping[str, str]) -> tuple[Settings, list[int]]:
-    """The service's settings from the environment, with the container's database fallback, and
-    the ports to listen on."""
+    """The service's settings from the environment, with the container's database fallback and proxy hops,
+    and the ports to listen on."""
+    hops = proxy_hops(environ)
+    if hops is not None:
+        log.info(
+            "on a Hugging Face Space (SPACE_ID=%s): counting clients by the X-Forwarded-For entry its proxy "
+            "writes (TRUSTED_PROXY_HOPS=%d, from SPACES_PROXY_HOPS); GET /limits shows what the proxy forwards",
+            environ.get("SPACE_ID"),
+            hops,
+        )
+        environ = {**environ, "TRUSTED_PROXY_HOPS": str(hops)}
     settings = Settings.from_env(environ)
     settings = replace(
         settings, database_url=writable_database_url(settings.database_url, environ.get("SQLITE_FALLBACK_DIR"))
@@ -86,8 +109,10 @@ def main() -> None:
     )
     settings, ports = container_settings(os.environ)
     os.environ["DATABASE_URL"] = settings.database_url  # worker processes read their settings from here
+    os.environ["TRUSTED_PROXY_HOPS"] = str(settings.trusted_proxy_hops)
 
     from service.app import create_app, raise_open_file_limit, serve, tune_gc, uvicorn_options
+    from service.lib.connections import configure as configure_connections
 
     if len(ports) == 1 or settings.workers > 1:
         if len(ports) > 1:
@@ -102,6 +127,7 @@ def main() -> None:
     app = create_app(settings)
     tune_gc()
     raise_open_file_limit(settings)
+    configure_connections(settings)
     config = uvicorn.Config(app, **uvicorn_options(settings))
     log.info("serving on %s ports %s", settings.host, ", ".join(map(str, ports)))
     uvicorn.Server(config).run(sockets=[_bind(settings.host, port) for port in ports])

@@ -40,6 +40,7 @@ from service.domain.runs.pages import RenderedPages
 from service.domain.runs.services import RunService
 from service.domain.system import controllers as system
 from service.housekeeping import retention_loop
+from service.lib import access_log, connections
 from service.lib.decoding import DecodedRequest, check_request_params
 from service.lib.limits import (
     ClientAddresses,
@@ -102,7 +103,8 @@ class Services:
         episodes = EpisodeService(
             database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks
         )
-        episodes.quota = EpisodeQuota(
+        # one storage cap per client address, for plain episodes and runs' episodes alike
+        episodes.quota = runs.episode_quota = EpisodeQuota(
             database, settings.max_active_episodes_per_client, settings.max_episodes_per_client_per_day
         )
         return cls(database, runs, episodes, client_addresses(settings))
@@ -210,7 +212,9 @@ def create_app(settings: Settings) -> Litestar:
 
 def app_factory() -> Litestar:
     """``uvicorn --factory service.app:app_factory``: settings from the environment."""
-    app = create_app(Settings.from_env())
+    settings = Settings.from_env()
+    app = create_app(settings)
+    connections.configure(settings)  # each worker process has its own guard (served with uvicorn_options)
     tune_gc()
     return app
 
@@ -235,6 +239,13 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         # The app works out the client address itself (TRUSTED_PROXY_HOPS, service.lib.limits): uvicorn's own
         # rewrite of it from X-Forwarded-For would trust entries the client wrote.
         "proxy_headers": False,
+        # A request must arrive whole in time, and one address holds a bounded number of connections
+        # (service.lib.connections; configure() sets the limits in each process).
+        "http": connections.HTTP_PROTOCOL,
+        "ws": connections.WS_PROTOCOL,
+        "timeout_keep_alive": 5,
+        # log lines keep a URL's path only: no query string (secrets, session ids, episode ids), no episode id
+        "log_config": access_log.log_config(),
     }
 
 
@@ -281,6 +292,7 @@ def serve(app: Any, settings: Settings) -> None:
     import uvicorn
     from uvicorn.importer import import_from_string
 
+    connections.configure(settings)
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     raise_open_file_limit(settings)
     if settings.workers > 1:

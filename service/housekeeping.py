@@ -11,8 +11,10 @@ import asyncio
 import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import get_args
 
-from service.db import mcp_store, retention
+from service import env as core
+from service.db import clock, mcp_store, retention
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.db.models import utcnow
@@ -20,6 +22,8 @@ from service.domain.runs.services import RunService
 from service.settings import Settings
 
 log = logging.getLogger("service.housekeeping")
+
+PUBLIC_SPLITS = tuple(split for split in get_args(core.Split) if split != core.HIDDEN_SPLIT)
 
 
 async def retention_pass(
@@ -36,12 +40,16 @@ async def retention_pass(
         unfinished_before=now - timedelta(seconds=settings.retain_unfinished_episodes_s),
         finished_before=now - timedelta(seconds=finished) if finished is not None else None,
         expired_runs_before=now - timedelta(seconds=settings.retain_expired_runs_s),
+        ranked_keep=settings.retain_ranked_runs_per_entrant,
+        ranked_splits=PUBLIC_SPLITS,  # test runs stay: bounded by TEST_RUN_QUOTA, and the Ladder reads them
     )
     return replace(purged, mcp_sessions=sessions)
 
 
 async def retention_loop(db: Database, runs: RunService, settings: Settings) -> None:
-    """Run :func:`retention_pass` every ``retention_interval_s`` until cancelled; never dies of a failure."""
+    """Run :func:`retention_pass` every ``retention_interval_s`` until cancelled; never dies of a failure.
+    After each pass, says once if the wall clock has jumped away from the clock ages are counted by."""
+    warned = False
     while True:
         await asyncio.sleep(settings.retention_interval_s)
         try:
@@ -54,3 +62,17 @@ async def retention_loop(db: Database, runs: RunService, settings: Settings) -> 
             continue
         if purged:
             log.info("retention purged %s", retention.describe(purged))
+        warned = _warn_of_a_clock_jump(warned)
+
+
+def _warn_of_a_clock_jump(warned: bool) -> bool:
+    drift = clock.PROCESS_CLOCK.drift()
+    if warned or abs(drift) < clock.DRIFT_WARNING_S:
+        return warned
+    log.warning(
+        "the wall clock moved %+.0f s away from the time this process counts since it started: stamps, TTLs and "
+        "retention keep counting from the start (nothing is aged by the jump); a restart takes the wall clock "
+        "as it is then",
+        drift,
+    )
+    return True

@@ -107,6 +107,11 @@ class Settings:
     rate_limit_trajectories_per_min: int = 6  # GET /runs/{id}/trajectories.jsonl per address per minute
     rate_limit_runs_per_min: int = 6  # POST /runs per address per minute
     ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
+    # Connections (service.lib.connections): a request must arrive whole within this many seconds of the
+    # connection opening or of the previous response (else 408 and closed; 0: no deadline); one address
+    # holds at most so many open connections, HTTP and WebSocket (0: no cap; off behind trusted proxies).
+    connection_request_timeout_s: float = 10.0
+    max_connections_per_client: int = 64
     # The last slots of max_concurrent_envs go only to clients that hold no session yet: a few
     # addresses at their per-client cap cannot lock everyone else out.
     ws_reserved_sessions: int = 32
@@ -131,10 +136,14 @@ class Settings:
     run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
     # Retention (a background task of every worker, every retention_interval_s): deleted after this
     # long without a step — plain episodes never finished; plain episodes finished (None: kept);
-    # expired runs with all their episodes. Complete runs and their episodes are never deleted.
+    # expired runs with all their episodes; complete unranked runs; ranked runs beyond the ones below.
     retain_unfinished_episodes_s: float = 24 * 3600.0
     retain_finished_episodes_s: float | None = 30 * 24 * 3600.0
     retain_expired_runs_s: float = 7 * 24 * 3600.0
+    # Complete ranked runs on the public splits an entrant (submitter, agent name, model, split) keeps: its
+    # best (its leaderboard row) and its most recent others, this many in all; the rest are deleted
+    # retain_finished_episodes_s after they finished. 0: every ranked run is kept. Test runs are always kept.
+    retain_ranked_runs_per_entrant: int = 3
     retention_interval_s: float = 600.0
     # The test split is generated from this secret (any string; 32+ random characters). When unset, a
     # random one is created at first start and kept in the database. Never publish it.
@@ -206,6 +215,8 @@ class Settings:
             rate_limit_trajectories_per_min=_int(env, "RATE_LIMIT_TRAJECTORIES_PER_MIN", 6, minimum=0),
             rate_limit_runs_per_min=_int(env, "RATE_LIMIT_RUNS_PER_MIN", 6, minimum=0),
             ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
+            connection_request_timeout_s=_seconds_or_off(env, "CONNECTION_REQUEST_TIMEOUT_S", 10.0) or 0.0,
+            max_connections_per_client=_int(env, "MAX_CONNECTIONS_PER_CLIENT", 64, minimum=0),
             ws_reserved_sessions=_int(env, "WS_RESERVED_SESSIONS", 32, minimum=0),
             mcp_session_idle_s=_float(env, "MCP_SESSION_IDLE_S", 3600.0),
             mcp_max_sessions_per_client=_int(env, "MCP_MAX_SESSIONS_PER_CLIENT", 64, minimum=1),
@@ -224,6 +235,7 @@ class Settings:
             retain_unfinished_episodes_s=_float(env, "RETAIN_UNFINISHED_EPISODES_S", 24 * 3600.0),
             retain_finished_episodes_s=_seconds_or_off(env, "RETAIN_FINISHED_EPISODES_S", 30 * 24 * 3600.0),
             retain_expired_runs_s=_float(env, "RETAIN_EXPIRED_RUNS_S", 7 * 24 * 3600.0),
+            retain_ranked_runs_per_entrant=_int(env, "RETAIN_RANKED_RUNS_PER_ENTRANT", 3, minimum=0),
             retention_interval_s=_float(env, "RETENTION_INTERVAL_S", 600.0),
             test_split_key=env.get("TEST_SPLIT_KEY") or None,
             submitter_keys=env.get("SUBMITTER_KEYS") or None,

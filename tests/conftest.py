@@ -90,7 +90,7 @@ class LiveServer(ServerProcess):
             HOST="127.0.0.1",
             PORT=str(port),
         )
-        env.update(extra_env or {})
+        env.update(extra_env or {})  # a test's own settings win (LOG_LEVEL too)
         command = command or [
             sys.executable,
             "-m",

@@ -95,6 +95,7 @@ _SQLITE_UNAVAILABLE = {
 _SQLITE_REOPEN = _SQLITE_UNAVAILABLE - {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM}
 
 _PG_FULL = {"53100"}  # disk_full
+_ENOSPC_TEXT = "No space left on device"  # strerror(ENOSPC), as PostgreSQL quotes it when it cannot write
 # connection exception (08), insufficient resources (53), operator intervention: query canceled by
 # statement_timeout, shutdown, cannot connect now (57), system/I-O error (58), lock not available,
 # read-only transaction (a replica after a failover).
@@ -125,8 +126,22 @@ def classify(exc: BaseException) -> type[DatabaseFault] | None:
         return type(exc)
     if isinstance(exc, sa_exc.IntegrityError):
         return None
-    for err in _chain(exc):
-        fault = _sqlite_fault(err) or _postgres_fault(err) or _connection_fault(err)
+    chain = list(_chain(exc))
+    if any(_ENOSPC_TEXT in str(err) for err in chain):
+        # PostgreSQL that could not write its WAL (a full disk) PANICs: the connection closes with that
+        # message and no answer of its own ("connection was closed in the middle of operation: could not write
+        # to file pg_wal/…: No space left on device"; the driver calls it 08003), and its restart fails the
+        # same way. Whoever quotes ENOSPC, it is a full disk (507), not an outage (503).
+        return DatabaseFull
+    # What the database itself answered (a SQLite result code, a PostgreSQL SQLSTATE) decides before how the
+    # connection ended: PostgreSQL answers a full disk with 53100 and may then drop the connection, which
+    # SQLAlchemy reports as invalidated — that is a full disk (507), not an outage (503).
+    for err in chain:
+        fault = _sqlite_fault(err) or _postgres_fault(err)
+        if fault is not None:
+            return fault
+    for err in chain:
+        fault = _connection_fault(err)
         if fault is not None:
             return fault
     return None
@@ -205,6 +220,16 @@ def sqlstate(exc: BaseException) -> str | None:
     return None
 
 
+def io_error(exc: BaseException) -> bool:
+    """SQLite answered an I/O error (``SQLITE_IOERR``: a failed write or ``fsync``). At COMMIT it leaves the
+    outcome unknown: in WAL mode the commit's frames may be in the file and replayed by the next open."""
+    for err in _chain(exc):
+        code = getattr(err, "sqlite_errorcode", None)
+        if isinstance(err, sqlite3.Error) and code is not None:
+            return code & 0xFF == sqlite3.SQLITE_IOERR
+    return False
+
+
 def needs_reopen(exc: BaseException) -> bool:
     """After this error a SQLite connection is suspect (I/O error, file moved or unreadable): reopen it."""
     for err in _chain(exc):
@@ -256,6 +281,7 @@ __all__ = [
     "classify",
     "describe",
     "fault_from",
+    "io_error",
     "needs_reopen",
     "sqlstate",
 ]

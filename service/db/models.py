@@ -27,6 +27,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from service.db import clock
+
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
 NAMING = {
@@ -58,7 +60,8 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    """Now, UTC, counted so that a jump of the wall clock ages nothing (:mod:`service.db.clock`)."""
+    return clock.utcnow()
 
 
 class Base(DeclarativeBase):
@@ -77,14 +80,8 @@ class EpisodeRow(Base):
             sqlite_where=text("run_id IS NULL"),
             postgresql_where=text("run_id IS NULL"),
         ),
-        # The storage cap per client address: its plain episodes started recently (0007).
-        Index(
-            "ix_episodes_plain_client_created_at",
-            "client_address",
-            "created_at",
-            sqlite_where=text("run_id IS NULL"),
-            postgresql_where=text("run_id IS NULL"),
-        ),
+        # The storage cap per client address: its episodes (plain and of runs) started recently (0008).
+        Index("ix_episodes_client_created_at", "client_address", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)
@@ -102,7 +99,7 @@ class EpisodeRow(Base):
     # SHA-256 of the episode token of a client-chosen id (who may act on it). NULL: a server-made id
     # (its 128 random bits are the capability) or a run episode (guarded by the run's token).
     token_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    # The client address that reset a plain episode (the limits' key; NULL for run episodes, exempt
+    # The client address that started the episode (a reset, or a run's /next since 0008; NULL for exempt
     # clients and episodes stored before 0007): counted against MAX_*_EPISODES_PER_CLIENT.
     client_address: Mapped[str | None] = mapped_column(String(64), nullable=True)
 

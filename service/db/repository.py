@@ -50,6 +50,11 @@ class EpisodeRecord:
     updated_at: datetime
     token_sha256: str | None = None  # set for client-chosen ids: the owner's episode token, hashed
 
+    def same_incarnation(self, other: EpisodeRecord) -> bool:
+        """Whether ``other`` is this very episode with this owner, not a later one stored under the same id
+        (retention deleted this one and someone reset the id again) nor one whose token was revoked."""
+        return (self.id, self.created_at, self.token_sha256) == (other.id, other.created_at, other.token_sha256)
+
 
 @dataclass(frozen=True)
 class TransitionRecord:
@@ -107,6 +112,10 @@ _BUMP_EPISODE = Prepared(
         episodes.c.id == bindparam("episode_id"),
         episodes.c.step_count == bindparam("expected"),
         episodes.c.status == "active",
+        # the same incarnation of the id, with the same owner: an episode deleted by retention and its id
+        # reset again by someone else is another row, which a stale cached copy must never step
+        episodes.c.created_at == bindparam("created_at", type_=episodes.c.created_at.type),
+        episodes.c.token_sha256.is_not_distinct_from(bindparam("token_sha256", type_=episodes.c.token_sha256.type)),
     )
     .values(
         step_count=episodes.c.step_count + 1,
@@ -193,8 +202,7 @@ async def last_transition(db: Database, episode_id: str) -> TransitionRecord | N
 async def record_step(
     db: Database,
     *,
-    episode_id: str,
-    expected_step_count: int,
+    episode: EpisodeRecord,
     new_state: dict[str, Any],
     done: bool,
     request_id: str | None,
@@ -205,7 +213,9 @@ async def record_step(
     run_id: str | None = None,
     previous_observation: dict[str, Any] | None = None,
 ) -> TransitionRecord:
-    """Persist one applied step atomically, or raise :class:`StepConflict` and change nothing.
+    """Persist one applied step of ``episode`` (as the caller read it) atomically, or raise
+    :class:`StepConflict` and change nothing: another step moved it on, or the stored row under its id is
+    not ``episode`` any more (another incarnation of the id, or its token changed).
 
     When the step finishes an episode of a run, the run's finished-episode count moves in the
     same transaction (and the run becomes complete with its last episode).
@@ -214,6 +224,7 @@ async def record_step(
     it (its cache), so only what changed is stored; without it, it is rebuilt inside the transaction.
     """
     now = utcnow()
+    episode_id, expected_step_count = episode.id, episode.step_count
     step_index = expected_step_count + 1
     record = TransitionRecord(
         episode_id=episode_id,
@@ -226,7 +237,7 @@ async def record_step(
         created_at=now,
     )
     try:
-        await db.write(_record_step, record, expected_step_count, new_state, grade, run_id, previous_observation)
+        await db.write(_record_step, record, episode, new_state, grade, run_id, previous_observation)
     except IntegrityError as exc:
         # Only reachable if a writer bypassed the step_count guard; treat it as a lost race.
         raise StepConflict(episode_id) from exc
@@ -236,18 +247,21 @@ async def record_step(
 def _record_step(
     conn: Connection,
     record: TransitionRecord,
-    expected_step_count: int,
+    episode: EpisodeRecord,
     new_state: dict[str, Any],
     grade: GradeDraft | None,
     run_id: str | None,
     previous_observation: dict[str, Any] | None = None,
 ) -> None:
     """The step transaction: guarded bump, transition, grade, run count. Raises StepConflict."""
+    expected_step_count = episode.step_count
     bumped = _BUMP_EPISODE.execute(
         conn,
         {
             "episode_id": record.episode_id,
             "expected": expected_step_count,
+            "created_at": episode.created_at,
+            "token_sha256": episode.token_sha256,
             "state": new_state,
             "status": "done" if record.done else "active",
             "now": record.created_at,

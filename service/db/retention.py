@@ -7,12 +7,15 @@ Deleted after their age (time since the last step or reset):
 - expired runs (idle past their TTL, never ranked) with all their episodes, after ``expired_runs_before``
   (one run at a time, its episodes in batches);
 - complete runs that are not ranked (a subset of tasks or tickets: practice, like a plain episode)
-  with all their episodes, after ``finished_before`` (None: kept), as finished plain episodes are.
+  with all their episodes, after ``finished_before`` (None: kept), as finished plain episodes are;
+- complete ranked (full-split) runs beyond the ``ranked_keep`` an entrant keeps — its best run (its
+  leaderboard row) and its most recent others — with all their episodes, after ``finished_before`` (None:
+  kept), on the splits given (the public ones: test runs are bounded by the test-run quota and stay for
+  the Ladder); ``ranked_keep=0`` keeps them all.
 
-Never deleted: a ranked (full-split) complete run or any of its episodes (leaderboard rows and their
-run pages are built from them), nor an active run's. Each pass deletes in short batches (one transaction each,
-children first, so it does not depend on ``ON DELETE CASCADE``) and at most ``max_batches`` of
-them, so a backlog never holds the writer for long.
+Never deleted: an entrant's best ranked run or its most recent ones, nor an active run's episodes. Each
+pass deletes in short batches (one transaction each, children first, so it does not depend on ``ON
+DELETE CASCADE``) and at most ``max_batches`` of them, so a backlog never holds the writer for long.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from sqlalchemy import Select, and_, delete, exists, select
 from sqlalchemy.engine import Connection
 
+from service.db import names
 from service.db.engine import Database
 from service.db.models import episodes, grades, runs, transitions
 
@@ -35,8 +39,9 @@ class Purged:
     unfinished_episodes: int = 0
     finished_episodes: int = 0
     expired_runs: int = 0
-    run_episodes: int = 0  # of expired and unranked runs
+    run_episodes: int = 0  # of expired, unranked and surplus ranked runs
     unranked_runs: int = 0
+    ranked_runs: int = 0  # beyond what their entrant keeps
     mcp_sessions: int = 0  # unused past MCP_SESSION_IDLE_S (service.housekeeping)
 
     def __bool__(self) -> bool:
@@ -104,12 +109,54 @@ async def _purge_runs(db: Database, stale: Select[tuple[str]], max_batches: int)
     return n_runs, n_episodes
 
 
+def surplus_ranked_runs(conn: Connection, keep: int, before: datetime, splits: tuple[str, ...]) -> list[str]:
+    """The complete ranked runs of ``splits`` finished before ``before`` that their entrant (submitter, agent
+    name, model, split, dataset and grader version) does not keep: its best — as the leaderboard ranks it:
+    resolved rate, then mean, then the earlier finish — and its ``keep - 1`` most recent others."""
+    query = select(
+        runs.c.id,
+        runs.c.submitter,
+        runs.c.agent,
+        runs.c.model,
+        runs.c.split,
+        runs.c.dataset_version,
+        runs.c.grader_version,
+        runs.c.summary["resolved"].as_float(),
+        runs.c.summary["mean"].as_float(),
+        runs.c.finished_at,
+        runs.c.created_at,
+    ).where(runs.c.status == "complete", runs.c.full_split.is_(True), runs.c.split.in_(splits))
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for row in conn.execute(query):
+        entrant = (row.submitter, names.name_key(row.agent), row.model, row.split, row[5], row[6])
+        groups.setdefault(entrant, []).append(row)
+    surplus = []
+    for group in groups.values():
+        best = min(group, key=lambda r: (-(r[7] or 0.0), -(r[8] or 0.0), r.finished_at or r.created_at))
+        recent = sorted(group, key=lambda r: r.finished_at or r.created_at, reverse=True)[: max(keep - 1, 0)]
+        kept = {best.id, *(r.id for r in recent)}
+        surplus += [r.id for r in group if r.id not in kept and (r.finished_at or r.created_at) < before]
+    return sorted(surplus)
+
+
+async def _purge_ranked(
+    db: Database, keep: int, before: datetime, splits: tuple[str, ...], max_batches: int
+) -> tuple[int, int]:
+    ids = await db.read(surplus_ranked_runs, keep, before, splits)
+    if not ids:
+        return 0, 0
+    # each batch re-reads which of them is still there (the next one of the list, its episodes, then the row)
+    return await _purge_runs(db, select(runs.c.id).where(runs.c.id.in_(ids)).limit(1), max_batches)
+
+
 async def purge(
     db: Database,
     *,
     unfinished_before: datetime,
     finished_before: datetime | None,
     expired_runs_before: datetime,
+    ranked_keep: int = 0,
+    ranked_splits: tuple[str, ...] = (),
     max_batches: int = 20,
 ) -> Purged:
     """One retention pass (see the module docstring); returns what it deleted."""
@@ -122,7 +169,11 @@ async def purge(
             db, _stale_runs("complete", finished_before, runs.c.full_split.is_(False)), max_batches
         )
         n_run_episodes += more
-    return Purged(unfinished, finished, n_runs, n_run_episodes, n_unranked)
+    n_ranked = 0
+    if finished_before is not None and ranked_keep > 0 and ranked_splits:
+        n_ranked, more = await _purge_ranked(db, ranked_keep, finished_before, ranked_splits, max_batches)
+        n_run_episodes += more
+    return Purged(unfinished, finished, n_runs, n_run_episodes, n_unranked, n_ranked)
 
 
 def describe(purged: Purged) -> dict[str, Any]:

@@ -8,7 +8,6 @@ episode (:func:`count_finished_episode`), so ``episodes_done`` can never drift f
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from sqlalchemy import JSON, and_, bindparam, exists, func, insert, or_, select,
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from service.db import names
 from service.db.engine import Database
 from service.db.models import agent_names, deployment_secrets, episodes, grades, runs, submitters, utcnow
 
@@ -127,12 +127,10 @@ class AgentNameTaken(Exception):
 
 
 def agent_name_key(name: str) -> str:
-    """How agent names are compared for ownership: "Acme", "acme ", "ACME", fullwidth "Ａｃｍｅ" and
-    "Acme" with an invisible format character (U+200B, U+00AD, ...) are one name: NFKC, format (Cf)
-    characters dropped, spacing collapsed, case folded (then NFKC again, as casefolding can undo it).
-    Names with format characters are refused at the API anyway; this keeps stored keys honest too."""
-    text = "".join(ch for ch in unicodedata.normalize("NFKC", name) if unicodedata.category(ch) != "Cf")
-    return unicodedata.normalize("NFKC", " ".join(text.split()).casefold())
+    """How agent names are compared for ownership: two names a reader cannot tell apart are one
+    (:func:`service.db.names.name_key`: NFKC, invisible characters dropped, look-alike letters of other
+    scripts mapped to Latin, accents dropped, spacing collapsed, case folded)."""
+    return names.name_key(name)
 
 
 class EpisodeIdTaken(Exception):

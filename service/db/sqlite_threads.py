@@ -61,6 +61,7 @@ from service.db.errors import (
     FaultLog,
     describe,
     fault_from,
+    io_error,
     needs_reopen,
 )
 
@@ -119,6 +120,10 @@ class _BatchAborted(Exception):
     def __init__(self, job: _Job | None = None) -> None:
         super().__init__()
         self.job = job
+
+
+class _CommitFailed(Exception):
+    """The batch's COMMIT itself failed (``__cause__``): after an I/O error its outcome is unknown."""
 
 
 class JobRaisedBaseException(RuntimeError):
@@ -390,8 +395,11 @@ class SqliteThread:
         raise _BatchAborted from cause  # jobs keep ending the transaction: fail the rest
 
     def _fail_batch(self, batch: list[_Job], exc: BaseException) -> list[Outcome]:
-        """Nothing in the batch is committed: every job fails with the fault (a new exception each)."""
-        cause = exc.__cause__ if isinstance(exc, _BatchAborted) and exc.__cause__ is not None else exc
+        """Nothing in the batch is committed — or, when its COMMIT failed with an I/O error, nobody can know
+        (an ``fsync`` that failed after the WAL frames were written: the next open may replay them): every
+        job fails with the fault (a new exception each), :class:`DatabaseOutcomeUnknown` in that case."""
+        at_commit = isinstance(exc, _CommitFailed)
+        cause = exc.__cause__ if isinstance(exc, _BatchAborted | _CommitFailed) and exc.__cause__ is not None else exc
         if needs_reopen(cause):
             self._reopen = True
         probe = fault_from(cause)
@@ -412,6 +420,8 @@ class SqliteThread:
                 self._failing = kind.__name__
         if isinstance(exc, _BatchAborted):
             reason = f"SQLite rolled the batch's transaction back: {reason}"
+        if at_commit and io_error(cause) and self.savepoints:
+            kind, reason = DatabaseOutcomeUnknown, f"the COMMIT failed with an I/O error, it may be applied: {reason}"
         outcomes: list[Outcome] = []
         for job in batch:
             fault = kind(reason)
@@ -475,7 +485,10 @@ class SqliteThread:
             if check and not raw.in_transaction:  # type: ignore[union-attr]
                 raise _BatchAborted  # (pysqlite's commit() would silently do nothing)
             self._check_file()
-            transaction.commit()
+            try:
+                transaction.commit()
+            except Exception as exc:
+                raise _CommitFailed from exc
         except BaseException:
             self._rollback(conn, transaction)
             raise

@@ -27,7 +27,7 @@ from litestar.types import Empty
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from service.lib.problems import InvalidInput, Problem
+from service.lib.problems import MAX_LISTED_ERRORS, InvalidInput, Problem, bounded_errors, clip
 
 # Top-level body fields that OpenEnv clients and the reference server's documented examples send,
 # accepted and ignored (openenv 0.10 ``core/env_server/types.py``: ResetRequest has seed and
@@ -200,23 +200,37 @@ class ClosedBody(BaseModel):
         if isinstance(data, dict):
             unknown = [k for k in data if k not in cls.model_fields and k not in cls.tolerated_fields]
             if unknown:
-                accepted = ", ".join(cls.accepted_fields())
-                raise ValidationError.from_exception_data(
-                    cls.__name__,
-                    [
-                        InitErrorDetails(
-                            type=PydanticCustomError(
-                                "unknown_field",
-                                "unknown field '{field}'; this body accepts: {accepted}",
-                                {"field": str(k), "accepted": accepted},
-                            ),
-                            loc=(str(k),),
-                            input=data[k],
-                        )
-                        for k in unknown
-                    ],
-                )
+                raise ValidationError.from_exception_data(cls.__name__, cls._unknown_field_errors(unknown))
         return handler(data)
+
+    @classmethod
+    def _unknown_field_errors(cls, unknown: list[Any]) -> list[InitErrorDetails]:
+        """The first few unknown fields by name (the accepted ones listed once, with the first), then how
+        many more: the answer stays small however many fields a body invents."""
+        errors = [
+            InitErrorDetails(
+                type=PydanticCustomError(
+                    "unknown_field",
+                    "unknown field '{field}'" + ("; this body accepts: {accepted}" if i == 0 else ""),
+                    {"field": clip(str(k)), "accepted": ", ".join(cls.accepted_fields())},
+                ),
+                loc=(clip(str(k)),),
+                input=None,
+            )
+            for i, k in enumerate(unknown[:MAX_LISTED_ERRORS])
+        ]
+        if len(unknown) > MAX_LISTED_ERRORS:
+            more = len(unknown) - MAX_LISTED_ERRORS
+            errors.append(
+                InitErrorDetails(
+                    type=PydanticCustomError(
+                        "more_errors", "and {more} more unknown fields not listed", {"more": more}
+                    ),
+                    loc=("…",),
+                    input=None,
+                )
+            )
+        return errors
 
 
 def _closed_models() -> list[type[ClosedBody]]:
@@ -241,12 +255,16 @@ def close_openapi_bodies(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def validation_errors(exc: ValidationError, prefix: str = "") -> list[dict[str, Any]]:
-    out = []
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+    """The errors of ``exc`` as problem ``errors`` entries, bounded (:func:`~service.lib.problems.bounded_errors`)."""
+    out: list[dict[str, Any]] = []
+    for err in exc.errors(include_url=False, include_input=False):
         loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
         field = ".".join(p for p in (prefix, loc) if p)
-        out.append({"field": field or prefix or "body", "message": err["msg"], "type": err["type"]})
-    return out
+        entry: dict[str, Any] = {"field": field or prefix or "body", "message": err["msg"], "type": err["type"]}
+        if err["type"] == "more_errors":
+            entry.update(field="…", more=err.get("ctx", {}).get("more"))
+        out.append(entry)
+    return bounded_errors(out)
 
 
 __all__ = [

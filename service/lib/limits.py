@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ipaddress
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from service.db.models import utcnow
 from service.lib.problems import QuotaExceeded, bearer
 from service.settings import Settings
 
+log = logging.getLogger("service.limits")
+
 # Liveness probes from the platform and the static docs page are never limited.
 UNLIMITED_PATHS = ["^/health$", "^/docs"]
 # The reads that cost the server most per request (a run page, a run's trajectories, the leaderboard,
@@ -50,13 +53,14 @@ _MAX_ADDRESS = 64
 @dataclass(frozen=True)
 class Client:
     """The client of one request or WebSocket: its address (the rate-limit key) and whether the
-    limits skip it."""
+    limits skip it; ``forwarded``: how many X-Forwarded-For entries the request carried."""
 
     address: str
     exempt: bool
+    forwarded: int = 0
 
 
-def _normalised(raw: str) -> str:
+def normalised_address(raw: str) -> str:
     """An address as the limits count it: an IPv4 address, an IPv6 /64, or (not an IP) the text, cut short."""
     text = raw.strip().strip('"')
     if text.startswith("["):  # [v6]:port
@@ -80,13 +84,29 @@ class ClientAddresses:
     def __init__(self, trusted_proxy_hops: int = 0, exempt: frozenset[str] = frozenset()) -> None:
         self.hops = trusted_proxy_hops
         self.exempt = exempt
+        self.unproxied_seen = False  # a request that did not come through the trusted proxies was logged
 
     def of(self, connection: ASGIConnection[Any, Any, Any, Any]) -> Client:
         scope: Any = connection.scope
         cached = scope.get(_SCOPE_KEY)
         if cached is None:
             cached = scope[_SCOPE_KEY] = self.resolve(scope.get("client"), scope.get("headers") or [])
+            if self.hops and cached.forwarded < self.hops and not cached.exempt and not self.unproxied_seen:
+                self._say_unproxied(cached)
         return cached
+
+    def _say_unproxied(self, client: Client) -> None:
+        """Once: TRUSTED_PROXY_HOPS says N proxies append to X-Forwarded-For, and a request came with fewer
+        entries — the proxies do not forward as configured, or the app is reachable past them."""
+        self.unproxied_seen = True
+        log.warning(
+            "TRUSTED_PROXY_HOPS=%d but a request from %s carried %d X-Forwarded-For entries: the proxies in front do "
+            "not append the client's address as configured, or the app is reachable without them (such requests "
+            "count as the entry or peer shown); check GET /limits from two networks",
+            self.hops,
+            client.address,
+            client.forwarded,
+        )
 
     def resolve(self, peer: tuple[str, int] | list[Any] | None, headers: list[tuple[bytes, bytes]]) -> Client:
         peer_host = str(peer[0]) if peer else ""
@@ -100,11 +120,13 @@ class ClientAddresses:
                 proxied = True
         if self.hops and forwarded:
             chosen = forwarded[-self.hops] if len(forwarded) >= self.hops else forwarded[0]
-            return Client(_normalised(chosen), exempt=False)
+            return Client(normalised_address(chosen), exempt=False, forwarded=len(forwarded))
         # A request carrying a forwarded header came through a proxy, or claims to: never exempt (the
         # peer may be a proxy on loopback; or uvicorn already replaced the peer with a forwarded entry).
         return Client(
-            _normalised(peer_host) if peer_host else "unknown", exempt=not proxied and peer_host in self.exempt
+            normalised_address(peer_host) if peer_host else "unknown",
+            exempt=not proxied and peer_host in self.exempt,
+            forwarded=len(forwarded),
         )
 
     def address(self, request: Request[Any, Any, Any]) -> str:
@@ -128,9 +150,9 @@ class EpisodeQuotaExceeded(QuotaExceeded):
 
 
 class EpisodeQuota:
-    """Storage per client address: before a plain episode is stored, at most ``max_active`` unfinished
-    and ``max_per_day`` started in the last 24 hours (0: no cap). One indexed count per plain reset
-    (never per step)."""
+    """Storage per client address: before an episode is stored — a plain reset or a run's next episode —
+    at most ``max_active`` unfinished and ``max_per_day`` started in the last 24 hours (0: no cap), runs'
+    episodes and plain ones counted together. One indexed count per reset or /next (never per step)."""
 
     DAY = timedelta(days=1)
 
@@ -140,10 +162,10 @@ class EpisodeQuota:
     async def check(self, client_address: str) -> None:
         if not self.max_active and not self.max_per_day:
             return
-        started, active = await client_usage.plain_episodes_of(self.db, client_address, utcnow() - self.DAY)
+        started, active = await client_usage.episodes_of(self.db, client_address, utcnow() - self.DAY)
         if self.max_active and active >= self.max_active:
             raise EpisodeQuotaExceeded(
-                f"this client already has {active} unfinished episodes "
+                f"this client already has {active} unfinished episodes, plain or of runs "
                 f"(MAX_ACTIVE_EPISODES_PER_CLIENT={self.max_active}); "
                 "finish one (or resume it) before starting another",
                 retry_after_s=60,
@@ -338,6 +360,7 @@ __all__ = [
     "counted_address",
     "FrameRate",
     "client_addresses",
+    "normalised_address",
     "rate_limit_middleware",
     "sweep_rate_limit_counters",
 ]

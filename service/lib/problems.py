@@ -87,10 +87,59 @@ class Problem(Exception):
         }
 
 
+# A response never grows with the number (or length) of the mistakes in a request: at most this many
+# errors are listed one by one — the rest are counted — and text echoed from the request is cut short.
+MAX_LISTED_ERRORS = 5
+MAX_ECHOED_CHARS = 64  # of a field name or value the client sent, quoted back
+MAX_MESSAGE_CHARS = 500
+
+
+def clip(text: str, limit: int = MAX_ECHOED_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (the cut marked with …)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def bounded_errors(errors: list[dict[str, Any]], key: str = "field") -> list[dict[str, Any]]:
+    """At most :data:`MAX_LISTED_ERRORS` of ``errors``, their texts clipped, then one entry that says how many
+    more there were (``key`` names the field of each error: ``field`` in our problems, ``key`` in Litestar's)."""
+    counted = [e for e in errors if e.get("type") == "more_errors" or e.get(key) == "…"]  # already bounded
+    listed_ = [e for e in errors if e not in counted]
+    shown = [
+        {
+            name: clip(value, MAX_MESSAGE_CHARS if name == "message" else MAX_ECHOED_CHARS)
+            if isinstance(value, str)
+            else value
+            for name, value in error.items()
+        }
+        for error in listed_[:MAX_LISTED_ERRORS]
+    ]
+    more = len(listed_) - MAX_LISTED_ERRORS
+    if more > 0:
+        shown.append({key: "…", "message": f"and {more} more not listed", "type": "more_errors", "more": more})
+    return shown + counted[:1]
+
+
+def listed(errors: list[dict[str, Any]], key: str = "field", separator: str = "; ") -> str:
+    """``errors`` as one line for a ``detail`` ("field (message); …"), as bounded as :func:`bounded_errors`."""
+    parts = []
+    for error in bounded_errors(errors, key):
+        name, message = error.get(key), error.get("message")
+        if error.get("type") == "more_errors":
+            parts.append(str(message))
+        else:
+            parts.append(f"{name} ({message})" if message else str(name))
+    return separator.join(parts)
+
+
 class InvalidInput(Problem):
     status = 422
     slug = "validation-error"
     title = "Request validation failed"
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        if isinstance(extra.get("errors"), list):
+            extra["errors"] = bounded_errors(extra["errors"])
+        super().__init__(clip(detail, 2 * MAX_MESSAGE_CHARS + MAX_LISTED_ERRORS * MAX_ECHOED_CHARS), **extra)
 
 
 class EpisodeNotFound(Problem):
@@ -277,17 +326,14 @@ def _problem_handler(_: Request[Any, Any, Any], exc: Problem) -> Response[dict[s
 
 def _validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
     errors = exc.extra if isinstance(exc.extra, list) else ([exc.extra] if exc.extra else [])
-    fields = [e.get("key") for e in errors if isinstance(e, dict) and e.get("key")]
+    keyed = [e for e in errors if isinstance(e, dict) and e.get("key")]
     detail = str(exc.detail) if exc.detail else "the request is invalid"
-    if fields:
-        detail = "fix these fields and retry: " + "; ".join(
-            f"{e['key']} ({e['message']})" if e.get("message") else str(e["key"])
-            for e in errors
-            if isinstance(e, dict) and e.get("key")
-        )
+    if keyed:
+        detail = "fix these fields and retry: " + listed(keyed, key="key")
     elif "JSON" in detail or "decode" in detail.lower():
         detail = "the body is not valid JSON; send a JSON object (Content-Type: application/json)"
-    return problem_response(422, "Request validation failed", detail, "validation-error", errors=errors)
+    shown = bounded_errors([e if isinstance(e, dict) else {"message": str(e)} for e in errors], key="key")
+    return problem_response(422, "Request validation failed", clip(detail, 2000), "validation-error", errors=shown)
 
 
 _HINTS = {
@@ -353,6 +399,19 @@ def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
     )
 
 
+def fault_body(exc: DatabaseFault) -> dict[str, Any]:
+    """A database fault as a problem document — over HTTP, as an MCP tool error, in a WebSocket error frame:
+    ``outcome-unknown`` (the write may be applied: retry with the same request_id, or check first) is its
+    own type everywhere, apart from ``database-unavailable`` (not applied: retry) and ``storage-full``."""
+    return {
+        "type": TYPE_BASE + exc.slug,
+        "title": exc.title,
+        "status": exc.status,
+        "detail": exc.detail,
+        "retry_after_s": exc.retry_after_s,
+    }
+
+
 def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault) -> Response[dict[str, Any]]:
     # One log line per failure; a traceback at most once a minute (an outage fails every request).
     faults: FaultLog | None = getattr(getattr(request.app.state, "database", None), "faults", None)
@@ -360,7 +419,7 @@ def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault)
         faults.failure(log, f"{request.method} {request.url.path}", exc)
     else:
         log.warning("%s %s: %s → %d: %s", request.method, request.url.path, exc.title.lower(), exc.status, exc.reason)
-    response = problem_response(exc.status, exc.title, exc.detail, exc.slug, retry_after_s=exc.retry_after_s)
+    response = Response(content=fault_body(exc), status_code=exc.status, media_type=PROBLEM_JSON)
     response.headers["Retry-After"] = str(exc.retry_after_s)
     return response
 

@@ -262,8 +262,11 @@ async def test_tokens_in_the_query_string_are_refused(client: Client) -> None:
     assert_problem(resp, 400, "X-Episode-Token")
     resp = await client.post(f"/runs/{run['run_id']}/next", params={"run_token": run["run_token"]})
     assert_problem(resp, 400, "never in the URL")
-    # the header still works for the same request
-    ok = await client.get("/reset", params={"run_id": run["run_id"]}, headers=auth(run["run_token"]))
+    # the token was seen in a URL: it is revoked (test_board_and_urls.py); another run's, in its header, works
+    refused = await client.get("/reset", params={"run_id": run["run_id"]}, headers=auth(run["run_token"]))
+    assert refused.status_code == 403, refused.text
+    other = await create_run(client, split="dev", limit_per_task=1)
+    ok = await client.get("/reset", params={"run_id": other["run_id"]}, headers=auth(other["run_token"]))
     assert ok.status_code == 200, ok.text
 
 

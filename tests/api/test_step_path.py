@@ -56,7 +56,19 @@ async def test_prepared_statements_store_what_core_statements_store(settings: Se
         assert rows["prepared"]["created_at"] == NOW and rows["prepared"]["state"]["nested"]["text"] == "é ✓"
 
         # the guarded bump: literals of the statement are bound, the rowcount says who won
-        bump = dict(episode_id="prepared", state={"s": 1}, status="active", now=NOW + timedelta(seconds=1))
+        bump = dict(
+            episode_id="prepared",
+            state={"s": 1},
+            status="active",
+            now=NOW + timedelta(seconds=1),
+            created_at=NOW,
+            token_sha256="0" * 64,
+        )
+        # another incarnation of the id (created at another time, or with another owner) is never bumped
+        assert (
+            await db.write(repo._BUMP_EPISODE.execute, {**bump, "expected": 0, "created_at": NOW - timedelta(1)}) == 0
+        )
+        assert await db.write(repo._BUMP_EPISODE.execute, {**bump, "expected": 0, "token_sha256": None}) == 0
         assert await db.write(repo._BUMP_EPISODE.execute, {**bump, "expected": 0}) == 1
         assert await db.write(repo._BUMP_EPISODE.execute, {**bump, "expected": 0}) == 0  # stale expectation
         row = await db.read(lambda c: c.execute(select(episodes).where(episodes.c.id == "prepared")).one())

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from service import app as app_module
+from service.lib import access_log
 from service.settings import Settings
 
 
@@ -49,6 +50,10 @@ def test_serve_passes_the_settings_to_uvicorn_and_tunes_the_collector(
             "ws_per_message_deflate": False,
             "ws_max_size": settings.max_body_bytes + 1024,  # an oversized frame is refused before it is read whole
             "proxy_headers": False,  # the app works out client addresses itself (TRUSTED_PROXY_HOPS)
+            "http": "service.lib.connections:GuardedHttpProtocol",  # request deadline, per-address cap
+            "ws": "service.lib.connections:GuardedWebSocketProtocol",
+            "timeout_keep_alive": 5,
+            "log_config": access_log.log_config(),  # no query string in a log line
         }
     ]
     assert gc.get_threshold() == app_module.GC_THRESHOLDS

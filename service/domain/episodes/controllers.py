@@ -11,7 +11,13 @@ from litestar.params import JSONBody, QueryParameter
 from pydantic import ValidationError
 
 from service import env as core
-from service.domain.episodes.cookies import COOKIE_DOC, TOKEN_COOKIE_DOC, ImplicitEpisode, cookie_token
+from service.domain.episodes.cookies import (
+    COOKIE_DOC,
+    TOKEN_COOKIE_DOC,
+    ImplicitEpisode,
+    cookie_token,
+    served_over_https,
+)
 from service.domain.episodes.credentials import episode_token, explicit_episode_token
 from service.domain.episodes.schemas import (
     EpisodeResult,
@@ -28,7 +34,7 @@ from service.domain.episodes.schemas import (
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import validation_errors
 from service.lib.limits import counted_address
-from service.lib.problems import InvalidInput, bearer, problem_responses
+from service.lib.problems import MAX_LISTED_ERRORS, InvalidInput, bearer, clip, listed, problem_responses
 from service.settings import Settings
 
 ENV_NAME = "ecomm-support-env"
@@ -59,13 +65,11 @@ def closed_query(request: Request[Any, Any, Any], accepted: tuple[str, ...]) -> 
     unknown = [k for k in dict.fromkeys(request.query_params) if k not in accepted]
     if not unknown:
         return
-    listed = ", ".join(accepted)
+    named = ", ".join(repr(clip(k)) for k in unknown[:MAX_LISTED_ERRORS])
+    more = f" and {len(unknown) - MAX_LISTED_ERRORS} more" if len(unknown) > MAX_LISTED_ERRORS else ""
     raise InvalidInput(
-        f"unknown query parameter {', '.join(repr(k) for k in unknown)}; GET {request.url.path} accepts: {listed}",
-        errors=[
-            {"field": k, "message": f"unknown query parameter; accepted: {listed}", "type": "unknown_field"}
-            for k in unknown
-        ],
+        f"unknown query parameter {named}{more}; GET {request.url.path} accepts: {', '.join(accepted)}",
+        errors=[{"field": k, "message": "unknown query parameter", "type": "unknown_field"} for k in unknown],
     )
 
 
@@ -83,7 +87,8 @@ def started(
     token = result.metadata.get("episode_token")  # a new client-chosen id: the token its reset made or took
     if token is None and params.resume:  # re-attached with a token sent as one (never a bearer run token)
         token = explicit_episode_token(request, params.episode_token) or cookie_token(request, params.episode_id)
-    return Response(ObservationResponse.of(result), cookies=implicit(request).started(params, result.episode_id, token))
+    cookies = implicit(request).started(params, result.episode_id, token, secure=served_over_https(request))
+    return Response(ObservationResponse.of(result), cookies=cookies)
 
 
 class OpenEnvController(Controller):
@@ -207,9 +212,7 @@ def _validated_reset(**query: Any) -> ResetParams:
         return ResetParams(**{k: v for k, v in query.items() if v is not None})
     except ValidationError as exc:
         errors = validation_errors(exc)
-        raise InvalidInput(
-            "fix these query parameters: " + ", ".join(e["field"] for e in errors), errors=errors
-        ) from exc
+        raise InvalidInput("fix these query parameters: " + listed(errors), errors=errors) from exc
 
 
 __all__ = ["OpenEnvController"]

@@ -50,8 +50,22 @@ TOKEN_COOKIE_DOC = Cookie(
 )
 
 
-def _cookie(key: str, value: str, max_age: int | None = None) -> Cookie:
-    return Cookie(key=key, value=value, httponly=True, samesite="lax", path="/", max_age=max_age)
+def _cookie(key: str, value: str, max_age: int | None = None, secure: bool = False) -> Cookie:
+    return Cookie(key=key, value=value, httponly=True, samesite="lax", path="/", max_age=max_age, secure=secure)
+
+
+def served_over_https(request: Request[Any, Any, Any]) -> bool:
+    """Whether the client reached us over HTTPS: TLS to this server, or — behind trusted proxies
+    (``TRUSTED_PROXY_HOPS``) — the ``X-Forwarded-Proto`` the outermost one wrote. The cookies are then
+    ``Secure`` (never sent back over plain HTTP)."""
+    if request.scope.get("scheme") in ("https", "wss"):
+        return True
+    hops = request.app.state.clients.hops
+    if not hops:
+        return False
+    protos = [p.strip().lower() for v in request.headers.getall("x-forwarded-proto", []) for p in v.split(",")]
+    protos = [p for p in protos if p]
+    return bool(protos) and protos[-hops if len(protos) >= hops else 0] == "https"
 
 
 def cookie_episode(request: Request[Any, Any, Any]) -> str | None:
@@ -94,14 +108,17 @@ class ImplicitEpisode:
             return cookie
         return self._latest if self.single_session else None
 
-    def started(self, params: ResetParams, episode_id: str, episode_token: str | None = None) -> list[Cookie]:
+    def started(
+        self, params: ResetParams, episode_id: str, episode_token: str | None = None, secure: bool = False
+    ) -> list[Cookie]:
         """Record a reset; the cookies that name its episode to the client, and its token (for a
-        client-chosen id; otherwise the token cookie is cleared, so it never outlives its episode)."""
+        client-chosen id; otherwise the token cookie is cleared, so it never outlives its episode);
+        ``Secure`` when the client came over HTTPS (:func:`served_over_https`)."""
         if params.episode_id is None and params.run_id is None:
             self._latest = episode_id
         token = (
-            _cookie(EPISODE_TOKEN_COOKIE, quote(episode_token, safe=""))
+            _cookie(EPISODE_TOKEN_COOKIE, quote(episode_token, safe=""), secure=secure)
             if episode_token
-            else _cookie(EPISODE_TOKEN_COOKIE, "", max_age=0)
+            else _cookie(EPISODE_TOKEN_COOKIE, "", max_age=0, secure=secure)
         )
-        return [_cookie(EPISODE_COOKIE, quote(episode_id, safe="")), token]
+        return [_cookie(EPISODE_COOKIE, quote(episode_id, safe=""), secure=secure), token]

@@ -18,6 +18,7 @@ stateless, as before. openenv-core 0.3.0's ``MCPToolClient`` sends ``list_tools`
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import uuid
 from datetime import timedelta
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from service.db import mcp_store
 from service.db.engine import Database
+from service.db.errors import DatabaseFault
 from service.db.models import utcnow
 from service.domain.episodes.schemas import (
     EpisodeArguments,
@@ -50,7 +52,9 @@ from service.lib.decoding import (
     validation_errors,
 )
 from service.lib.limits import Client
-from service.lib.problems import InvalidInput, Problem
+from service.lib.problems import InvalidInput, Problem, clip, fault_body, listed
+
+log = logging.getLogger("service.mcp")
 
 PROTOCOL_VERSION = "2025-06-18"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -250,7 +254,7 @@ async def _session_method(
     if session is not None and target == session.id:
         return _error(INVALID_REQUEST, "Cannot close the WebSocket's own session via MCP; close the WebSocket", req.id)
     if sessions is None or not await sessions.close(target):
-        return _error(INVALID_PARAMS, f"Unknown session_id: {target}", req.id)
+        return _error(INVALID_PARAMS, f"Unknown session_id: {clip(target)}", req.id)
     return _result(req.id, {"session_id": target, "closed": True})
 
 
@@ -269,9 +273,14 @@ async def _tools_call(
     try:
         payload = await _call_tool(name, args, episodes, session, address)
     except KeyError:
-        return _error(INVALID_PARAMS, f"unknown tool {name!r}; tools/list shows reset, step, state, grade", req.id)
+        return _error(
+            INVALID_PARAMS, f"unknown tool {clip(name)!r}; tools/list shows reset, step, state, grade", req.id
+        )
     except Problem as exc:
         return _result(req.id, _tool_result(exc.body(), is_error=True))
+    except DatabaseFault as exc:  # the tool's problem, as over HTTP: outcome-unknown is its own type
+        episodes.db.faults.failure(log, f"mcp tools/call {clip(name)}", exc)
+        return _result(req.id, _tool_result(fault_body(exc), is_error=True))
     finally:
         if session is not None and sessions is not None:
             await sessions.save(session)  # a reset moved the session to another episode: every worker sees it
@@ -308,7 +317,7 @@ async def handle_jsonrpc(
     if session is None and requested is not None:
         session = await sessions.get(requested) if sessions is not None and isinstance(requested, str) else None
         if session is None:
-            unknown = f"Unknown session_id: {requested}; create one with openenv/session/create"
+            unknown = f"Unknown session_id: {clip(str(requested))}; create one with openenv/session/create"
             return _error(INVALID_PARAMS, unknown, req.id)
     if req.method == "tools/list":
         return _result(req.id, {"tools": TOOLS})
@@ -316,7 +325,7 @@ async def handle_jsonrpc(
         return await _tools_call(req, episodes, session, sessions, client)
     return _error(
         METHOD_NOT_FOUND,
-        f"Method not found: {req.method}; use initialize, tools/list, tools/call, "
+        f"Method not found: {clip(req.method)}; use initialize, tools/list, tools/call, "
         "openenv/session/create or openenv/session/close",
         req.id,
     )
@@ -328,9 +337,7 @@ def _arguments(name: str, args: dict[str, Any]) -> Any:
         return TOOL_MODELS[name][1].model_validate(args)
     except ValidationError as exc:
         errors = validation_errors(exc, "arguments")
-        raise InvalidInput(
-            f"invalid {name} arguments: " + "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors=errors
-        ) from exc
+        raise InvalidInput(f"invalid {name} arguments: {listed(errors)}", errors=errors) from exc
 
 
 async def _call_tool(
@@ -362,12 +369,16 @@ async def _call_tool(
     return msgspec.structs.asdict(await episodes.grade(episode_id, token))
 
 
-def mcp_style_activity(answered: dict[str, Any]) -> bool:
-    """Whether an answer of :func:`mcp_style_step` was a reset or step that succeeded (WS activity)."""
+def mcp_style_activity(data: dict[str, Any], answered: dict[str, Any]) -> bool:
+    """Whether the request ``data`` answered by :func:`mcp_style_step` was episode work that succeeded — a
+    reset that started an episode (not a resume) or a step — the only WS activity."""
     observation = answered["observation"]
     result = observation.get("result") or {}
+    raw = data.get("arguments")
+    arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return (
         observation.get("tool_name") in ("reset", "step")
+        and not (observation.get("tool_name") == "reset" and arguments.get("resume") is True)
         and observation.get("error") is None
         and not result.get("isError")
     )
@@ -397,10 +408,11 @@ async def mcp_style_step(
     try:
         payload = await _call_tool(name, args, episodes, session, client_address)
     except KeyError:
-        return failed("tool_not_found", f"unknown tool {name!r}; list_tools shows reset, step, state, grade")
-    except Problem as exc:  # the tool ran and refused its input: a tool-level result, as over JSON-RPC
+        return failed("tool_not_found", f"unknown tool {clip(name)!r}; list_tools shows reset, step, state, grade")
+    except (Problem, DatabaseFault) as exc:  # the tool ran and failed: a tool-level result, as over JSON-RPC
+        body = exc.body() if isinstance(exc, Problem) else fault_body(exc)
         return {
-            "observation": {"tool_name": name, "result": _tool_result(exc.body(), is_error=True), "error": None},
+            "observation": {"tool_name": name, "result": _tool_result(body, is_error=True), "error": None},
             "reward": None,
             "done": False,
         }

@@ -24,7 +24,7 @@ from service.lib.decoding import (
     JsonInt,
     validation_errors,
 )
-from service.lib.problems import InvalidInput
+from service.lib.problems import InvalidInput, listed
 
 MAX_SEED = 2**31 - 1  # seeds are stored in a 32-bit integer column
 # Run episodes are "<run_id>-<index>" with run ids "run_<hex>": clients may not choose ids there.
@@ -146,12 +146,8 @@ def parse_action(payload: Any) -> core.Action:
         errors = validation_errors(exc, "action")
         if aliased:  # name the field the client sent
             errors = [{**e, "field": e["field"].replace("action.decision", "action.action_type", 1)} for e in errors]
-        fields = ", ".join(e["field"] for e in errors)
         raise InvalidInput(
-            f"invalid action ({fields}): "
-            + "; ".join(e["message"] for e in errors)
-            + " — GET /schema shows the action schema",
-            errors=errors,
+            f"invalid action: {listed(errors)} — GET /schema shows the action schema", errors=errors
         ) from exc
 
 

@@ -63,7 +63,9 @@ class RunGate(Protocol):
 
     async def live_status(self, run: Any, episode_updated_at: Any) -> str: ...
 
-    async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult: ...
+    async def next_episode(
+        self, run_id: str, token: str | None, client_address: str | None = None
+    ) -> EpisodeResult: ...
 
     async def finish_if_complete(self, run_id: str) -> str: ...
 
@@ -90,10 +92,12 @@ class CachedEpisode:
 class EpisodeCache:
     """The episodes this process touched last, with their parsed state: a step needs no read.
 
-    Never the source of truth for an active episode: every step write is still guarded by
-    ``step_count`` in SQL, so an entry made stale by another process is detected at write time
-    (see ``EpisodeService.step``). A finished episode never changes, so its entry (and the grade
-    this process stored for it) answers ``/grader`` without a read.
+    Never the source of truth: every step write is guarded in SQL by ``step_count`` and by the
+    incarnation of the id (its ``created_at`` and owner's token hash), so an entry made stale by another
+    process — stepped there, or deleted by retention and its id reset by someone else — is detected at
+    write time (see ``EpisodeService.step``), and who owns an id is decided by the stored row whenever
+    the entry would refuse. The grade this process stored for a finished episode spares ``/grader`` the
+    grade read (the episode row is still read: ownership is checked on it).
     """
 
     def __init__(self, capacity: int = 2048) -> None:
@@ -117,6 +121,14 @@ class EpisodeCache:
         self._entries.move_to_end(record.id)
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
+
+    def drop(self, episode_id: str) -> None:
+        self._entries.pop(episode_id, None)
+
+
+class _StaleCopy(Exception):
+    """The stored row under an episode id is not the episode this request read (another incarnation of the
+    id, or its token changed): the request starts again from the stored row."""
 
 
 class EpisodeService:
@@ -193,6 +205,19 @@ class EpisodeService:
             raise EpisodeNotFound(episode_id)
         return record
 
+    async def _same_as_stored(self, record: repo.EpisodeRecord) -> repo.EpisodeRecord:
+        """The stored row of ``record``'s id; :class:`_StaleCopy` (and the cached copy dropped) when it is
+        another incarnation of the id or has another owner now."""
+        try:
+            fresh = await self._load(record.id)
+        except EpisodeNotFound:
+            self.cache.drop(record.id)
+            raise
+        if not fresh.same_incarnation(record):
+            self.cache.drop(record.id)
+            raise _StaleCopy(record.id)
+        return fresh
+
     @staticmethod
     def _meta(record: repo.EpisodeRecord, **more: Any) -> dict[str, Any]:
         return {
@@ -218,7 +243,7 @@ class EpisodeService:
                 raise MissingEpisodeId()
             return await self.resume(params.episode_id, token, params.episode_token or episode_token)
         if params.run_id is not None and self.runs is not None:
-            return await self.runs.next_episode(params.run_id, token)
+            return await self.runs.next_episode(params.run_id, token, client_address)
         if client_address is not None and self.quota is not None:  # storage per client address (limits.EpisodeQuota)
             await self.quota.check(client_address)
         plan = self._plan(params)
@@ -338,9 +363,41 @@ class EpisodeService:
         run_token: str | None = None,
         episode_token: str | None = None,
     ) -> EpisodeResult:
+        try:
+            return await self._step_once(episode_id, action_payload, request_id, run_token, episode_token)
+        except _StaleCopy:  # once: the retry reads the stored row and checks its owner there
+            return await self._step_once(episode_id, action_payload, request_id, run_token, episode_token)
+
+    async def _owned(
+        self, episode_id: str | None, episode_token: str | None
+    ) -> tuple[repo.EpisodeRecord, CachedEpisode | None]:
+        """The episode a request acts on, checked against its owner, and this process's cached copy when
+        that copy is the stored episode. The copy decides alone only when it lets the caller in (the step's
+        write is then guarded by the same incarnation and owner); when it refuses, the stored row decides,
+        so a stale copy never locks the id's current owner out."""
         cached = self.cache.get(episode_id) if episode_id else None
-        record, state = (cached.record, cached.state) if cached is not None else (await self._load(episode_id), None)
+        if cached is not None:
+            try:
+                self._check_owner(cached.record, episode_token)
+                return cached.record, cached
+            except (EpisodeTokenMissing, EpisodeTokenInvalid):
+                pass
+        record = await self._load(episode_id)
+        if cached is not None and not cached.record.same_incarnation(record):
+            self.cache.drop(record.id)
         self._check_owner(record, episode_token)
+        return record, None
+
+    async def _step_once(
+        self,
+        episode_id: str | None,
+        action_payload: Any,
+        request_id: str | None,
+        run_token: str | None,
+        episode_token: str | None,
+    ) -> EpisodeResult:
+        record, cached = await self._owned(episode_id, episode_token)
+        state = cached.state if cached is not None else None
         run_status = await self._run_status(record, run_token)
         action = parse_action(action_payload)
         if request_id is None:
@@ -361,7 +418,7 @@ class EpisodeService:
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
                     return self._shown(self._replay(record, stored, action.model_dump(mode="json")), record, run_status)
-            return await self.step(episode_id, action_payload, request_id, run_token, episode_token)
+            return await self._step_once(episode_id, action_payload, request_id, run_token, episode_token)
         future: asyncio.Future[EpisodeResult | None] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         result: EpisodeResult | None = None
@@ -406,8 +463,7 @@ class EpisodeService:
         try:
             stored = await repo.record_step(
                 self.db,
-                episode_id=record.id,
-                expected_step_count=record.step_count,
+                episode=record,
                 new_state=new_state,
                 done=result.done,
                 request_id=request_id,
@@ -438,6 +494,7 @@ class EpisodeService:
         that takes no more steps: refused with the problem that says why."""
         if record.status == "done":
             if request_id is not None:
+                await self._same_as_stored(record)  # a cached copy: its id may hold another episode now
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
                     return self._shown(self._replay(record, stored, action_json), record, run_status)
@@ -478,13 +535,14 @@ class EpisodeService:
         from_cache: bool,
         exc: repo.StepConflict,
     ) -> EpisodeResult:
-        """The step count moved since ``record`` was read: a retry (answered as stored), a stale copy of
-        ours (applied again to the fresh state, once), or a lost race (409)."""
+        """The stored row is not ``record`` any more: another incarnation of the id or another owner (the
+        request starts again from the stored row: :class:`_StaleCopy`); a retry (answered as stored); a
+        stale copy of ours (applied again to the fresh state, once); or a lost race (409)."""
+        fresh = await self._same_as_stored(record)
         if request_id is not None:
             winner = await repo.get_transition_by_request(self.db, record.id, request_id)
             if winner is not None:
                 return self._shown(self._replay(record, winner, action_json), record, run_status)
-        fresh = await self._load(record.id)
         current = self.cache.get(record.id)
         if from_cache and (current is None or current.record.version != fresh.version):
             # Our copy was stale: another process stepped this episode. Not a race of this
@@ -619,12 +677,14 @@ class EpisodeService:
         }
 
     async def grade(self, episode_id: str | None, episode_token: str | None = None) -> GraderResponse:
-        cached = self.cache.get(episode_id) if episode_id else None
-        if cached is not None and cached.record.status == "done" and cached.grade is not None:
-            record, stored = cached.record, cached.grade  # final: a finished episode never changes
-        else:
-            record, stored = await self._load(episode_id), None
+        record = await self._load(episode_id)  # ownership is the stored row's, never a cached copy's
         self._check_owner(record, episode_token)
+        cached = self.cache.get(record.id)
+        stored = (
+            cached.grade  # stored by this process's finishing step: final, a finished episode never changes
+            if cached is not None and cached.grade is not None and cached.record.same_incarnation(record)
+            else None
+        )
         if record.status != "done":
             raise EpisodeNotFinished(
                 f"episode {record.id!r} is not finished (step {record.step_count}); keep sending POST /step "

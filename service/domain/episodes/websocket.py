@@ -4,8 +4,9 @@ Frames (client → server): ``reset`` (``data`` = reset kwargs; ``{"episode_id":
 re-attaches to a stored episode), ``step`` (``data`` = the action), ``state``, ``close``, ``mcp``.
 Errors: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR, EXECUTION_ERROR keep the connection open;
 CAPACITY_REACHED (also a handshake over the address's budget, with ``status: 429``), FACTORY_ERROR,
-SESSION_ERROR (also sent when an idle session is reaped) close it. Only a reset or step that succeeded
-keeps a session alive. With ``?session_id=`` the socket shares an HTTP MCP session (stored in the
+SESSION_ERROR (also sent when an idle session is reaped) close it. Only episode work that succeeded — a
+reset that starts an episode, a step — keeps a session alive (a resume, a state frame, MCP calls do not).
+With ``?session_id=`` the socket shares an HTTP MCP session (stored in the
 database): it is read before and written after each frame, so HTTP tool calls and the socket agree.
 """
 
@@ -22,7 +23,7 @@ from litestar.di import NamedDependency
 from litestar.types import WebSocketReceiveEvent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from service.db.errors import DatabaseFault
+from service.db.errors import DatabaseFault, DatabaseOutcomeUnknown
 from service.domain.episodes.mcp import (
     McpSession,
     McpSessions,
@@ -34,7 +35,7 @@ from service.domain.episodes.schemas import ResetParams
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import BodyNotJson, UnstorableText, decode_json, validation_errors
 from service.lib.limits import Client, FrameRate
-from service.lib.problems import Problem
+from service.lib.problems import Problem, clip, fault_body
 from service.settings import Settings
 
 log = logging.getLogger("service.ws")
@@ -155,6 +156,14 @@ def _error(message: str, code: str, **extra: Any) -> str:
     return _frame("error", {"message": message, "code": code, **extra})
 
 
+def _fault_frame(exc: DatabaseFault) -> str:
+    """A database fault as an error frame: ``OUTCOME_UNKNOWN`` when the write may be applied (check with a
+    state frame before sending it again), ``EXECUTION_ERROR`` otherwise; ``type`` is the problem type."""
+    body = fault_body(exc)
+    code = "OUTCOME_UNKNOWN" if isinstance(exc, DatabaseOutcomeUnknown) else "EXECUTION_ERROR"
+    return _error(exc.detail, code, status=exc.status, retry_after_s=exc.retry_after_s, problem_type=body["type"])
+
+
 async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> str | None:
     """The next text frame, or None when the client went away. Raises TimeoutError past ``deadline``
     (loop time)."""
@@ -176,12 +185,14 @@ async def _handle(
     frame: dict[str, Any], session: McpSession, episodes: EpisodeService, client_address: str | None = None
 ) -> tuple[str | None, bool]:
     """Answer one decoded frame: the reply text (None for ``close``), and whether it was activity — a
-    reset or step that succeeded, the only thing that keeps a session alive (state, mcp, invalid or
-    refused frames do not)."""
+    reset that started an episode or a step, that succeeded: the only things that keep a session alive
+    (a resume, state, mcp, invalid or refused frames do not)."""
     kind = frame.get("type")
     model = FRAMES.get(kind) if isinstance(kind, str) else None
     if model is None:
-        return _error(f"Unknown message type: {kind}; use reset, step, state, close or mcp", "UNKNOWN_TYPE"), False
+        return _error(
+            f"Unknown message type: {clip(str(kind))}; use reset, step, state, close or mcp", "UNKNOWN_TYPE"
+        ), False
     try:
         msg = model.model_validate(frame)
     except ValidationError as exc:
@@ -199,13 +210,14 @@ async def _handle(
             params = session.with_secrets(params)
             result = await episodes.reset(params, client_address=client_address)
             session.own(result, params)
-            return _frame("observation", result.wire()), True
+            # a resume re-attaches and does no episode work: it never keeps a slot (39 addresses held all 256)
+            return _frame("observation", result.wire()), not params.resume
         if isinstance(msg, StepFrame):
             answered = await mcp_style_step(
                 msg.data, episodes, session, client_address
             )  # openenv-core 0.3.0's MCPToolClient
             if answered is not None:
-                return _frame("observation", answered), mcp_style_activity(answered)
+                return _frame("observation", answered), mcp_style_activity(msg.data, answered)
             if session.episode_id is None:
                 return _error("no episode in this session: send a reset frame first", "EXECUTION_ERROR"), False
             result = await episodes.step(
@@ -356,7 +368,7 @@ class _Connection:
             return reply, active
         except DatabaseFault as exc:  # an outage: one log line per frame, a clear answer, the session stays
             self.episodes.db.faults.failure(log, f"ws frame episode_id={self.session.episode_id}", exc)
-            return _error(exc.detail, "EXECUTION_ERROR", status=exc.status, retry_after_s=exc.retry_after_s), False
+            return _fault_frame(exc), False
         except Exception:
             log.exception("ws frame failed episode_id=%s", self.session.episode_id)
             return _error(

@@ -21,6 +21,8 @@ from service.domain.episodes.schemas import EpisodeView, ObservationResponse
 from service.domain.episodes.services import EpisodeService
 from service.domain.runs.pages import conditional_page, page_spec, wants_html
 from service.domain.runs.schemas import (
+    BOARD_PAGE_DEFAULT,
+    BOARD_PAGE_MAX,
     MANIFEST_PAGE_MAX,
     RUN_PAGE_ASKED_MAX,
     RUN_PAGE_DEFAULT,
@@ -35,6 +37,7 @@ from service.domain.runs.schemas import (
     Usage,
 )
 from service.domain.runs.services import RunService
+from service.lib.limits import counted_address
 from service.lib.problems import bearer, problem_responses
 
 SplitQuery = Annotated[core.Split, QueryParameter(description="The split whose leaderboard to show.")]
@@ -64,7 +67,7 @@ class RunController(Controller):
     async def next_episode(
         self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], run_id: FromPath[str]
     ) -> ObservationResponse:
-        return ObservationResponse.of(await runs.next_episode(run_id, bearer(request)))
+        return ObservationResponse.of(await runs.next_episode(run_id, bearer(request), counted_address(request)))
 
     @post(
         "/runs/{run_id:str}/usage",
@@ -160,23 +163,30 @@ class RunController(Controller):
 
     @get(
         "/leaderboard",
-        summary="Ranked finished runs of a split, with 95% CIs and pass^k",
+        summary="Ranked finished runs of a split, with 95% CIs and pass^k, paged (ETag; If-None-Match answers 304)",
         responses={
             200: page_spec(Leaderboard, "the leaderboard (JSON; an HTML page for browsers or ?format=html)"),
             **problem_responses(),
         },
     )
     async def leaderboard(
-        self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], split: SplitQuery = "dev"
-    ) -> Any:
-        board = await runs.leaderboard(split)
-        if wants_html(request):
-            return Template(
-                template_name="leaderboard.html",
-                context={"board": board, "chart": chart(board["rows"])},
-                media_type=MediaType.HTML,
-            )
-        return board
+        self,
+        request: Request[Any, Any, Any],
+        runs: NamedDependency[RunService],
+        split: SplitQuery = "dev",
+        page: Annotated[int, QueryParameter(ge=1, le=1_000_000, description="1-based page of the ranked rows.")] = 1,
+        per_page: Annotated[
+            int, QueryParameter(ge=1, le=BOARD_PAGE_MAX, description="Ranked rows per page.")
+        ] = BOARD_PAGE_DEFAULT,
+    ) -> Response[Any]:  # JSON (or HTML) bytes built once per version of the page
+        version = await runs.board_version(split, page, per_page)
+        return await conditional_page(
+            request,
+            version,
+            lambda: runs.leaderboard_page(split, page, per_page),
+            "leaderboard.html",
+            lambda board: {"board": board, "chart": chart(board["rows"])},
+        )
 
     @get(
         "/episodes/{episode_id:str}",

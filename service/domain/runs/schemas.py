@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import unicodedata
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service import env as core
-from service.db import run_store
+from service.db import names, run_store
 from service.domain.episodes.task_names import canonical_task_id
 from service.lib.decoding import JsonInt, JsonNumber
 
@@ -53,12 +52,14 @@ class CreateRun(BaseModel):
     @field_validator("agent", "model")
     @classmethod
     def _printable(cls, value: str) -> str:
-        # Invisible format (Cf: zero-width spaces, bidi overrides, soft hyphens) and control (Cc)
-        # characters would let a name look like another one on the board.
-        hidden = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in ("Cf", "Cc")})
+        # Characters that show as nothing or as blank space — format (zero-width spaces, bidi overrides, soft
+        # hyphens), control, default-ignorable (variation selectors, the combining grapheme joiner), blank
+        # letters (Hangul fillers) — would let a name look like another one on the board.
+        hidden = names.invisible_characters(value)
         if hidden:
             raise ValueError(
-                f"holds invisible format or control characters ({', '.join(hidden)}); use visible text only"
+                f"holds invisible characters ({', '.join(hidden[:8])}); use visible text only — names that look alike "
+                "are one name"
             )
         return value
 
@@ -258,16 +259,30 @@ class LeaderboardRow(_LeaderboardRowRequired, total=False):
     entrant_runs: int  # ranked rows: how many runs the entrant has
 
 
+class BoardPage(TypedDict):
+    number: int
+    per_page: int
+    pages: int
+    rows_total: int  # ranked rows on the whole board
+    prev_url: str | None
+    next_url: str | None
+
+
 class Leaderboard(TypedDict):
     split: str
     dataset_version: str
     grader_version: str
     test_key_fingerprint: str | None
     method: str
-    rows: list[LeaderboardRow]
+    rows: list[LeaderboardRow]  # one page of them (``page``); ranks are the whole board's
     unranked: list[LeaderboardRow]
     unranked_total: int
     unranked_shown: int
+    page: NotRequired[BoardPage]
+
+
+BOARD_PAGE_DEFAULT = 50  # ranked rows per leaderboard page
+BOARD_PAGE_MAX = 200
 
 
 class TrajectoryLine(TypedDict):

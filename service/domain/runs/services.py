@@ -126,6 +126,7 @@ class RunService:
         self.quota = quota
         self.quota_period = timedelta(seconds=quota_period_s)
         self.dataset = dataset  # replaced at start-up by the deployment's (with its test key)
+        self.episode_quota: Any = None  # a limits.EpisodeQuota, set by the composition root (shared with episodes)
         # A run's manifest never changes: decoded once per process, not on every /next.
         self._manifests: OrderedDict[str, Sequence[dict[str, Any]]] = OrderedDict()
         # Per split: (version, board). The version (complete runs, sum of their revisions) is read on every
@@ -329,8 +330,12 @@ class RunService:
         self._manifests.move_to_end(run_id)
         return manifest
 
-    async def next_episode(self, run_id: str, token: str | None) -> EpisodeResult:
+    async def next_episode(self, run_id: str, token: str | None, client_address: str | None = None) -> EpisodeResult:
+        """Hand out the run's next episode; it counts against ``client_address``'s storage caps (None: an
+        exempt client) as a plain episode does."""
         run = await self.authorized(run_id, token, active=True)
+        if client_address is not None and self.episode_quota is not None:  # storage per address (limits.EpisodeQuota)
+            await self.episode_quota.check(client_address)
         manifest = await self._manifest(run.id)
         started: dict[str, Any] = {}
 
@@ -349,6 +354,7 @@ class RunService:
                 step_count=0,
                 state=state.model_dump(mode="json"),
                 version=1,
+                client_address=client_address,
             )
 
         try:
@@ -560,6 +566,36 @@ class RunService:
             board = self._board(split, shown, unranked_total)
             self._boards[split] = (version, board)
         return board
+
+    async def board_version(self, split: str, page: int, per_page: int) -> str:
+        """What a leaderboard page shows can change only if this does (ETag and page cache key, read first)."""
+        version = await run_store.leaderboard_version(self.db, split)
+        return repr(("leaderboard", split, page, per_page, core.DATASET_VERSION, core.GRADER_VERSION, *version,
+                     self.dataset.test_fingerprint))  # fmt: skip
+
+    async def leaderboard_page(self, split: str, page: int, per_page: int) -> Leaderboard:
+        """One page of the split's leaderboard (``per_page`` ranked rows, 1-based ``page``; ranks are the
+        whole board's): a board of thousands of rows is never sent, nor rendered, whole."""
+        board = await self.leaderboard(split)
+        rows = board["rows"]
+        pages = max(1, -(-len(rows) // per_page))
+        start = (page - 1) * per_page
+
+        def url(n: int) -> str | None:
+            return f"/leaderboard?split={split}&page={n}&per_page={per_page}" if 1 <= n <= pages else None
+
+        return {
+            **board,
+            "rows": rows[start : start + per_page],
+            "page": {
+                "number": page,
+                "per_page": per_page,
+                "pages": pages,
+                "rows_total": len(rows),
+                "prev_url": url(page - 1),
+                "next_url": url(page + 1),
+            },
+        }
 
     def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> Leaderboard:
         current = [

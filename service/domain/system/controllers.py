@@ -9,7 +9,7 @@ from litestar import MediaType, Request, get
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 
-from service.domain.system.schemas import LimitsResponse, ReadyResponse
+from service.domain.system.schemas import LimitsResponse, ProxyView, ReadyResponse
 from service.lib.decoding import close_openapi_bodies
 from service.lib.problems import problem_responses
 from service.settings import Settings
@@ -22,6 +22,7 @@ SHOWN_LIMITS = (
     "rate_limit_trajectories_per_min",
     "rate_limit_runs_per_min",
     "ws_max_sessions_per_client",
+    "max_connections_per_client",
     "mcp_max_sessions_per_client",
     "max_active_episodes_per_client",
     "max_episodes_per_client_per_day",
@@ -47,10 +48,16 @@ async def index() -> dict[str, str]:
 @get("/limits", summary="The client address the limits count this request against, and the limits (docs/security.md)")
 async def limits(request: Request[Any, Any, Any], settings: NamedDependency[Settings]) -> LimitsResponse:
     client = request.app.state.clients.of(request)
+    hops = settings.trusted_proxy_hops
+    if hops and client.forwarded:
+        counted = f"X-Forwarded-For entry {min(hops, client.forwarded)} from the right (written by the outermost proxy)"
+    else:
+        counted = "the TCP peer" + (" (X-Forwarded-For is ignored: TRUSTED_PROXY_HOPS=0)" if client.forwarded else "")
     return LimitsResponse(
         client_address=client.address,
         exempt=client.exempt,
         limits={name: getattr(settings, name) for name in SHOWN_LIMITS},
+        proxy=ProxyView(trusted_proxy_hops=hops, forwarded_for_entries=client.forwarded, counted=counted),
     )
 
 
