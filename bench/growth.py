@@ -99,7 +99,7 @@ def play_templates(count: int) -> tuple[list[dict[str, Any]], list[PlayedEpisode
             whole = wire_observation("EPISODE", result.observation)
             steps.append(
                 {
-                    "action": action.model_dump(mode="json"),
+                    "action": action.as_json(),
                     "observation": compact(previous, whole),
                     "reward": result.reward,
                     "done": result.done,

@@ -45,7 +45,7 @@ async def regrade(
         )
         grade = core.grade_episode(state, dataset)
         stored_score, stored_resolved, stored_version = latest.get(row.id, (None, None, None))
-        consistent = state.model_dump(mode="json") == row.state
+        consistent = state.as_json() == row.state
         if stored_score != grade.score or stored_resolved != grade.resolved or not consistent:
             changes.append(
                 {

@@ -111,6 +111,11 @@ class Action(BaseModel):
             )
         return self
 
+    def as_json(self) -> dict[str, Any]:
+        """The action as stored and compared (idempotency): a ticket action keeps the shape it had before tool
+        calls existed, so rows stored then still match."""
+        return self.model_dump(mode="json", exclude={"tool", "arguments"} if self.tool is None else None)
+
     def summary(self) -> str:
         """A compact one-line rendering (used in logs and history)."""
         parts = [f"{k}={v!r}" for k, v in self.model_dump(exclude_defaults=True).items()]
@@ -189,6 +194,10 @@ class EpisodeState(BaseModel):
     done: bool = False
     truncated: bool = False
     store: StoreProgress | None = None  # the store desk's calls and their effects (store tasks only)
+
+    def as_json(self) -> dict[str, Any]:
+        """The state as stored: a ticket episode's without the store desk's part (the shape it had before)."""
+        return self.model_dump(mode="json", exclude={"store"} if self.store is None else None)
 
 
 class GradeComponent(BaseModel):

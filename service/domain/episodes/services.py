@@ -308,7 +308,7 @@ class EpisodeService:
                 seed=plan.seed,
                 ticket_id=state.ticket_id,
                 run_id=None,
-                state=state.model_dump(mode="json"),
+                state=state.as_json(),
                 done=state.done,
                 token_sha256=hash_secret(plan.token) if plan.token else None,
                 client_address=client_address,
@@ -417,7 +417,7 @@ class EpisodeService:
             if done is not None:  # the first copy was applied: answer with its stored transition
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
-                    return self._shown(self._replay(record, stored, action.model_dump(mode="json")), record, run_status)
+                    return self._shown(self._replay(record, stored, action.as_json()), record, run_status)
             return await self._step_once(episode_id, action_payload, request_id, run_token, episode_token)
         future: asyncio.Future[EpisodeResult | None] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -453,13 +453,13 @@ class EpisodeService:
         step_count guards: the original already moved the episode on, so the retry conflicts
         and is answered with the stored result, applying nothing twice.
         """
-        action_json = action.model_dump(mode="json")
+        action_json = action.as_json()
         if record.status == "done" or run_status not in (None, "active"):
             return await self._closed(record, request_id, action_json, run_status)
         result = self._core_step(record, state, action)
         observation = wire_observation(record.id, result.observation)
         grade = _draft(result.grade) if result.done else None
-        new_state = result.state.model_dump(mode="json")
+        new_state = result.state.as_json()
         try:
             stored = await repo.record_step(
                 self.db,

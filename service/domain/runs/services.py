@@ -352,7 +352,7 @@ class RunService:
                 run_id=run.id,
                 status="active",
                 step_count=0,
-                state=state.model_dump(mode="json"),
+                state=state.as_json(),
                 version=1,
                 client_address=client_address,
             )
