@@ -32,7 +32,7 @@ from client.runner import (
     settle,
 )
 from client.runstate import load_run_state, save_run_state
-from client.wire import EnvClient, ServiceError
+from client.wire import EnvClient, Pacing, ServiceError
 
 log = logging.getLogger("inference")
 
@@ -98,14 +98,16 @@ def _model_of(agent: str, cfg: Config) -> str:
     return cfg.model_name if agent == "llm" else agent
 
 
-async def _catalogue(cfg: Config) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+async def _catalogue(cfg: Config) -> tuple[dict[str, dict[str, Any]], dict[str, Any], Pacing]:
+    """The tasks, the action schema, and how fast this evaluation's clients may call (GET /limits)."""
     probe = EnvClient(cfg.env_url)
     try:
         catalogue = await probe.tasks()
+        pacing = Pacing.from_limits(await probe.limits())
     finally:
         await probe.aclose()
     tasks = {t["id"]: t for t in catalogue["tasks"]}
-    return tasks, catalogue.get("action_schema") or next(iter(tasks.values()))["action_schema"]
+    return tasks, catalogue.get("action_schema") or next(iter(tasks.values()))["action_schema"], pacing
 
 
 def _direct(plan: Plan, cfg: Config, task_ids: list[str]) -> _Opened:
@@ -205,7 +207,7 @@ def _agents(
 async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
     """Play ``plan`` against the service at ``cfg.env_url``; each episode's log block goes to ``sink``."""
     plan.check()
-    tasks, action_schema = await _catalogue(cfg)
+    tasks, action_schema, pacing = await _catalogue(cfg)
     task_ids = [t.strip() for t in plan.tasks if t.strip()] if plan.tasks else list(tasks)
     unknown = [t for t in task_ids if t not in tasks]
     if unknown:
@@ -224,7 +226,7 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
     usage = TokenUsage()
     systems = {t: system_prompt(tasks[t], action_schema) for t in tasks}
     workers = Workers(
-        make_env=lambda: EnvClient(cfg.env_url, opened.run_token),
+        make_env=lambda: EnvClient(cfg.env_url, opened.run_token, pacing=pacing),
         make_agent=_agents(opened.agent, cfg, usage, systems, plan.split),
         concurrency=max(1, plan.concurrency),
         max_episodes=plan.max_episodes,

@@ -44,6 +44,7 @@ from service.lib.decoding import DecodedRequest, check_request_params
 from service.lib.limits import (
     ClientAddresses,
     EpisodeQuota,
+    RequestBudgets,
     client_addresses,
     rate_limit_middleware,
     sweep_rate_limit_counters,
@@ -109,17 +110,19 @@ class Services:
 
     def state(self, settings: Settings) -> State:
         """What handlers find on ``app.state`` (cheaper than a second dependency: see BenchmarkController)."""
+        budgets = RequestBudgets(settings)  # HTTP requests and WS frames spend from the same budgets
         return State(
             {
                 "episodes": self.episodes,
                 "database": self.database,
                 "readiness": Readiness(self.database),
                 "clients": self.clients,
+                "budgets": budgets,
                 "ws_sessions": WsSessions(
                     settings.max_concurrent_envs,
                     self.episodes,
                     per_client=settings.ws_max_sessions_per_client,
-                    frames_per_s=settings.rate_limit_per_s,
+                    budgets=budgets,
                     reserved=settings.ws_reserved_sessions,
                 ),
                 "mcp_sessions": McpSessions(

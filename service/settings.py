@@ -83,10 +83,16 @@ class Settings:
     max_concurrent_envs: int = 256
     ws_idle_timeout_s: float = 300.0
     max_body_bytes: int = 64 * 1024  # HTTP bodies, WebSocket frames (uvicorn's ws_max_size too)
-    # Abuse limits (docs/security.md). Requests per second per client address (HTTP requests and WS
-    # frames alike) and per run token (Authorization: Bearer); 0 turns a limit off.
+    # Abuse limits (docs/security.md, service.lib.limits.RequestBudgets). Requests (HTTP requests, WS
+    # handshakes and frames) per second: per credential a request carries — an episode, its token, a
+    # WS session (rate_limit_per_s), a bearer run token or key (rate_limit_run_token_per_s) — or per
+    # client address for requests with none (rate_limit_per_s); under a ceiling for all of one address.
+    # Token buckets of rate_limit_burst (the ceiling's: twice that): a trainer's 64 environments may
+    # all act at once. 0 turns a limit off.
     rate_limit_per_s: int = 20
-    rate_limit_run_token_per_s: int = 20
+    rate_limit_run_token_per_s: int = 50
+    rate_limit_address_per_s: int = 100
+    rate_limit_burst: int = 128
     # Addresses no rate limit or per-client cap applies to, as the TCP peer of a request with no forwarded
     # header (never through X-Forwarded-For). Loopback by default: the benchmarks and load tests run
     # dozens of agents from one host.
@@ -100,7 +106,8 @@ class Settings:
     rate_limit_heavy_reads_per_min: int = 120
     rate_limit_trajectories_per_min: int = 6  # GET /runs/{id}/trajectories.jsonl per address per minute
     rate_limit_runs_per_min: int = 6  # POST /runs per address per minute
-    ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
+    # of max_concurrent_envs: one client cannot take every slot, and a trainer's 64 environments fit
+    ws_max_sessions_per_client: int = 64
     # The last slots of max_concurrent_envs go only to clients that hold no session yet: a few
     # addresses at their per-client cap cannot lock everyone else out.
     ws_reserved_sessions: int = 32
@@ -192,13 +199,15 @@ class Settings:
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
             rate_limit_per_s=_int(env, "RATE_LIMIT_PER_S", 20, minimum=0),
-            rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 20, minimum=0),
+            rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 50, minimum=0),
+            rate_limit_address_per_s=_int(env, "RATE_LIMIT_ADDRESS_PER_S", 100, minimum=0),
+            rate_limit_burst=_int(env, "RATE_LIMIT_BURST", 128, minimum=1),
             rate_limit_exempt=env.get("RATE_LIMIT_EXEMPT", "127.0.0.1,::1"),
             trusted_proxy_hops=_int(env, "TRUSTED_PROXY_HOPS", 0, minimum=0),
             rate_limit_heavy_reads_per_min=_int(env, "RATE_LIMIT_HEAVY_READS_PER_MIN", 120, minimum=0),
             rate_limit_trajectories_per_min=_int(env, "RATE_LIMIT_TRAJECTORIES_PER_MIN", 6, minimum=0),
             rate_limit_runs_per_min=_int(env, "RATE_LIMIT_RUNS_PER_MIN", 6, minimum=0),
-            ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
+            ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 64, minimum=0),
             ws_reserved_sessions=_int(env, "WS_RESERVED_SESSIONS", 32, minimum=0),
             mcp_session_idle_s=_float(env, "MCP_SESSION_IDLE_S", 3600.0),
             mcp_max_sessions_per_client=_int(env, "MCP_MAX_SESSIONS_PER_CLIENT", 64, minimum=1),

@@ -89,8 +89,8 @@ class LiveServer(ServerProcess):
             LOG_LEVEL="WARNING",
             HOST="127.0.0.1",
             PORT=str(port),
-            **(extra_env or {}),
         )
+        env.update(extra_env or {})  # may override the defaults above (LOG_LEVEL, ...)
         command = command or [
             sys.executable,
             "-m",

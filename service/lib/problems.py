@@ -308,15 +308,18 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
     title = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 413: "Payload too large"}.get(
         status, str(exc.detail) if exc.detail else "HTTP error"
     )
-    if status == 429:  # RateLimitMiddleware: windows are one second long
+    if status == 429:  # Litestar's RateLimitMiddleware: the per-minute limits of the costly routes
+        reset = (exc.headers or {}).get("RateLimit-Reset", "")
+        wait = max(1, int(reset)) if reset.isdigit() else 60
         return problem_response(
             429,
             "Too many requests",
-            "this client address or run token sent more requests this second than RATE_LIMIT_PER_S / "
-            "RATE_LIMIT_RUN_TOKEN_PER_S allow; wait Retry-After seconds and retry",
+            "this client address read run pages, the leaderboard or trajectories, or created runs, more often this "
+            "minute than RATE_LIMIT_HEAVY_READS_PER_MIN / RATE_LIMIT_TRAJECTORIES_PER_MIN / RATE_LIMIT_RUNS_PER_MIN "
+            f"allow; wait Retry-After ({wait} s) and retry",
             "rate-limited",
-            retry_after_s=1,
-            headers={"Retry-After": "1"},
+            retry_after_s=wait,
+            headers={"Retry-After": str(wait)},
         )
     response = problem_response(status, title, detail, slug)
     if exc.headers:

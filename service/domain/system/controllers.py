@@ -18,6 +18,8 @@ from service.settings import Settings
 SHOWN_LIMITS = (
     "rate_limit_per_s",
     "rate_limit_run_token_per_s",
+    "rate_limit_address_per_s",
+    "rate_limit_burst",
     "rate_limit_heavy_reads_per_min",
     "rate_limit_trajectories_per_min",
     "rate_limit_runs_per_min",
