@@ -50,7 +50,7 @@ from service.lib.limits import (
     sweep_rate_limit_counters,
 )
 from service.lib.problems import exception_handlers
-from service.lib.security_headers import SECURITY_HEADERS
+from service.lib.security_headers import add_security_headers
 from service.lib.swagger import LocalSwaggerUI, swagger_assets
 from service.settings import Settings
 
@@ -180,10 +180,34 @@ ROUTES: list[ControllerRouterHandler] = [
 ]
 
 
+# GET routes that change something: a HEAD (link checkers, proxies, uptime probes) must not start an episode.
+GETS_WITHOUT_HEAD = frozenset({"/reset"})
+
+
+class ServiceApp(Litestar):
+    """The app, with ``HEAD`` answered wherever a ``GET`` is (RFC 9110: the GET's status and headers,
+    no body), except on :data:`GETS_WITHOUT_HEAD`. Served as the GET itself, so nothing differs."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "HEAD" and scope["path"] not in GETS_WITHOUT_HEAD:
+            scope = {**scope, "method": "GET"}
+            send = _without_body(send)
+        await super().__call__(scope, receive, send)
+
+
+def _without_body(send: Any) -> Any:
+    async def send_headers_only(message: Any) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return send_headers_only
+
+
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     services = Services.build(settings)
-    return Litestar(
+    return ServiceApp(
         route_handlers=[*ROUTES, swagger_assets()],
         dependencies={
             "episodes": Provide(lambda: services.episodes, sync_to_thread=False),
@@ -196,7 +220,7 @@ def create_app(settings: Settings) -> Litestar:
             directory=Path(__file__).parent / "lib" / "templates", engine=JinjaTemplateEngine
         ),
         exception_handlers=exception_handlers,
-        response_headers=SECURITY_HEADERS,
+        before_send=[add_security_headers(settings.frame_ancestors)],  # every response, errors included
         middleware=rate_limit_middleware(settings, services.clients),
         request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
         before_request=check_request,

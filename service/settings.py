@@ -7,12 +7,30 @@ Nothing here is global: ``Settings.from_env()`` is called by the composition roo
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from service.db.engine import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_TIMEOUT_S, Database
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/ecomm_support.db"
+
+DEFAULT_FRAME_ANCESTORS = "https://huggingface.co https://*.hf.space"
+NO_FRAMING = "'none'"
+
+# One CSP source expression: 'none' / 'self', or [scheme://][*.]host[:port] (what frame-ancestors takes).
+_SOURCE = re.compile(r"^(?:'none'|'self'|(?:https?://)?(?:\*\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::\d{1,5})?)$", re.I)
+
+
+def check_frame_ancestors(value: str) -> str:
+    """``value`` as a frame-ancestors source list (space-separated), or ValueError naming the setting."""
+    sources = value.split()
+    if not sources or any(not _SOURCE.match(s) for s in sources) or (NO_FRAMING in sources and len(sources) > 1):
+        raise ValueError(
+            f"FRAME_ANCESTORS must be 'none' or origins separated by spaces (e.g. {DEFAULT_FRAME_ANCESTORS}), "
+            f"got {value!r}"
+        )
+    return " ".join(sources)
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
@@ -120,6 +138,9 @@ class Settings:
     max_active_episodes_per_client: int = 64
     max_episodes_per_client_per_day: int = 5000
     default_split: str = "train"
+    # Who may show the pages in a frame (CSP frame-ancestors): Hugging Face shows a Space inside an
+    # iframe on huggingface.co. "'none'": nobody (and X-Frame-Options: DENY).
+    frame_ancestors: str = DEFAULT_FRAME_ANCESTORS
     log_level: str = "INFO"
     access_log: bool = False  # one line per HTTP request; the database already records every step
     ws_per_message_deflate: bool = False  # compressing ~2 kB frames costs more CPU than it saves on a LAN
@@ -214,6 +235,7 @@ class Settings:
             max_active_episodes_per_client=_int(env, "MAX_ACTIVE_EPISODES_PER_CLIENT", 64, minimum=0),
             max_episodes_per_client_per_day=_int(env, "MAX_EPISODES_PER_CLIENT_PER_DAY", 5000, minimum=0),
             default_split=env.get("DEFAULT_SPLIT") or "train",
+            frame_ancestors=check_frame_ancestors(env.get("FRAME_ANCESTORS") or DEFAULT_FRAME_ANCESTORS),
             log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
             access_log=_bool(env, "ACCESS_LOG", False),
             ws_per_message_deflate=_bool(env, "WS_PER_MESSAGE_DEFLATE", False),
