@@ -16,7 +16,7 @@ from typing import Any
 
 from client.agents import AGENTS, LLMEpisodeAgent, reference_agent
 from client.config import Config
-from client.llm import LLMClient, TokenUsage
+from client.llm import LLMClient, LLMHealth, TokenUsage
 from client.logformat import compact_json, emit
 from client.prompt import system_prompt
 from client.runner import (
@@ -191,9 +191,11 @@ def _agents(
 ) -> Callable[[], Awaitable[tuple[AgentFactory, Callable[[], Awaitable[None]]]]]:
     """Per worker: a factory of per-episode agents and what closes the worker's agent resources."""
 
+    health = LLMHealth()  # one count of failed calls in a row over every worker
+
     async def make() -> tuple[AgentFactory, Callable[[], Awaitable[None]]]:
         if agent == "llm":
-            llm = LLMClient(cfg, usage)
+            llm = LLMClient(cfg, usage, health)
             return (lambda s: LLMEpisodeAgent(llm, systems[s.task_id])), llm.aclose
 
         async def nothing() -> None:
@@ -244,6 +246,7 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
             run = await _close_run(cfg, opened, usage, plan.split)
     finally:
         _settle(workers.outcomes, run or {}, sink)  # held blocks are printed whatever happened
+        workers.progress.settled(workers.outcomes)
     log.info("per-task summary (this invocation):\n%s", per_task_summary(outcomes))
     return Evaluation(outcomes, opened.run_id, run, start_errors, opened.run_token)
 
