@@ -24,6 +24,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from litestar.types import ControllerRouterHandler
 
+from service import env as core
 from service.db.engine import Database
 from service.db.readiness import Readiness
 from service.deployment import set_up_database
@@ -153,6 +154,12 @@ class Services:
                     "SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
                     "latest /reset that named none; serve one client at a time"
                 )
+                if not settings.default_tasks:
+                    log.warning(
+                        "SINGLE_SESSION=1 without DEFAULT_TASKS: a reset that names no task picks any of the %d "
+                        "tasks; seed A's client expects refund decisions: set DEFAULT_TASKS=easy,medium,hard",
+                        len(core.TASKS),
+                    )
             background = [
                 asyncio.create_task(self.runs.maintain(settings.run_sweep_interval_s), name="run-sweep"),
                 asyncio.create_task(retention_loop(self.database, self.runs, settings), name="retention"),

@@ -113,8 +113,11 @@ class MissingEpisodeId(Problem):
     def __init__(self) -> None:
         super().__init__(
             "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id); "
-            "over HTTP, a client that sends back the ecomm_episode cookie /reset sets may leave it out, and for one "
-            "that keeps no cookies the operator can start the server with SINGLE_SESSION=1 (one client per server)",
+            "over HTTP, a client that sends back the ecomm_episode cookie /reset sets may leave it out. For a client "
+            "that keeps no cookies and sends no id (seed A's inference.py and baseline.py), the operator starts a "
+            "server for it alone with SINGLE_SESSION=1 DEFAULT_TASKS=easy,medium,hard (Docker: -e SINGLE_SESSION=1 "
+            "-e DEFAULT_TASKS=easy,medium,hard): the first lets an id-less request mean the latest reset, the second "
+            "makes a reset that names no task a refund decision, as seed A's were",
             errors=[{"field": "episode_id", "message": "field required"}],
         )
 
