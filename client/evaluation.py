@@ -248,6 +248,8 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
         _settle(workers.outcomes, run or {}, sink)  # held blocks are printed whatever happened
         workers.progress.settled(workers.outcomes)
     log.info("per-task summary (this invocation):\n%s", per_task_summary(outcomes))
+    if workers.rate_limited:
+        log.info("the service answered %d calls with 429 (each retried after its Retry-After)", workers.rate_limited)
     return Evaluation(outcomes, opened.run_id, run, start_errors, opened.run_token)
 
 

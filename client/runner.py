@@ -350,6 +350,7 @@ class Workers:
     errors: list[ServiceError] = field(default_factory=list)
     fatal: list[BaseException] = field(default_factory=list)
     claimed: int = 0
+    rate_limited: int = 0  # calls the service answered 429 (each retried after its Retry-After)
 
     async def _claim(self, source: EpisodeSource, env: EnvClient) -> Started | None:
         if self.max_episodes is not None and self.claimed >= self.max_episodes:
@@ -381,6 +382,7 @@ class Workers:
         except FatalAgentError as exc:
             self.fatal.append(exc)
         finally:
+            self.rate_limited += env.rate_limited
             await close_agent()
             await env.aclose()
 
