@@ -222,11 +222,10 @@ def _trainer(checkout: Path, tmp: Path, kind: str, n: int) -> dict[str, Any]:
         refused = trainer(server.url, kind, n)
         seconds = time.monotonic() - started
         http = len(_ACCESS_429.findall(server.log_path.read_text(errors="replace")))
-        ws = refused_429s(refused)
         return {
             "scenario": f"trainer, {n} parallel {kind} environments, 2 episodes each",
-            "http_429": http,
-            "ws_429": ws,
+            "http_429": http,  # in the server's access log
+            "refused_429": refused_429s(refused),  # rate limits the environments were refused (HTTP or WS frames)
             "refusals": len(refused),
             "first_refusal": refused[0][:200] if refused else None,
             "seconds": round(seconds, 1),
