@@ -392,13 +392,21 @@ class RateLimited(QuotaExceeded):
         super().__init__(refused.detail(), retry_after_s=refused.retry_after_s, limit=refused.setting)
 
 
+def _unlimited(scope: Any) -> bool:
+    return bool(_UNLIMITED.search(scope["path"]))
+
+
+_UNLIMITED = re.compile("|".join(UNLIMITED_PATHS))
+
+
 class RequestBudgetMiddleware(ASGIMiddleware):
     """Spends one request of :class:`RequestBudgets` (``app.state.budgets``) per HTTP request; over
     budget, a 429 problem (:class:`RateLimited`) with ``Retry-After``. Liveness and the docs page
     are never limited."""
 
     scopes = (ScopeType.HTTP,)
-    exclude_path_pattern = tuple(UNLIMITED_PATHS)
+    # by the request's path (a path pattern is matched against the route's, which Litestar 3 changes)
+    should_bypass_for_scope = staticmethod(_unlimited)
 
     async def handle(self, scope: Any, receive: Any, send: Any, next_app: Any) -> None:
         request: Request[Any, Any, Any] = scope["litestar_app"].request_class(scope, receive)
