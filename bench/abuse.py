@@ -5,7 +5,8 @@ run, on 127.0.0.1 only, bounded in time; prints one JSON document.
     .venv/bin/python -m bench.abuse --tiny             # a few seconds: the shape of the report (tests)
 
 One server (``python -m service.app``, SQLite file or ``--database-url``), started with
-``RATE_LIMIT_EXEMPT=127.0.0.1`` and ``RATE_LIMIT_PER_S=--limit``. Loopback has a whole /8, so the
+``RATE_LIMIT_EXEMPT=127.0.0.1`` and ``RATE_LIMIT_PER_S``, ``RATE_LIMIT_ADDRESS_PER_S`` and
+``RATE_LIMIT_BURST`` at ``--limit``. Loopback has a whole /8, so the
 two clients come from different addresses:
 
 - the **honest agent** connects from 127.0.0.1 (exempt, as local agents are by default) and plays
@@ -200,7 +201,11 @@ def _server_env(args: argparse.Namespace, database_url: str, port: int) -> dict[
         "HOST": HOST,
         "PORT": str(port),
         "LOG_LEVEL": "WARNING",
+        # --limit is everything the abuser's address may send a second (its ceiling; each budget the
+        # same), in bursts of one second's worth
         "RATE_LIMIT_PER_S": str(args.limit),
+        "RATE_LIMIT_ADDRESS_PER_S": str(args.limit),
+        "RATE_LIMIT_BURST": str(args.limit),
         "RATE_LIMIT_EXEMPT": HONEST_ADDRESS,
         "RATE_LIMIT_HEAVY_READS_PER_MIN": str(args.heavy_limit * 60),
     }

@@ -16,7 +16,7 @@ from typing import Any
 
 from client.agents import AGENTS, LLMEpisodeAgent, reference_agent
 from client.config import Config
-from client.llm import LLMClient, TokenUsage
+from client.llm import LLMClient, LLMHealth, TokenUsage
 from client.logformat import compact_json, emit
 from client.prompt import system_prompt
 from client.runner import (
@@ -32,7 +32,7 @@ from client.runner import (
     settle,
 )
 from client.runstate import load_run_state, save_run_state
-from client.wire import EnvClient, ServiceError
+from client.wire import EnvClient, Pacing, ServiceError
 
 log = logging.getLogger("inference")
 
@@ -98,14 +98,16 @@ def _model_of(agent: str, cfg: Config) -> str:
     return cfg.model_name if agent == "llm" else agent
 
 
-async def _catalogue(cfg: Config) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+async def _catalogue(cfg: Config) -> tuple[dict[str, dict[str, Any]], dict[str, Any], Pacing]:
+    """The tasks, the action schema, and how fast this evaluation's clients may call (GET /limits)."""
     probe = EnvClient(cfg.env_url)
     try:
         catalogue = await probe.tasks()
+        pacing = Pacing.from_limits(await probe.limits())
     finally:
         await probe.aclose()
     tasks = {t["id"]: t for t in catalogue["tasks"]}
-    return tasks, catalogue.get("action_schema") or next(iter(tasks.values()))["action_schema"]
+    return tasks, catalogue.get("action_schema") or next(iter(tasks.values()))["action_schema"], pacing
 
 
 def _direct(plan: Plan, cfg: Config, task_ids: list[str]) -> _Opened:
@@ -189,9 +191,11 @@ def _agents(
 ) -> Callable[[], Awaitable[tuple[AgentFactory, Callable[[], Awaitable[None]]]]]:
     """Per worker: a factory of per-episode agents and what closes the worker's agent resources."""
 
+    health = LLMHealth()  # one count of failed calls in a row over every worker
+
     async def make() -> tuple[AgentFactory, Callable[[], Awaitable[None]]]:
         if agent == "llm":
-            llm = LLMClient(cfg, usage)
+            llm = LLMClient(cfg, usage, health)
             return (lambda s: LLMEpisodeAgent(llm, systems[s.task_id])), llm.aclose
 
         async def nothing() -> None:
@@ -205,7 +209,7 @@ def _agents(
 async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
     """Play ``plan`` against the service at ``cfg.env_url``; each episode's log block goes to ``sink``."""
     plan.check()
-    tasks, action_schema = await _catalogue(cfg)
+    tasks, action_schema, pacing = await _catalogue(cfg)
     task_ids = [t.strip() for t in plan.tasks if t.strip()] if plan.tasks else list(tasks)
     unknown = [t for t in task_ids if t not in tasks]
     if unknown:
@@ -224,7 +228,7 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
     usage = TokenUsage()
     systems = {t: system_prompt(tasks[t], action_schema) for t in tasks}
     workers = Workers(
-        make_env=lambda: EnvClient(cfg.env_url, opened.run_token),
+        make_env=lambda: EnvClient(cfg.env_url, opened.run_token, pacing=pacing),
         make_agent=_agents(opened.agent, cfg, usage, systems, plan.split),
         concurrency=max(1, plan.concurrency),
         max_episodes=plan.max_episodes,
@@ -242,7 +246,10 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
             run = await _close_run(cfg, opened, usage, plan.split)
     finally:
         _settle(workers.outcomes, run or {}, sink)  # held blocks are printed whatever happened
+        workers.progress.settled(workers.outcomes)
     log.info("per-task summary (this invocation):\n%s", per_task_summary(outcomes))
+    if workers.rate_limited:
+        log.info("the service answered %d calls with 429 (each retried after its Retry-After)", workers.rate_limited)
     return Evaluation(outcomes, opened.run_id, run, start_errors, opened.run_token)
 
 

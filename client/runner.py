@@ -275,7 +275,9 @@ class RunSource:
 
 
 class Progress:
-    """A progress line on stderr (redrawn in place on a terminal, a line per 10% otherwise)."""
+    """A progress line on stderr (redrawn in place on a terminal, a line per 10% otherwise). The mean
+    is over the episodes whose score is known: in a run none is until it completes, and the line says
+    so; :meth:`settled` then shows the run's real mean."""
 
     def __init__(self, total: int | None, enabled: bool = True) -> None:
         self.total, self.done, self.failed = total, 0, 0
@@ -284,25 +286,40 @@ class Progress:
         self.enabled = enabled
         self._last_decile = -1
 
+    def _text(self) -> str:
+        frac = min(self.done / self.total, 1.0) if self.total else 1.0
+        mean = (
+            f"mean score {sum(self.scores) / len(self.scores):.3f}"
+            if self.scores
+            else "scores withheld until the run completes"
+        )
+        return (
+            f"[{'#' * int(frac * 30):<30}] {self.done}/{self.total if self.total else '?'} episodes  "
+            f"{mean}  failed {self.failed}"
+        )
+
     def update(self, outcome: Outcome) -> None:
         self.done += 1
-        self.scores.append(outcome.score)
+        if outcome.pending is None:  # a held block's score is not known yet
+            self.scores.append(outcome.score)
         self.failed += not outcome.finished
         total = self.total or self.done
         frac = min(self.done / total, 1.0) if total else 1.0
         if not self.enabled:
             return
-        bar = "#" * int(frac * 30)
-        text = (
-            f"[{bar:<30}] {self.done}/{self.total if self.total else '?'} episodes  "
-            f"mean score {sum(self.scores) / len(self.scores):.3f}  failed {self.failed}"
-        )
         if self.tty:
-            sys.stderr.write("\r" + text)
+            sys.stderr.write("\r" + self._text())
             sys.stderr.flush()
         elif int(frac * 10) != self._last_decile:
             self._last_decile = int(frac * 10)
-            sys.stderr.write(text + "\n")
+            sys.stderr.write(self._text() + "\n")
+
+    def settled(self, outcomes: list[Outcome]) -> None:
+        """The final line once the run's verdicts are printed: the mean of every score shown."""
+        held = len(self.scores) < len(outcomes)
+        self.scores = [o.score for o in outcomes]
+        if self.enabled and held and outcomes:
+            sys.stderr.write(self._text() + "  (the run's verdicts)\n")
 
     def close(self) -> None:
         if self.tty and self.done and self.enabled:
@@ -333,6 +350,7 @@ class Workers:
     errors: list[ServiceError] = field(default_factory=list)
     fatal: list[BaseException] = field(default_factory=list)
     claimed: int = 0
+    rate_limited: int = 0  # calls the service answered 429 (each retried after its Retry-After)
 
     async def _claim(self, source: EpisodeSource, env: EnvClient) -> Started | None:
         if self.max_episodes is not None and self.claimed >= self.max_episodes:
@@ -364,6 +382,7 @@ class Workers:
         except FatalAgentError as exc:
             self.fatal.append(exc)
         finally:
+            self.rate_limited += env.rate_limited
             await close_agent()
             await env.aclose()
 

@@ -24,6 +24,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template.config import TemplateConfig
 from litestar.types import ControllerRouterHandler
 
+from service import env as core
 from service.db.engine import Database
 from service.db.readiness import Readiness
 from service.deployment import set_up_database
@@ -45,12 +46,13 @@ from service.lib.decoding import DecodedRequest, check_request_params
 from service.lib.limits import (
     ClientAddresses,
     EpisodeQuota,
+    RequestBudgets,
     client_addresses,
     rate_limit_middleware,
     sweep_rate_limit_counters,
 )
 from service.lib.problems import exception_handlers
-from service.lib.security_headers import SECURITY_HEADERS
+from service.lib.security_headers import add_security_headers
 from service.lib.swagger import LocalSwaggerUI, swagger_assets
 from service.settings import Settings
 
@@ -111,17 +113,19 @@ class Services:
 
     def state(self, settings: Settings) -> State:
         """What handlers find on ``app.state`` (cheaper than a second dependency: see BenchmarkController)."""
+        budgets = RequestBudgets(settings)  # HTTP requests and WS frames spend from the same budgets
         return State(
             {
                 "episodes": self.episodes,
                 "database": self.database,
                 "readiness": Readiness(self.database),
                 "clients": self.clients,
+                "budgets": budgets,
                 "ws_sessions": WsSessions(
                     settings.max_concurrent_envs,
                     self.episodes,
                     per_client=settings.ws_max_sessions_per_client,
-                    frames_per_s=settings.rate_limit_per_s,
+                    budgets=budgets,
                     reserved=settings.ws_reserved_sessions,
                 ),
                 "mcp_sessions": McpSessions(
@@ -152,6 +156,12 @@ class Services:
                     "SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
                     "latest /reset that named none; serve one client at a time"
                 )
+                if not settings.default_tasks:
+                    log.warning(
+                        "SINGLE_SESSION=1 without DEFAULT_TASKS: a reset that names no task picks any of the %d "
+                        "tasks; seed A's client expects refund decisions: set DEFAULT_TASKS=easy,medium,hard",
+                        len(core.TASKS),
+                    )
             background = [
                 asyncio.create_task(self.runs.maintain(settings.run_sweep_interval_s), name="run-sweep"),
                 asyncio.create_task(retention_loop(self.database, self.runs, settings), name="retention"),
@@ -179,10 +189,34 @@ ROUTES: list[ControllerRouterHandler] = [
 ]
 
 
+# GET routes that change something: a HEAD (link checkers, proxies, uptime probes) must not start an episode.
+GETS_WITHOUT_HEAD = frozenset({"/reset"})
+
+
+class ServiceApp(Litestar):
+    """The app, with ``HEAD`` answered wherever a ``GET`` is (RFC 9110: the GET's status and headers,
+    no body), except on :data:`GETS_WITHOUT_HEAD`. Served as the GET itself, so nothing differs."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "HEAD" and scope["path"] not in GETS_WITHOUT_HEAD:
+            scope = {**scope, "method": "GET"}
+            send = _without_body(send)
+        await super().__call__(scope, receive, send)
+
+
+def _without_body(send: Any) -> Any:
+    async def send_headers_only(message: Any) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return send_headers_only
+
+
 def create_app(settings: Settings) -> Litestar:
     """Build the service. Nothing global: every call gets its own engine and state."""
     services = Services.build(settings)
-    return Litestar(
+    return ServiceApp(
         route_handlers=[*ROUTES, swagger_assets()],
         dependencies={
             "episodes": Provide(lambda: services.episodes, sync_to_thread=False),
@@ -195,7 +229,7 @@ def create_app(settings: Settings) -> Litestar:
             directory=Path(__file__).parent / "lib" / "templates", engine=JinjaTemplateEngine
         ),
         exception_handlers=exception_handlers,
-        response_headers=SECURITY_HEADERS,
+        before_send=[add_security_headers(settings.frame_ancestors)],  # every response, errors included
         middleware=rate_limit_middleware(settings, services.clients),
         request_class=DecodedRequest,  # one JSON decoder for bodies, /mcp and WS frames
         before_request=check_request,

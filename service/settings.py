@@ -7,12 +7,30 @@ Nothing here is global: ``Settings.from_env()`` is called by the composition roo
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from service.db.engine import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_TIMEOUT_S, Database
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/ecomm_support.db"
+
+DEFAULT_FRAME_ANCESTORS = "https://huggingface.co https://*.hf.space"
+NO_FRAMING = "'none'"
+
+# One CSP source expression: 'none' / 'self', or [scheme://][*.]host[:port] (what frame-ancestors takes).
+_SOURCE = re.compile(r"^(?:'none'|'self'|(?:https?://)?(?:\*\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::\d{1,5})?)$", re.I)
+
+
+def check_frame_ancestors(value: str) -> str:
+    """``value`` as a frame-ancestors source list (space-separated), or ValueError naming the setting."""
+    sources = value.split()
+    if not sources or any(not _SOURCE.match(s) for s in sources) or (NO_FRAMING in sources and len(sources) > 1):
+        raise ValueError(
+            f"FRAME_ANCESTORS must be 'none' or origins separated by spaces (e.g. {DEFAULT_FRAME_ANCESTORS}), "
+            f"got {value!r}"
+        )
+    return " ".join(sources)
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
@@ -89,10 +107,16 @@ class Settings:
     max_concurrent_envs: int = 1024
     ws_idle_timeout_s: float = 300.0
     max_body_bytes: int = 64 * 1024  # HTTP bodies, WebSocket frames (uvicorn's ws_max_size too)
-    # Abuse limits (docs/security.md). Requests per second per client address (HTTP requests and WS
-    # frames alike) and per run token (Authorization: Bearer); 0 turns a limit off.
+    # Abuse limits (docs/security.md, service.lib.limits.RequestBudgets). Requests (HTTP requests, WS
+    # handshakes and frames) per second: per credential a request carries — an episode, its token, a
+    # WS session (rate_limit_per_s), a bearer run token or key (rate_limit_run_token_per_s) — or per
+    # client address for requests with none (rate_limit_per_s); under a ceiling for all of one address.
+    # Token buckets of rate_limit_burst (the ceiling's: twice that): a trainer's 64 environments may
+    # all act at once. 0 turns a limit off.
     rate_limit_per_s: int = 20
-    rate_limit_run_token_per_s: int = 20
+    rate_limit_run_token_per_s: int = 50
+    rate_limit_address_per_s: int = 100
+    rate_limit_burst: int = 128
     # Addresses no rate limit or per-client cap applies to, as the TCP peer of a request with no forwarded
     # header (never through X-Forwarded-For). Loopback by default: the benchmarks and load tests run
     # dozens of agents from one host.
@@ -106,7 +130,8 @@ class Settings:
     rate_limit_heavy_reads_per_min: int = 120
     rate_limit_trajectories_per_min: int = 6  # GET /runs/{id}/trajectories.jsonl per address per minute
     rate_limit_runs_per_min: int = 6  # POST /runs per address per minute
-    ws_max_sessions_per_client: int = 32  # of max_concurrent_envs: one client cannot take every slot
+    # of max_concurrent_envs: one client cannot take every slot, and a trainer's 64 environments fit
+    ws_max_sessions_per_client: int = 64
     # Connections (service.lib.connections): a request must arrive whole within this many seconds of the
     # connection opening or of the previous response (else 408 and closed; 0: no deadline); one address
     # holds at most so many open connections, HTTP and WebSocket (0: no cap; off behind trusted proxies).
@@ -124,6 +149,9 @@ class Settings:
     max_active_episodes_per_client: int = 64
     max_episodes_per_client_per_day: int = 5000
     default_split: str = "train"
+    # Who may show the pages in a frame (CSP frame-ancestors): Hugging Face shows a Space inside an
+    # iframe on huggingface.co. "'none'": nobody (and X-Frame-Options: DENY).
+    frame_ancestors: str = DEFAULT_FRAME_ANCESTORS
     log_level: str = "INFO"
     access_log: bool = False  # one line per HTTP request; the database already records every step
     ws_per_message_deflate: bool = False  # compressing ~2 kB frames costs more CPU than it saves on a LAN
@@ -208,13 +236,15 @@ class Settings:
             ws_idle_timeout_s=_float(env, "WS_IDLE_TIMEOUT_S", 300.0),
             max_body_bytes=_int(env, "MAX_BODY_BYTES", 64 * 1024, minimum=1024),
             rate_limit_per_s=_int(env, "RATE_LIMIT_PER_S", 20, minimum=0),
-            rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 20, minimum=0),
+            rate_limit_run_token_per_s=_int(env, "RATE_LIMIT_RUN_TOKEN_PER_S", 50, minimum=0),
+            rate_limit_address_per_s=_int(env, "RATE_LIMIT_ADDRESS_PER_S", 100, minimum=0),
+            rate_limit_burst=_int(env, "RATE_LIMIT_BURST", 128, minimum=1),
             rate_limit_exempt=env.get("RATE_LIMIT_EXEMPT", "127.0.0.1,::1"),
             trusted_proxy_hops=_int(env, "TRUSTED_PROXY_HOPS", 0, minimum=0),
             rate_limit_heavy_reads_per_min=_int(env, "RATE_LIMIT_HEAVY_READS_PER_MIN", 120, minimum=0),
             rate_limit_trajectories_per_min=_int(env, "RATE_LIMIT_TRAJECTORIES_PER_MIN", 6, minimum=0),
             rate_limit_runs_per_min=_int(env, "RATE_LIMIT_RUNS_PER_MIN", 6, minimum=0),
-            ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 32, minimum=0),
+            ws_max_sessions_per_client=_int(env, "WS_MAX_SESSIONS_PER_CLIENT", 64, minimum=0),
             connection_request_timeout_s=_seconds_or_off(env, "CONNECTION_REQUEST_TIMEOUT_S", 10.0) or 0.0,
             max_connections_per_client=_int(env, "MAX_CONNECTIONS_PER_CLIENT", 64, minimum=0),
             ws_reserved_sessions=_int(env, "WS_RESERVED_SESSIONS", 32, minimum=0),
@@ -223,6 +253,7 @@ class Settings:
             max_active_episodes_per_client=_int(env, "MAX_ACTIVE_EPISODES_PER_CLIENT", 64, minimum=0),
             max_episodes_per_client_per_day=_int(env, "MAX_EPISODES_PER_CLIENT_PER_DAY", 5000, minimum=0),
             default_split=env.get("DEFAULT_SPLIT") or "train",
+            frame_ancestors=check_frame_ancestors(env.get("FRAME_ANCESTORS") or DEFAULT_FRAME_ANCESTORS),
             log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
             access_log=_bool(env, "ACCESS_LOG", False),
             ws_per_message_deflate=_bool(env, "WS_PER_MESSAGE_DEFLATE", False),

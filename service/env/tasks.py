@@ -463,15 +463,32 @@ TASKS: dict[str, TaskSpec] = {
 }
 
 
+# Other names of the tasks, accepted wherever a task id is (this core, HTTP, WS, MCP, runs; GET /tasks
+# lists them) for the two earlier designs' clients: seed A's easy|medium|hard were refund decisions;
+# seed B's easy|medium|hard were workflows — tag and close, escalate with a holding reply (its
+# "triage": our routing), a policy-grounded denial — and are spelt workflow-<difficulty> here.
+TASK_ALIASES: dict[str, str] = {
+    "easy": "decision-easy",
+    "medium": "decision-medium",
+    "hard": "decision-hard",
+    "workflow-easy": "workflow-triage",
+    "workflow-medium": "workflow-routing",
+    "triage": "workflow-routing",
+    "workflow-hard": "workflow-resolution",
+}
+
+
 TICKET_TASKS: dict[str, TaskSpec] = {k: t for k, t in TASKS.items() if t.family in TICKET_FAMILIES}
 """The six tasks over one support ticket (decision and workflow families); the store desk's are the rest."""
 
 
 def get_task(task_id: str) -> TaskSpec:
-    try:
-        return TASKS[task_id]
-    except KeyError:
-        raise UnknownTask(f"unknown task_id {task_id!r}; choose one of: {', '.join(TASKS)}") from None
+    """The task of an id or an alias (case and ``_`` for ``-`` ignored in an alias)."""
+    task = TASKS.get(task_id) or TASKS.get(TASK_ALIASES.get(task_id.strip().lower().replace("_", "-"), ""))
+    if task is None:
+        aliases = ", ".join(f"{a} ({t})" for a, t in TASK_ALIASES.items())
+        raise UnknownTask(f"unknown task_id {task_id!r}; choose one of: {', '.join(TASKS)}, or an alias: {aliases}")
+    return task
 
 
 class ManifestEntry(BaseModel):

@@ -1,8 +1,10 @@
-"""Who a request comes from, and the limits per client (docs/security.md): Litestar's
-``RateLimitMiddleware`` per client address and per run token on HTTP, and a per-client budget of
-WebSocket handshakes and frames (the middleware sees HTTP only).
+"""Who a request comes from, and the limits per client (docs/security.md): per-second budgets of
+every HTTP request and WebSocket handshake and frame (:class:`RequestBudgets`: per credential where
+the request carries one, per client address otherwise, under a ceiling per address), and Litestar's
+``RateLimitMiddleware`` per address and minute on the costly routes.
 
-Limits are counted in fixed windows in process memory (each worker counts its own).
+Limits are counted in process memory (each worker counts its own): token buckets for the budgets,
+fixed windows for the per-minute limits.
 
 **The client address** (:class:`ClientAddresses`) is the TCP peer, unless ``TRUSTED_PROXY_HOPS=N``
 says N reverse proxies stand in front of the app, each appending the address it saw to
@@ -19,15 +21,18 @@ import asyncio
 import hashlib
 import ipaddress
 import logging
+import math
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from litestar import Request
 from litestar.connection import ASGIConnection
-from litestar.middleware.base import DefineMiddleware
+from litestar.enums import ScopeType
+from litestar.middleware import ASGIMiddleware
 from litestar.middleware.rate_limit import RateLimitConfig, RateLimitMiddleware
 
 from service.db import client_usage
@@ -182,20 +187,6 @@ class EpisodeQuota:
 
 # The checks are coroutines on purpose: Litestar runs a plain function given as check_throttle_handler
 # in a worker thread (ensure_async_callable), a thread hop per request and per limit.
-def _client_is_limited(clients: ClientAddresses) -> Any:
-    async def check(request: Request[Any, Any, Any]) -> bool:
-        return not clients.of(request).exempt
-
-    return check
-
-
-def _token_is_limited(clients: ClientAddresses) -> Any:
-    async def check(request: Request[Any, Any, Any]) -> bool:
-        return bearer(request) is not None and not clients.of(request).exempt
-
-    return check
-
-
 def _heavy_read(clients: ClientAddresses) -> Any:
     async def check(request: Request[Any, Any, Any]) -> bool:
         path = request.scope["path"]
@@ -225,15 +216,6 @@ def _run_creation(clients: ClientAddresses) -> Any:
     return check
 
 
-def _token_key(request: Request[Any, Any, Any]) -> str:
-    # The store never holds the token itself.
-    return "token:" + hashlib.sha256((bearer(request) or "").encode("utf-8", "replace")).hexdigest()[:32]
-
-
-class RunTokenRateLimitMiddleware(RateLimitMiddleware):
-    """The same middleware under its own cache-key prefix (keys are ``<class name>::<identifier>``)."""
-
-
 class HeavyReadRateLimitMiddleware(RateLimitMiddleware):
     """Run pages, manifests and the leaderboard, per address, per minute (own key prefix)."""
 
@@ -246,62 +228,27 @@ class RunCreationRateLimitMiddleware(RateLimitMiddleware):
     """``POST /runs`` per address, per minute (own key prefix)."""
 
 
-def rate_limit_middleware(settings: Settings, clients: ClientAddresses | None = None) -> list[DefineMiddleware]:
-    """The HTTP rate limits these settings ask for (a limit set to 0 is off)."""
+def rate_limit_middleware(settings: Settings, clients: ClientAddresses | None = None) -> list[Any]:
+    """The HTTP rate limits these settings ask for (a limit set to 0 is off): the per-second request
+    budgets (:class:`RequestBudgetMiddleware`), then the per-minute limits of the costly routes."""
     clients = clients or client_addresses(settings)
-    configs = []
-    if settings.rate_limit_per_s:
-        configs.append(
-            RateLimitConfig(
-                rate_limit=("second", settings.rate_limit_per_s),
-                exclude=UNLIMITED_PATHS,
-                identifier_for_request=clients.address,
-                check_throttle_handler=_client_is_limited(clients),
-                set_rate_limit_headers=False,
-            )
+    per_minute = (
+        (settings.rate_limit_heavy_reads_per_min, _heavy_read, HeavyReadRateLimitMiddleware),
+        (settings.rate_limit_trajectories_per_min, _trajectories, TrajectoriesRateLimitMiddleware),
+        (settings.rate_limit_runs_per_min, _run_creation, RunCreationRateLimitMiddleware),
+    )
+    configs = [
+        RateLimitConfig(
+            rate_limit=("minute", limit),
+            identifier_for_request=clients.address,
+            check_throttle_handler=check(clients),
+            middleware_class=middleware_class,
+            set_rate_limit_headers=True,  # RateLimit-Reset: the 429's Retry-After (service.lib.problems)
         )
-    if settings.rate_limit_run_token_per_s:
-        configs.append(
-            RateLimitConfig(
-                rate_limit=("second", settings.rate_limit_run_token_per_s),
-                exclude=UNLIMITED_PATHS,
-                identifier_for_request=_token_key,
-                check_throttle_handler=_token_is_limited(clients),
-                middleware_class=RunTokenRateLimitMiddleware,
-                set_rate_limit_headers=False,
-            )
-        )
-    if settings.rate_limit_heavy_reads_per_min:
-        configs.append(
-            RateLimitConfig(
-                rate_limit=("minute", settings.rate_limit_heavy_reads_per_min),
-                identifier_for_request=clients.address,
-                check_throttle_handler=_heavy_read(clients),
-                middleware_class=HeavyReadRateLimitMiddleware,
-                set_rate_limit_headers=False,
-            )
-        )
-    if settings.rate_limit_trajectories_per_min:
-        configs.append(
-            RateLimitConfig(
-                rate_limit=("minute", settings.rate_limit_trajectories_per_min),
-                identifier_for_request=clients.address,
-                check_throttle_handler=_trajectories(clients),
-                middleware_class=TrajectoriesRateLimitMiddleware,
-                set_rate_limit_headers=False,
-            )
-        )
-    if settings.rate_limit_runs_per_min:
-        configs.append(
-            RateLimitConfig(
-                rate_limit=("minute", settings.rate_limit_runs_per_min),
-                identifier_for_request=clients.address,
-                check_throttle_handler=_run_creation(clients),
-                middleware_class=RunCreationRateLimitMiddleware,
-                set_rate_limit_headers=False,
-            )
-        )
-    return [c.middleware for c in configs]
+        for limit, check, middleware_class in per_minute
+        if limit
+    ]
+    return [RequestBudgetMiddleware(), *(c.middleware for c in configs)]
 
 
 RATE_LIMIT_STORE = "rate_limit"  # RateLimitConfig's default store name
@@ -313,43 +260,186 @@ SWEEP_EVERY_S = 30.0
 async def sweep_rate_limit_counters(app: Any) -> None:
     """Litestar's memory store drops an expired counter only when its key is read again; a client that
     never comes back (or one address of many) would stay in memory. Sweep expired ones periodically,
-    the WebSocket budgets too."""
+    and the request budgets that have refilled (a full bucket is the same as none)."""
     while True:
         await asyncio.sleep(SWEEP_EVERY_S)
         await app.stores.get(RATE_LIMIT_STORE).delete_expired()
-        app.state.ws_sessions.frame_rate.sweep()
+        app.state.budgets.sweep()
 
 
-class FrameRate:
-    """WebSocket handshakes and frames per second per client address, in fixed one-second windows.
+class TokenBuckets:
+    """Token buckets per key, in process memory: each holds at most ``burst`` tokens and refills at
+    ``rate`` a second; a request takes one. A key never seen is a full bucket (so a full bucket is
+    forgotten by :meth:`sweep`). ``rate`` 0: unlimited."""
 
-    The window belongs to the address, not to a connection: reconnecting does not refill it (the
-    sweep drops windows that have passed)."""
-
-    def __init__(self, per_s: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.per_s = per_s
+    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst = float(rate), float(max(burst, 1))
         self.clock = clock
-        self._windows: dict[str, tuple[int, int]] = {}
+        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at)
 
-    def spend(self, client: Client) -> int | None:
-        """Count one handshake or frame; None when allowed, else the seconds to wait (Retry-After)."""
-        if not self.per_s or client.exempt:
+    def _tokens(self, key: str, now: float) -> float:
+        tokens, at = self._buckets.get(key, (self.burst, now))
+        return min(self.burst, tokens + (now - at) * self.rate)
+
+    def wait(self, key: str) -> float:
+        """Seconds until ``key`` has a token (0: now)."""
+        if not self.rate:
+            return 0.0
+        tokens = self._tokens(key, self.clock())
+        return 0.0 if tokens >= 1 else (1 - tokens) / self.rate
+
+    def take(self, key: str) -> None:
+        if self.rate:
+            now = self.clock()
+            self._buckets[key] = (self._tokens(key, now) - 1, now)
+
+    def sweep(self) -> int:
+        """Forget the buckets that have refilled; returns how many are left."""
+        now = self.clock()
+        for key in [k for k in self._buckets if self._tokens(k, now) >= self.burst]:
+            del self._buckets[key]
+        return len(self._buckets)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A request over a budget: whose budget, its setting, and how long to wait."""
+
+    budget: str
+    setting: str
+    per_s: int
+    retry_after_s: int
+
+    def detail(self) -> str:
+        return (
+            f"{self.budget} sent more than {self.per_s} requests a second ({self.setting}, in bursts of up to "
+            f"RATE_LIMIT_BURST); wait Retry-After ({self.retry_after_s} s) and retry; GET /limits shows the limits"
+        )
+
+
+ADDRESS, BEARER, EPISODE = "this client address", "this bearer token (a run token or key)", "this episode (or session)"
+
+
+class RequestBudgets:
+    """The per-second budgets of every HTTP request and WebSocket handshake and frame (docs/security.md):
+
+    - the **key** budget. A request that carries a credential counts against that credential: a
+      bearer token (run token, submitter key, or an episode token sent so) at
+      ``RATE_LIMIT_RUN_TOKEN_PER_S``; an ``X-Episode-Token``, the episode it acts on, or a WebSocket
+      session at ``RATE_LIMIT_PER_S`` each. One without (a reset, a read, a handshake) counts against
+      its client address, at ``RATE_LIMIT_PER_S``.
+    - the **address ceiling**: every request and frame of one client address, whatever it carries,
+      at ``RATE_LIMIT_ADDRESS_PER_S``, so the credentials one address holds (its episodes: at most
+      ``MAX_ACTIVE_EPISODES_PER_CLIENT`` unfinished) do not multiply its share of the server.
+
+    Each is a token bucket of ``RATE_LIMIT_BURST`` requests (the ceiling's holds twice that), so a
+    trainer's environments may all act at once. Exempt clients spend nothing."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+        burst = settings.rate_limit_burst
+        self.settings = settings
+        self.keyed = TokenBuckets(settings.rate_limit_per_s, burst, clock)
+        self.tokens = TokenBuckets(settings.rate_limit_run_token_per_s, burst, clock)
+        self.ceiling = TokenBuckets(settings.rate_limit_address_per_s, 2 * burst, clock)
+
+    def _budget(self, client: Client, credential: str | None, bearer: bool) -> tuple[TokenBuckets, str, Refusal]:
+        s = self.settings
+        if credential is None:
+            return self.keyed, "address:" + client.address, Refusal(ADDRESS, "RATE_LIMIT_PER_S", s.rate_limit_per_s, 1)
+        if bearer:
+            token = Refusal(BEARER, "RATE_LIMIT_RUN_TOKEN_PER_S", s.rate_limit_run_token_per_s, 1)
+            return self.tokens, credential, token
+        return self.keyed, credential, Refusal(EPISODE, "RATE_LIMIT_PER_S", s.rate_limit_per_s, 1)
+
+    def spend(self, client: Client, credential: str | None = None, bearer: bool = False) -> Refusal | None:
+        """Count one request (or frame) of ``client`` carrying ``credential`` (a bearer token when
+        ``bearer``): None when allowed; else the refusal, and nothing is counted."""
+        if client.exempt:
             return None
-        now = int(self.clock())
-        window, used = self._windows.get(client.address, (now, 0))
-        if window != now:
-            window, used = now, 0
-        if used >= self.per_s:
-            return 1
-        self._windows[client.address] = (window, used + 1)
+        keyed, key, refusal = self._budget(client, credential, bearer)
+        own, shared = keyed.wait(key), self.ceiling.wait(client.address)
+        if own or shared:
+            if shared > own:
+                refusal = Refusal(ADDRESS, "RATE_LIMIT_ADDRESS_PER_S", self.settings.rate_limit_address_per_s, 1)
+            return replace(refusal, retry_after_s=max(1, math.ceil(max(own, shared))))
+        keyed.take(key)
+        self.ceiling.take(client.address)
         return None
 
     def sweep(self) -> int:
-        """Drop the windows that have passed; returns how many are left."""
-        now = int(self.clock())
-        for address in [a for a, (window, _) in self._windows.items() if window != now]:
-            del self._windows[address]
-        return len(self._windows)
+        return self.keyed.sweep() + self.tokens.sweep() + self.ceiling.sweep()
+
+
+def _digest(kind: str, secret: str) -> str:
+    # The budgets never hold a credential itself.
+    return kind + ":" + hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+# The routes whose requests act on one episode (or MCP session), and where they name it.
+_EPISODE_QUERY_PATHS = ("/state", "/grader")
+_BODY_ID = {
+    "/step": (b'"episode_id"', re.compile(rb'"episode_id"\s*:\s*"([^"\\]{1,255})"')),
+    "/mcp": (b'"session_id"', re.compile(rb'"session_id"\s*:\s*"([^"\\]{1,255})"')),
+}
+
+
+async def request_credential(request: Request[Any, Any, Any]) -> tuple[str | None, bool]:
+    """The credential a request acts with, as a budget key (hashed), and whether it is a bearer
+    token: ``Authorization: Bearer``, else ``X-Episode-Token``, else the episode (or MCP session)
+    it names in its query, body or ``ecomm_episode`` cookie. None: it carries none (a reset, a read)."""
+    token = bearer(request)
+    if token:
+        return _digest("bearer", token), True
+    if episode_token := request.headers.get("x-episode-token"):
+        return _digest("episode-token", episode_token), False
+    path = request.scope["path"]
+    if path in _EPISODE_QUERY_PATHS and (named := request.query_params.get("episode_id")):
+        return _digest("episode", named), False
+    if request.method == "POST" and path in _BODY_ID:
+        marker, pattern = _BODY_ID[path]
+        body = await request.body()  # cached on the request's scope: the handler does not read the socket again
+        found = pattern.search(body) if marker in body else None
+        if found:
+            return _digest("episode" if path == "/step" else "mcp-session", found.group(1).decode("latin-1")), False
+    if path in ("/step", *_EPISODE_QUERY_PATHS) and (cookie := request.cookies.get("ecomm_episode")):
+        return _digest("episode", cookie), False
+    return None, False
+
+
+class RateLimited(QuotaExceeded):
+    slug = "rate-limited"
+    title = "Too many requests"
+
+    def __init__(self, refused: Refusal) -> None:
+        super().__init__(refused.detail(), retry_after_s=refused.retry_after_s, limit=refused.setting)
+
+
+def _unlimited(scope: Any) -> bool:
+    return bool(_UNLIMITED.search(scope["path"]))
+
+
+_UNLIMITED = re.compile("|".join(UNLIMITED_PATHS))
+
+
+class RequestBudgetMiddleware(ASGIMiddleware):
+    """Spends one request of :class:`RequestBudgets` (``app.state.budgets``) per HTTP request; over
+    budget, a 429 problem (:class:`RateLimited`) with ``Retry-After``. Liveness and the docs page
+    are never limited."""
+
+    scopes = (ScopeType.HTTP,)
+    # by the request's path (a path pattern is matched against the route's, which Litestar 3 changes)
+    should_bypass_for_scope = staticmethod(_unlimited)
+
+    async def handle(self, scope: Any, receive: Any, send: Any, next_app: Any) -> None:
+        request: Request[Any, Any, Any] = scope["litestar_app"].request_class(scope, receive)
+        state = scope["litestar_app"].state
+        client = state.clients.of(request)
+        if not client.exempt:
+            credential, is_bearer = await request_credential(request)
+            refused = state.budgets.spend(client, credential, is_bearer)
+            if refused is not None:
+                raise RateLimited(refused)
+        await next_app(scope, receive, send)
 
 
 __all__ = [
@@ -358,7 +448,10 @@ __all__ = [
     "EpisodeQuota",
     "EpisodeQuotaExceeded",
     "counted_address",
-    "FrameRate",
+    "RateLimited",
+    "Refusal",
+    "RequestBudgets",
+    "TokenBuckets",
     "client_addresses",
     "normalised_address",
     "rate_limit_middleware",

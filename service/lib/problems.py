@@ -162,8 +162,11 @@ class MissingEpisodeId(Problem):
     def __init__(self) -> None:
         super().__init__(
             "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id); "
-            "over HTTP, a client that sends back the ecomm_episode cookie /reset sets may leave it out, and for one "
-            "that keeps no cookies the operator can start the server with SINGLE_SESSION=1 (one client per server)",
+            "over HTTP, a client that sends back the ecomm_episode cookie /reset sets may leave it out. For a client "
+            "that keeps no cookies and sends no id (seed A's inference.py and baseline.py), the operator starts a "
+            "server for it alone with SINGLE_SESSION=1 DEFAULT_TASKS=easy,medium,hard (Docker: -e SINGLE_SESSION=1 "
+            "-e DEFAULT_TASKS=easy,medium,hard): the first lets an id-less request mean the latest reset, the second "
+            "makes a reset that names no task a refund decision, as seed A's were",
             errors=[{"field": "episode_id", "message": "field required"}],
         )
 
@@ -354,15 +357,18 @@ def _http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
     title = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 413: "Payload too large"}.get(
         status, str(exc.detail) if exc.detail else "HTTP error"
     )
-    if status == 429:  # RateLimitMiddleware: windows are one second long
+    if status == 429:  # Litestar's RateLimitMiddleware: the per-minute limits of the costly routes
+        reset = (exc.headers or {}).get("RateLimit-Reset", "")
+        wait = max(1, int(reset)) if reset.isdigit() else 60
         return problem_response(
             429,
             "Too many requests",
-            "this client address or run token sent more requests this second than RATE_LIMIT_PER_S / "
-            "RATE_LIMIT_RUN_TOKEN_PER_S allow; wait Retry-After seconds and retry",
+            "this client address read run pages, the leaderboard or trajectories, or created runs, more often this "
+            "minute than RATE_LIMIT_HEAVY_READS_PER_MIN / RATE_LIMIT_TRAJECTORIES_PER_MIN / RATE_LIMIT_RUNS_PER_MIN "
+            f"allow; wait Retry-After ({wait} s) and retry",
             "rate-limited",
-            retry_after_s=1,
-            headers={"Retry-After": "1"},
+            retry_after_s=wait,
+            headers={"Retry-After": str(wait)},
         )
     response = problem_response(status, title, detail, slug)
     if exc.headers:

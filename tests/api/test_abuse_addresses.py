@@ -42,21 +42,23 @@ async def _codes(client: AsyncTestClient, n: int, headers) -> list[int]:
 async def test_a_forwarded_header_never_makes_a_request_exempt(settings: Settings) -> None:
     """The peer (a proxy on loopback, or uvicorn having put a forwarded entry in its place) is exempt,
     but a request that carries X-Forwarded-For is someone else's: limited under that address."""
-    app = create_app(replace(settings, rate_limit_per_s=3, rate_limit_exempt="testclient,127.0.0.1"))
+    app = create_app(
+        replace(settings, rate_limit_per_s=3, rate_limit_burst=3, rate_limit_exempt="testclient,127.0.0.1")
+    )
     async with AsyncTestClient(app=app) as client:
         assert all(c == 200 for c in await _codes(client, 8, lambda i: {}))  # the exempt peer itself
         codes = await _codes(client, 8, lambda i: xff("127.0.0.1, 127.0.0.2"))
-        assert 429 in codes and codes.count(200) <= 6, codes  # at most 3 per window, two windows at most
+        assert 429 in codes and codes.count(200) <= 6, codes  # a burst of 3, then 3 a second
 
 
 async def test_trusted_hops_take_the_entry_the_proxy_wrote(settings: Settings) -> None:
-    app = create_app(behind_proxy(settings, rate_limit_per_s=3))
+    app = create_app(behind_proxy(settings, rate_limit_per_s=3, rate_limit_burst=3))
     async with AsyncTestClient(app=app) as client:
         # whatever the client writes left of the proxy's entry changes nothing: one client, one budget
         codes = await _codes(client, 8, lambda i: xff(f"10.0.{i}.1, 198.51.100.7"))
         assert 429 in codes and codes.count(200) <= 6, codes
         # ...nor does claiming loopback (exempt as a peer, never through a header)
-        app2 = create_app(behind_proxy(settings, rate_limit_per_s=3, rate_limit_exempt="127.0.0.1"))
+        app2 = create_app(behind_proxy(settings, rate_limit_per_s=3, rate_limit_burst=3, rate_limit_exempt="127.0.0.1"))
         async with AsyncTestClient(app=app2) as client2:
             codes = await _codes(client2, 8, lambda i: xff("127.0.0.1, 127.0.0.1"))
             assert 429 in codes, codes
@@ -107,12 +109,17 @@ def test_forwarded_allow_ips_is_refused_and_uvicorn_never_rewrites_the_peer() ->
 # ------------------------------------------------------------------------------------ item 3
 
 
-def _frozen(app) -> None:
-    app.state.ws_sessions.frame_rate.clock = lambda: 1000.0  # one window for the whole test
+def _frozen(app, at: float = 1000.0) -> None:
+    """Every budget's clock stops at ``at`` (no token comes back during the test)."""
+    budgets = app.state.budgets
+    for buckets in (budgets.keyed, budgets.tokens, budgets.ceiling):
+        buckets.clock = lambda: at
 
 
 def test_the_ws_budget_survives_reconnects_and_counts_handshakes(settings: Settings) -> None:
-    app = create_app(behind_proxy(settings, rate_limit_per_s=6))
+    """Each session has its own frame budget, but the address's ceiling counts every handshake and
+    frame of all of them: reconnecting refills nothing."""
+    app = create_app(behind_proxy(settings, rate_limit_per_s=0, rate_limit_address_per_s=6, rate_limit_burst=3))
     _frozen(app)
     headers = xff("198.51.100.9")
     served = refused = 0
@@ -129,7 +136,7 @@ def test_the_ws_budget_survives_reconnects_and_counts_handshakes(settings: Setti
                         refused += 1
                         first = msg
                         break
-        # 6 per window: the first connection (1 + 2) and the second (1 + 2); then refused
+        # the ceiling holds 6 (twice the burst): the first connection (1 + 2) and the second (1 + 2); then refused
         assert served == 4, (served, refused)
         with client.websocket_connect("/ws", headers=headers) as ws:
             msg = ws.receive_json()  # refused at the handshake, then closed
@@ -138,9 +145,9 @@ def test_the_ws_budget_survives_reconnects_and_counts_handshakes(settings: Setti
         with client.websocket_connect("/ws", headers=xff("198.51.100.10")) as ws:  # another client is served
             ws.send_json({"type": "state"})
             assert ws.receive_json()["type"] == "state"
-        assert app.state.ws_sessions.frame_rate.sweep() == 2  # both windows are current
-        app.state.ws_sessions.frame_rate.clock = lambda: 1002.0
-        assert app.state.ws_sessions.frame_rate.sweep() == 0  # passed windows are dropped by the sweep
+        assert app.state.budgets.sweep() == 2  # both addresses' ceilings are spent
+        _frozen(app, 1002.0)
+        assert app.state.budgets.sweep() == 0  # refilled buckets are forgotten by the sweep
 
 
 # ------------------------------------------------------------------------------------ item 7

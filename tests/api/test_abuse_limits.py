@@ -40,52 +40,121 @@ async def _burst(client: AsyncTestClient, n: int, **kwargs: object) -> list:
     return [await client.get("/tasks", **kwargs) for _ in range(n)]
 
 
+def frozen(app, at: float = 1000.0) -> None:
+    """Every budget's clock stops at ``at``: no token comes back until the test moves it."""
+    budgets = app.state.budgets
+    for buckets in (budgets.keyed, budgets.tokens, budgets.ceiling):
+        buckets.clock = lambda: at
+
+
 async def test_per_address_limit_answers_429_with_retry_after(settings: Settings) -> None:
-    app = create_app(limited(settings, rate_limit_per_s=3, rate_limit_run_token_per_s=0))
+    app = create_app(limited(settings, rate_limit_per_s=3, rate_limit_burst=3, rate_limit_run_token_per_s=0))
+    frozen(app)
     async with AsyncTestClient(app=app) as client:
-        for _ in range(3):  # a window may end mid-burst: retry until one burst hits the limit
-            codes = [r.status_code for r in await _burst(client, 5)]
-            if 429 in codes and codes.count(200) <= 3:  # a burst inside one window (one across two may pass 4)
-                break
-        assert codes.count(200) <= 3 and 429 in codes, codes
-        assert_429(next(r for r in await _burst(client, 4) if r.status_code == 429))
+        codes = [r.status_code for r in await _burst(client, 5)]
+        assert codes == [200, 200, 200, 429, 429], codes  # a burst of 3, and nothing comes back meanwhile
+        refused = (await _burst(client, 1))[0]
+        assert_429(refused)
+        assert refused.json()["limit"] == "RATE_LIMIT_PER_S" and "this client address" in refused.json()["detail"]
         # liveness probes are never limited
         assert all(r.status_code == 200 for r in [await client.get("/health") for _ in range(10)])
-        await asyncio.sleep(1.1)
-        assert (await client.get("/tasks")).status_code == 200  # the window passed
+        frozen(app, 1000.4)  # 0.4 s at 3 a second: one request's worth
+        assert [r.status_code for r in await _burst(client, 2)] == [200, 429]
 
 
 async def test_expired_counters_are_swept(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A client that never returns does not stay in memory (Litestar's store only expires keys it reads)."""
+    """A client that never returns does not stay in memory: refilled budgets and Litestar's expired
+    per-minute counters (its store only expires keys it reads) are swept."""
     from service.lib import limits
 
     monkeypatch.setattr(limits, "SWEEP_EVERY_S", 0.3)
-    app = create_app(limited(settings, rate_limit_per_s=5))
+    app = create_app(limited(settings, rate_limit_per_s=5, rate_limit_burst=5))
     async with AsyncTestClient(app=app) as client:
         await client.get("/tasks")
+        assert app.state.budgets.sweep() >= 1  # the address's own budget: not yet refilled
+        await client.get("/leaderboard")  # a heavy read: counted per minute in Litestar's store too
         store = app.stores.get(limits.RATE_LIMIT_STORE)
         assert len(store._store) == 1
-        await asyncio.sleep(2.0)
-        assert len(store._store) == 0
+        for _ in range(100):  # the background sweep (every 0.3 s here) forgets the refilled budgets
+            if app.state.budgets.sweep() == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert app.state.budgets.sweep() == 0
 
 
 async def test_exempt_addresses_are_not_limited(settings: Settings) -> None:
-    app = create_app(replace(settings, rate_limit_per_s=2, rate_limit_exempt="testclient"))
+    app = create_app(replace(settings, rate_limit_per_s=2, rate_limit_burst=2, rate_limit_exempt="testclient"))
     async with AsyncTestClient(app=app) as client:
         assert all(r.status_code == 200 for r in await _burst(client, 10))
 
 
 async def test_per_run_token_limit(settings: Settings) -> None:
-    app = create_app(limited(settings, rate_limit_per_s=0, rate_limit_run_token_per_s=3))
+    only_tokens = {"rate_limit_per_s": 0, "rate_limit_address_per_s": 0}
+    app = create_app(limited(settings, rate_limit_run_token_per_s=3, rate_limit_burst=3, **only_tokens))
+    frozen(app)
     async with AsyncTestClient(app=app) as client:
-        for _ in range(3):
-            codes = [r.status_code for r in await _burst(client, 5, headers={"Authorization": "Bearer tok-a"})]
-            if 429 in codes:
-                break
-        assert 429 in codes, codes
+        codes = [r.status_code for r in await _burst(client, 5, headers={"Authorization": "Bearer tok-a"})]
+        assert codes == [200, 200, 200, 429, 429], codes
+        refused = (await _burst(client, 1, headers={"Authorization": "Bearer tok-a"}))[0]
+        assert refused.json()["limit"] == "RATE_LIMIT_RUN_TOKEN_PER_S"
         # another token, and requests without one, have their own budget
         assert (await client.get("/tasks", headers={"Authorization": "Bearer tok-b"})).status_code == 200
         assert all(r.status_code == 200 for r in await _burst(client, 6))
+
+
+async def test_requests_count_against_the_episode_they_act_on(settings: Settings) -> None:
+    """A trainer's environments share one address: each episode has its own budget (named in the
+    body, the query or the cookie), resets and reads without one count against the address."""
+    app = create_app(limited(settings, rate_limit_per_s=2, rate_limit_burst=2, rate_limit_address_per_s=0))
+    frozen(app)
+    async with AsyncTestClient(app=app) as client:
+        ids = []
+        for seed in range(2):  # the address's own budget: two resets
+            reset = await client.post("/reset", json={"task_id": TASK, "seed": seed, "split": "train"})
+            assert reset.status_code == 200, reset.text
+            ids.append(reset.json()["metadata"]["episode_id"])
+        assert_429(await client.post("/reset", json={"task_id": TASK, "seed": 9, "split": "train"}))
+        for episode_id in ids:  # each episode: two requests, however it is named
+            step = await client.post("/step", json={"episode_id": episode_id, "action": {"lookup": "order"}})
+            assert step.status_code == 200, step.text
+            assert (await client.get("/state", params={"episode_id": episode_id})).status_code == 200
+            refused = await client.post("/step", json={"episode_id": episode_id, "action": {"lookup": "policy"}})
+            assert_429(refused)
+            assert "this episode" in refused.json()["detail"]
+
+
+async def test_the_address_ceiling_bounds_every_credential_it_holds(settings: Settings) -> None:
+    app = create_app(
+        limited(
+            settings,
+            rate_limit_per_s=100,
+            rate_limit_run_token_per_s=100,
+            rate_limit_address_per_s=4,
+            rate_limit_burst=2,
+        )
+    )
+    frozen(app)
+    async with AsyncTestClient(app=app) as client:
+        # the ceiling holds twice the burst: four requests, each with a fresh token of its own
+        codes = [(await client.get("/tasks", headers={"Authorization": f"Bearer t{i}"})).status_code for i in range(5)]
+        assert codes == [200, 200, 200, 200, 429], codes
+        refused = await client.get("/tasks", headers={"Authorization": "Bearer t9"})
+        assert_429(refused)
+        assert refused.json()["limit"] == "RATE_LIMIT_ADDRESS_PER_S"
+
+
+def test_token_buckets_refill_at_their_rate_up_to_their_burst() -> None:
+    from service.lib.limits import TokenBuckets
+
+    now = [0.0]
+    buckets = TokenBuckets(rate=2, burst=3, clock=lambda: now[0])
+    for _ in range(3):
+        assert buckets.wait("k") == 0
+        buckets.take("k")
+    assert buckets.wait("k") == pytest.approx(0.5)  # one token comes back every half second
+    now[0] = 10.0
+    assert buckets.wait("k") == 0 and buckets.sweep() == 0  # refilled to the burst, and forgotten
+    assert TokenBuckets(rate=0, burst=1).wait("k") == 0  # rate 0: no limit
 
 
 def test_one_client_cannot_take_every_ws_slot(settings: Settings) -> None:
@@ -127,19 +196,22 @@ def test_only_reset_and_step_keep_a_ws_session_alive(settings: Settings) -> None
                 assert ws.receive_json()["type"] == "observation"
 
 
-def test_ws_frames_are_rate_limited_per_client(settings: Settings) -> None:
-    app = create_app(limited(settings, rate_limit_per_s=3))
+def test_ws_frames_are_rate_limited_per_session(settings: Settings) -> None:
+    app = create_app(limited(settings, rate_limit_per_s=3, rate_limit_burst=3, rate_limit_address_per_s=0))
+    frozen(app)
     with TestClient(app) as client, client.websocket_connect("/ws") as ws:
         replies = []
-        for _ in range(8):
+        for _ in range(5):
             ws.send_json({"type": "state"})
             replies.append(ws.receive_json())
-        limited_replies = [m for m in replies if m["type"] == "error"]
-        assert limited_replies and all(
-            m["data"]["status"] == 429 and m["data"]["retry_after_s"] >= 1 for m in limited_replies
-        )
+        assert [m["type"] for m in replies] == ["state"] * 3 + ["error"] * 2, replies
+        limited_replies = replies[3:]
+        assert all(m["data"]["status"] == 429 and m["data"]["retry_after_s"] >= 1 for m in limited_replies)
         assert limited_replies[0]["data"]["code"] == "EXECUTION_ERROR"  # non-fatal: the session stays
-        time.sleep(1.1)
+        with client.websocket_connect("/ws") as other:  # another session has a budget of its own
+            other.send_json({"type": "state"})
+            assert other.receive_json()["type"] == "state"
+        frozen(app, 1001.0)
         ws.send_json({"type": "state"})
         assert ws.receive_json()["type"] == "state"
 

@@ -8,7 +8,7 @@ import re
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
-from service.lib.security_headers import CONTENT_SECURITY_POLICY
+from service.lib.security_headers import content_security_policy
 
 Client = AsyncTestClient[Litestar]
 
@@ -20,10 +20,9 @@ async def test_html_pages_send_csp_nosniff_frame_and_referrer_headers(client: Cl
             path,
             resp.status_code,
         )
-        assert resp.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
-        assert "frame-ancestors 'none'" in CONTENT_SECURITY_POLICY and "script-src 'self'" in CONTENT_SECURITY_POLICY
+        assert resp.headers["content-security-policy"] == content_security_policy()
+        assert "script-src 'self'" in content_security_policy()
         assert resp.headers["x-content-type-options"] == "nosniff"
-        assert resp.headers["x-frame-options"] == "DENY"
         assert resp.headers["referrer-policy"] == "no-referrer"
 
 
@@ -35,3 +34,63 @@ async def test_docs_load_everything_from_this_origin(client: Client) -> None:
     assert len(assets) >= 4, page
     for asset in assets:
         assert (await client.get(asset)).status_code == 200, asset
+
+
+SECURITY = ("content-security-policy", "x-content-type-options", "referrer-policy")
+
+
+async def test_every_response_carries_the_security_headers_errors_included(settings) -> None:  # type: ignore[no-untyped-def]
+    """Issue 21 finding 13: an error is a response too — a 404 from the router, a 405, a 422, a 429 made
+    by the rate-limit middleware, a 500, a static asset — each carries every header a page does."""
+    from dataclasses import replace
+
+    from service.app import create_app
+
+    app = create_app(replace(settings, rate_limit_exempt="", rate_limit_per_s=1, rate_limit_burst=1))
+    async with AsyncTestClient(app=app) as client:
+        answers = {
+            "200": await client.get("/tasks"),
+            "429": await client.get("/tasks"),
+            "health": await client.get("/health"),
+        }
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        answers |= {
+            "404 route": await client.get("/no/such/route"),
+            "405": await client.delete("/tasks"),
+            "422": await client.post("/step", json={"action": {"decision": "maybe"}}),
+            "400": await client.post("/reset", content=b"{not json", headers={"content-type": "application/json"}),
+            "404 episode": await client.get("/state", params={"episode_id": "nope"}),
+            "static": await client.get(
+                next(a for a in re.findall(r"(?:src|href)='(/[^']+)'", (await client.get("/docs")).text))
+            ),
+        }
+    assert answers["429"].status_code == 429 and answers["404 route"].status_code == 404
+    for name, resp in answers.items():
+        missing = [h for h in SECURITY if h not in resp.headers]
+        assert not missing, (name, resp.status_code, missing)
+        assert "frame-ancestors" in resp.headers["content-security-policy"], name
+
+
+async def test_framing_is_allowed_for_the_hugging_face_origins_only(settings) -> None:  # type: ignore[no-untyped-def]
+    """A Space is shown inside an iframe on huggingface.co: the default FRAME_ANCESTORS allows exactly
+    the Hugging Face origins (no X-Frame-Options: DENY, which would forbid every frame); 'none' restores it."""
+    from dataclasses import replace
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    assert Settings.from_env({}).frame_ancestors == "https://huggingface.co https://*.hf.space"
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        resp = await client.get("/leaderboard?format=html")
+    csp = resp.headers["content-security-policy"]
+    assert "frame-ancestors https://huggingface.co https://*.hf.space" in csp and "x-frame-options" not in resp.headers
+    assert "script-src 'self'" in csp and resp.headers["x-content-type-options"] == "nosniff"
+    async with AsyncTestClient(app=create_app(replace(settings, frame_ancestors="'none'"))) as client:
+        resp = await client.get("/leaderboard?format=html")
+    assert "frame-ancestors 'none'" in resp.headers["content-security-policy"]
+    assert resp.headers["x-frame-options"] == "DENY"
+    import pytest
+
+    for bad in ("https://a.example; script-src *", "javascript:alert(1)", "https://a.example,https://b.example"):
+        with pytest.raises(ValueError, match="FRAME_ANCESTORS"):
+            Settings.from_env({"FRAME_ANCESTORS": bad})

@@ -11,7 +11,7 @@ that marker; the last kind repeats. Prompts without a marker get ``default_kind`
 ``json`` plain JSON · ``fenced`` JSON in a json code fence with prose around it · ``prose`` JSON
 inside a sentence · ``garbage`` no JSON at all · ``invalid`` JSON the service rejects (422) ·
 ``429`` rate limited · ``500`` server error · ``slow`` answers after ``slow_s`` (past the client's
-timeout).
+timeout) · ``html`` a 200 whose body is an HTML page, not JSON (a base URL that is not the API's).
 """
 
 from __future__ import annotations
@@ -91,9 +91,10 @@ class StubLLM:
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
                 try:
                     status, payload = stub._answer(self.path, request)
-                    data = json.dumps(payload).encode()
+                    html = payload.get("html")
+                    data = html.encode() if isinstance(html, str) else json.dumps(payload).encode()
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/html; charset=utf-8" if html else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -151,6 +152,8 @@ class StubLLM:
             return 500, {"error": {"message": "upstream model crashed", "type": "server_error"}}
         if kind == "slow":
             time.sleep(self.slow_s)
+        if kind == "html":
+            return 200, {"html": "<!doctype html><html><body><h1>Welcome to our router</h1></body></html>"}
         content = render(kind, scripted_action(prompt))
         return 200, {
             "id": f"chatcmpl-{self.calls}",

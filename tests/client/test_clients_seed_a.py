@@ -172,7 +172,8 @@ def test_without_single_session_seed_a_is_told_what_to_do(live_server: LiveServe
     reset = requests.get(f"{env}/reset", timeout=10).json()
     step = requests.post(f"{env}/step", json={"action_type": "reject"}, timeout=10)
     assert step.status_code == 422 and step.headers["content-type"].startswith("application/problem+json")
-    assert "SINGLE_SESSION" in step.json()["detail"] and "cookie" in step.json()["detail"]
+    detail = step.json()["detail"]
+    assert "SINGLE_SESSION=1" in detail and "DEFAULT_TASKS=easy,medium,hard" in detail and "cookie" in detail
     assert requests.get(f"{env}/grader", timeout=10).status_code == 422
     state = requests.get(f"{env}/state", params={"episode_id": reset["metadata"]["episode_id"]}, timeout=10).json()
     assert state["step_count"] == 0

@@ -42,6 +42,6 @@ def test_bench_abuse_tiny_run() -> None:
     assert pages["served"] > 0 and pages["server_errors"] == 0, pages  # the page reader's reads were answered
     flood = row["flood"]["abuser"]
     assert flood["limited"] > 0 and flood["server_errors"] == 0, flood  # the limit bites, nothing breaks
-    # 2 s of flooding, 10 a window; Litestar's windows end on whole seconds (a window opened at x.9 s lasts
-    # 0.1 s), so a second can serve up to twice the limit: bounded, far below the ~200 sent (10x the limit)
+    # 2 s of flooding at 10 a second in bursts of 10 (a token bucket): at most 10 + 2 x 10 served, far
+    # below the ~200 sent (10x the limit)
     assert flood["served"] <= 2 * 2 * 10 + 10 and flood["sent"] > 2 * flood["served"], flood

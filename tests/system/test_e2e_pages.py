@@ -153,11 +153,10 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
             page.screenshot(path=str(shots / "episode.png"), full_page=True)
 
             response = page.goto(server.url + "/docs")
-            assert response is not None and "frame-ancestors 'none'" in response.headers["content-security-policy"]
-            assert (
-                response.headers["x-content-type-options"] == "nosniff"
-                and response.headers["x-frame-options"] == "DENY"
-            )
+            assert response is not None
+            csp = response.headers["content-security-policy"]
+            assert "frame-ancestors https://huggingface.co https://*.hf.space" in csp  # a Space is shown in a frame
+            assert response.headers["x-content-type-options"] == "nosniff" and "x-frame-options" not in response.headers
             page.wait_for_selector(
                 ".swagger-ui .info .title", timeout=15_000
             )  # Swagger UI rendered from our own assets

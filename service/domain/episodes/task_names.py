@@ -1,19 +1,21 @@
-"""Which task a reset or a run means: task ids, seed A's aliases (``easy|medium|hard``), and the
-choice of a task for a reset that names none."""
+"""Which task a reset or a run means: task ids, the seeds' aliases (``service.env.tasks.TASK_ALIASES``:
+seed A's ``easy|medium|hard``, seed B's workflow names), and the choice of a task for a reset that
+names none."""
 
 from __future__ import annotations
 
 from service import env as core
+from service.env.errors import UnknownTask
+from service.env.tasks import TASK_ALIASES
 from service.lib.problems import InvalidInput
-
-# Seed A's task names (its openenv.yaml: easy, medium, hard; every case a refund decision) name
-# our decision tasks of that difficulty.
-TASK_ALIASES: dict[str, str] = {t.difficulty: t.id for t in core.TASKS.values() if t.family == "decision"}
 
 
 def canonical_task_id(task_id: str) -> str:
     """A task id, with an alias replaced by the task it names (unknown ids are returned as given)."""
-    return TASK_ALIASES.get(task_id, task_id)
+    try:
+        return core.get_task(task_id).id
+    except UnknownTask:
+        return task_id
 
 
 def aliases_of(task_id: str) -> list[str]:

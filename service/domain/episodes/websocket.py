@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from typing import Any, Literal, cast
 
 import msgspec
@@ -34,7 +35,7 @@ from service.domain.episodes.mcp import (
 from service.domain.episodes.schemas import ResetParams
 from service.domain.episodes.services import EpisodeService
 from service.lib.decoding import BodyNotJson, UnstorableText, decode_json, validation_errors
-from service.lib.limits import Client, FrameRate
+from service.lib.limits import Client, Refusal, RequestBudgets
 from service.lib.problems import Problem, clip, fault_body
 from service.settings import Settings
 
@@ -105,7 +106,12 @@ class WsSessions:
     the per-address budget of handshakes and frames. Exempt clients (loopback) have no per-client cap."""
 
     def __init__(
-        self, max_sessions: int, episodes: EpisodeService, per_client: int = 0, frames_per_s: int = 0, reserved: int = 0
+        self,
+        max_sessions: int,
+        episodes: EpisodeService,
+        per_client: int = 0,
+        budgets: RequestBudgets | None = None,
+        reserved: int = 0,
     ) -> None:
         self.max_sessions = max_sessions
         self.per_client = per_client
@@ -113,7 +119,7 @@ class WsSessions:
         self.reserved = min(reserved, max_sessions // 8)
         self.active = 0
         self.by_client: dict[str, int] = {}
-        self.frame_rate = FrameRate(frames_per_s)
+        self.budgets = budgets
         self.episodes = episodes
 
     def acquire(self, client: Client) -> None:
@@ -134,7 +140,7 @@ class WsSessions:
         if left > 0:
             self.by_client[client.address] = left
         else:
-            self.by_client.pop(client.address, None)  # its frame budget stays until its window passes
+            self.by_client.pop(client.address, None)  # its address's budget stays until it refills
 
     async def open_session(self) -> McpSession:
         """Make sure the session can work: its episodes live in the database, so reach it once."""
@@ -257,20 +263,24 @@ class _Connection:
         self.loop = asyncio.get_running_loop()
         self.acquired = False
         self.session = McpSession()
+        self.budget_key = f"ws:{uuid.uuid4().hex}"  # this connection's own frame budget
+
+    def _spend(self, key: str | None) -> Refusal | None:
+        budgets = self.sessions.budgets
+        return None if budgets is None else budgets.spend(self.client, key)
 
     async def send_error(self, message: str, code: str, **extra: Any) -> None:
         await self.socket.send_text(_error(message, code, **extra))
 
     async def open(self) -> bool:
         """Admit the socket (its address's handshake budget, a session slot, the shared MCP session)."""
-        retry_after = self.sessions.frame_rate.spend(self.client)  # a handshake counts against the budget
-        if retry_after is not None:
+        refused = self._spend(None)  # a handshake counts against its address, like any request without a credential
+        if refused is not None:
             await self.send_error(
-                f"more than {self.sessions.frame_rate.per_s} WebSocket handshakes and frames per second from this "
-                f"client (RATE_LIMIT_PER_S); wait {retry_after}s and reconnect",
+                f"WebSocket handshakes: {refused.detail()}",
                 "CAPACITY_REACHED",
                 status=429,
-                retry_after_s=retry_after,
+                retry_after_s=refused.retry_after_s,
             )
             return False
         self.sessions.acquire(self.client)
@@ -330,14 +340,10 @@ class _Connection:
                 errors=[{"field": "frame", "message": "too large"}],
             )
             return None
-        retry_after = self.sessions.frame_rate.spend(self.client)
-        if retry_after is not None:
+        refused = self._spend(self.budget_key)  # a frame counts against its session (and its address's ceiling)
+        if refused is not None:
             await self.send_error(
-                f"more than {self.sessions.frame_rate.per_s} frames per second from this client (RATE_LIMIT_PER_S); "
-                f"wait {retry_after}s",
-                "EXECUTION_ERROR",
-                status=429,
-                retry_after_s=retry_after,
+                f"frames: {refused.detail()}", "EXECUTION_ERROR", status=429, retry_after_s=refused.retry_after_s
             )
             return None
         try:

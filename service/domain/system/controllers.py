@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import MediaType, Request, get
+from litestar import MediaType, Request, Response, get
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.response import Template
 
+from service import env as core
+from service.domain.runs.pages import wants_html
 from service.domain.system.schemas import LimitsResponse, ProxyView, ReadyResponse
 from service.lib.decoding import close_openapi_bodies
 from service.lib.problems import problem_responses
@@ -18,6 +21,8 @@ from service.settings import Settings
 SHOWN_LIMITS = (
     "rate_limit_per_s",
     "rate_limit_run_token_per_s",
+    "rate_limit_address_per_s",
+    "rate_limit_burst",
     "rate_limit_heavy_reads_per_min",
     "rate_limit_trajectories_per_min",
     "rate_limit_runs_per_min",
@@ -36,13 +41,32 @@ async def openapi_json(request: Request[Any, Any, Any]) -> dict[str, Any]:
 
 
 @get("/", include_in_schema=False)
-async def index() -> dict[str, str]:
-    return {
-        "name": "ecomm-support-env",
-        "docs": "/docs",
-        "openapi": "/openapi.json",
-        "start": "POST /reset, then POST /step with the episode_id it returns; or connect to WS /ws",
-    }
+async def index(request: Request[Any, Any, Any], settings: NamedDependency[Settings]) -> Any:
+    """A landing page for browsers (what this is, the leaderboard, the docs, how to connect); the same
+    pointers as JSON for API clients (``Accept`` without ``text/html``)."""
+    if wants_html(request):
+        base_url = str(request.base_url).rstrip("/")
+        context = {
+            "tasks": list(core.TASKS.values()),
+            "base_url": base_url,
+            "version": settings.app_version,
+            "dataset_version": core.DATASET_VERSION,
+            "grader_version": core.GRADER_VERSION,
+        }
+        return Template(
+            template_name="index.html", context=context, headers={"Vary": "Accept"}, media_type=MediaType.HTML
+        )
+    return Response(
+        {
+            "name": "ecomm-support-env",
+            "docs": "/docs",
+            "openapi": "/openapi.json",
+            "leaderboard": "/leaderboard",
+            "tasks": "/tasks",
+            "start": "POST /reset, then POST /step with the episode_id it returns; or connect to WS /ws",
+        },
+        headers={"Vary": "Accept"},
+    )
 
 
 @get("/limits", summary="The client address the limits count this request against, and the limits (docs/security.md)")
