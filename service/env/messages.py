@@ -14,11 +14,10 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, Product, Ticket
 
-__all__ = ["ANSWER_TOPICS", "PhraseBook", "inconsistencies", "phrasebook", "render_customer_answer", "render_message"]
+__all__ = ["ANSWER_TOPICS", "inconsistencies", "render_customer_answer", "render_message"]
 
 ANSWER_TOPICS: tuple[str, ...] = ("photos", "usage", "delivery", "details")
 
@@ -617,50 +616,6 @@ _NOT_FOUND = (
     "anything.",
     "Nothing anywhere: not with the neighbours, not at reception, not on the porch. No one signed for it.",
 )
-
-
-@dataclass(frozen=True)
-class PhraseBook:
-    """The phrasings customers use, for readers that know them (the observable oracle proves, with it,
-    that every ticket can be solved from what an agent sees)."""
-
-    issue_clauses: dict[str, tuple[str, ...]]
-    used: tuple[str, ...]
-    unused: tuple[str, ...]
-    used_answers: tuple[str, ...]
-    unused_answers: tuple[str, ...]
-    damage_views: tuple[str, ...]
-    wear_views: tuple[str, ...]
-    found: tuple[str, ...]
-    not_found: tuple[str, ...]
-    second_claim_leads: tuple[str, ...]
-
-
-def phrasebook() -> PhraseBook:
-    strip = lambda bank: tuple(t.partition("|")[0] for t in bank)  # noqa: E731 - drop the usage tags
-    return PhraseBook(
-        issue_clauses={issue: strip(bank) for issue, bank in _ISSUE_CLAUSES.items()},
-        used=strip(_USED_CLAUSES),
-        unused=strip(_UNUSED_CLAUSES),
-        used_answers=_USED_ANSWERS
-        + _USED_ANSWERS_HARD
-        + _USED_ANSWERS_SOFT
-        + ("And yes, it has been used.", "As I said, I have used it.", "Like I mentioned, it has been used."),
-        unused_answers=_UNUSED_ANSWERS
-        + _UNUSED_ANSWERS_HARD
-        + _UNUSED_ANSWERS_SOFT
-        + ("It hasn't been used.", "As I said, I haven't used it.", "Like I mentioned, it's unused."),
-        damage_views=tuple(v for bank in (*_DAMAGE_VIEWS.values(), *_DEFECT_VIEWS.values()) for v in bank),
-        wear_views=tuple(
-            v.format(period=p)
-            for bank in _WEAR_VIEWS.values()
-            for v in bank
-            for p in ("a couple of weeks", "several weeks", "months")
-        ),
-        found=tuple(_FOUND.format(where=w) for w in _FOUND_PLACES),
-        not_found=_NOT_FOUND,
-        second_claim_leads=_SECOND_CLAIM_LEADS,
-    )
 
 
 def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:

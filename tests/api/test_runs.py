@@ -17,7 +17,7 @@ from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
-from service.env.agents import HeuristicAgent, make_agent, play
+from service.env.agents import HeuristicAgent, play
 from service.env.policy import evaluate
 from service.regrade import regrade
 from service.settings import Settings
@@ -506,10 +506,6 @@ async def test_grader_by_run_id(client: Client) -> None:
     assert body["status"] == "complete" and 0.0 <= body["summary"]["resolved"] <= 1.0 and body["episodes_done"] == 6
     assert body["per_episode_results"] is True
     assert_problem(await client.get("/grader", params={"run_id": "run_nope"}), 404, "POST /runs")
-
-
-def test_oracle_agent_is_not_a_baseline() -> None:
-    assert make_agent("oracle", 0, core.PUBLIC.pool("dev", "decision", "easy")[0])  # tests only: it reads the gold
 
 
 async def test_dev_runs_with_a_submitter_key_leave_its_test_quota_alone(secret_client: Client) -> None:

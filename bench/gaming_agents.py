@@ -1,5 +1,6 @@
-"""Degenerate agents: ways to score without doing the job. The gaming suite (``test_gaming.py``)
-bounds each of them, and ``python -m bench.gaming`` prints their table for the README.
+"""Degenerate agents: ways to score without doing the job. The gaming suite (``tests/env/test_gaming.py``)
+bounds each of them, and ``python -m bench.gaming`` prints their table for the README. They live in
+bench/ (not installed, and importing nothing from tests/) so that both the table and the suite use them.
 
 None of them reads the customer's message to decide. Each plays every task (an action that means
 nothing for a task still plays out, and the episode ends at the step limit at worst). A constant
