@@ -50,14 +50,8 @@ def phrasebook() -> PhraseBook:
         issue_clauses={issue: strip(bank) for issue, bank in messages._ISSUE_CLAUSES.items()},
         used=strip(messages._USED_CLAUSES),
         unused=strip(messages._UNUSED_CLAUSES),
-        used_answers=messages._USED_ANSWERS
-        + messages._USED_ANSWERS_HARD
-        + messages._USED_ANSWERS_SOFT
-        + ("And yes, it has been used.", "As I said, I have used it.", "Like I mentioned, it has been used."),
-        unused_answers=messages._UNUSED_ANSWERS
-        + messages._UNUSED_ANSWERS_HARD
-        + messages._UNUSED_ANSWERS_SOFT
-        + ("It hasn't been used.", "As I said, I haven't used it.", "Like I mentioned, it's unused."),
+        used_answers=messages._USED_ANSWERS + messages._USED_ANSWERS_HARD + messages._USED_ANSWERS_SOFT,
+        unused_answers=messages._UNUSED_ANSWERS + messages._UNUSED_ANSWERS_HARD + messages._UNUSED_ANSWERS_SOFT,
         damage_views=tuple(
             v for bank in (*messages._DAMAGE_VIEWS.values(), *messages._DEFECT_VIEWS.values()) for v in bank
         ),
