@@ -41,6 +41,7 @@ from service.domain.runs.services import RunService
 from service.domain.system import controllers as system
 from service.housekeeping import retention_loop
 from service.lib.decoding import DecodedRequest, check_request_params
+from service.lib.formatting import register_filters
 from service.lib.limits import (
     ClientAddresses,
     EpisodeQuota,
@@ -190,7 +191,9 @@ def create_app(settings: Settings) -> Litestar:
         state=services.state(settings),
         lifespan=[services.lifespan(settings)],
         template_config=TemplateConfig(
-            directory=Path(__file__).parent / "lib" / "templates", engine=JinjaTemplateEngine
+            directory=Path(__file__).parent / "lib" / "templates",
+            engine=JinjaTemplateEngine,
+            engine_callback=register_filters,  # numbers printed with the API's rounding rule
         ),
         exception_handlers=exception_handlers,
         response_headers=SECURITY_HEADERS,

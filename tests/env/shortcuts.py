@@ -4,10 +4,10 @@ A *field* is one value an agent can read without combining anything: one entry o
 customer record (what ``lookup`` returns), the product's category, the customer's tier, the subject
 line, or the message's claim type — and the values one step away from those (#21.6): the claimed
 item's own fields (once the message names the item), the P7 risk flag, the days since delivery
-counted from the dates, and how far that is past the item's warranty. A *rule* maps each value of the field to the most frequent
-training answer (numbers are cut at the single threshold that fits the training pool best). If one
-field decides the label, the task is a lookup, not a judgement: ``test_grading`` bounds the best
-rule's dev accuracy on every medium and hard pool.
+counted from the dates, and how far that is past the item's warranty. A *rule* maps each value of
+the field to the most frequent training answer (numbers are cut at the single threshold that fits
+the training pool best). If one field decides the label, the task is a lookup, not a judgement:
+``test_grading`` bounds the best rule's dev accuracy on every medium and hard pool.
 """
 
 from __future__ import annotations

@@ -37,7 +37,16 @@ from service.domain.runs.schemas import (
 from service.domain.runs.services import RunService
 from service.lib.problems import bearer, problem_responses
 
-SplitQuery = Annotated[core.Split, QueryParameter(description="The split whose leaderboard to show.")]
+SplitQuery = Annotated[
+    core.Split,
+    QueryParameter(
+        description="The split whose leaderboard to show: test (the benchmark, the default) or a practice board "
+        "(dev, train: their labels are public)."
+    ),
+]
+VerifiedQuery = Annotated[
+    bool, QueryParameter(description="Only rows whose run an operator verified (ranked among themselves).")
+]
 
 
 class RunController(Controller):
@@ -108,11 +117,12 @@ class RunController(Controller):
         ] = RUN_PAGE_DEFAULT,
     ) -> Response[Any]:  # JSON (or HTML) bytes built once per version of the page
         per_page = min(per_page, RUN_PAGE_MAX)
-        version = await runs.page_version(run_id, page, per_page)
+        token = bearer(request)  # a test run lists its episodes to its holder only, while it is active
+        version = await runs.page_version(run_id, page, per_page, token)
         return await conditional_page(
             request,
             version,
-            lambda: runs.detail(run_id, page, per_page),
+            lambda: runs.detail(run_id, page, per_page, token),
             "run.html",
             lambda run: {"run": run, "tasks": core.TASKS},
         )
@@ -160,16 +170,20 @@ class RunController(Controller):
 
     @get(
         "/leaderboard",
-        summary="Ranked finished runs of a split, with 95% CIs and pass^k",
+        summary="Ranked finished runs of a split: the test board (the benchmark) or a practice board, with tie groups",
         responses={
             200: page_spec(Leaderboard, "the leaderboard (JSON; an HTML page for browsers or ?format=html)"),
             **problem_responses(),
         },
     )
     async def leaderboard(
-        self, request: Request[Any, Any, Any], runs: NamedDependency[RunService], split: SplitQuery = "dev"
+        self,
+        request: Request[Any, Any, Any],
+        runs: NamedDependency[RunService],
+        split: SplitQuery = core.HIDDEN_SPLIT,
+        verified: VerifiedQuery = False,
     ) -> Any:
-        board = await runs.leaderboard(split)
+        board = await runs.leaderboard(split, verified_only=verified)
         if wants_html(request):
             return Template(
                 template_name="leaderboard.html",
