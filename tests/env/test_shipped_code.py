@@ -62,3 +62,11 @@ def test_neither_the_package_nor_bench_imports_the_tests() -> None:
         for p in sources
     }
     assert not {k: v for k, v in offenders.items() if v}
+
+
+def test_the_baseline_endpoint_cannot_be_told_to_serve_an_oracle() -> None:
+    from service.settings import Settings
+
+    with pytest.raises(ValueError, match="BASELINE_AGENT must be one of random, heuristic"):
+        Settings.from_env({"BASELINE_AGENT": "oracle"})
+    assert Settings.from_env({"BASELINE_AGENT": "random"}).baseline_agent == "random"
