@@ -180,10 +180,14 @@ async def test_a_restart_with_another_test_key_expires_its_open_runs_cleanly(set
 async def test_the_sweep_expires_test_runs_of_another_key(settings: Settings) -> None:
     async with AsyncTestClient(app=create_app(keyed(settings, KEY_A))) as client:
         run = await create_run(client, ALICE_KEY, split="test", agent="idle")
-    app = create_app(keyed(settings, KEY_B))
-    async with AsyncTestClient(app=app) as client:
-        assert await app.state.episodes.runs.expire_other_key() == 1  # what the timer's sweep does
-        assert (await client.get(f"/runs/{run['run_id']}")).json()["status_reason"] == "test_key_changed"
+    db = settings.database()  # the sweep's work, as a process started with KEY_B does it
+    try:
+        sweeper = RunService(db, ttl_s=3600, dataset=core.Dataset(test_key=core.derive_test_key(KEY_B)))
+        assert await sweeper.expire_other_key() == 1
+        stored = await run_store.get_run(db, run["run_id"])
+        assert stored is not None and (stored.status, stored.status_reason) == ("expired", "test_key_changed")
+    finally:
+        await db.dispose()
 
 
 # ------------------------------------------------------------------------- Ladder and crashes
@@ -194,20 +198,21 @@ async def test_the_ladder_releases_by_completion_order_whatever_process_died(
 ) -> None:
     """#21.15: runs A then B complete; the process dies while A completes (A is complete, unsummarised),
     B completes and is summarised first. A is still released as the first of the two, B against it."""
-    s = keyed(settings)
-    app = create_app(s)
-    async with AsyncTestClient(app=app) as client:
+    async with AsyncTestClient(app=create_app(keyed(settings))) as client:
         a = await create_run(client, ALICE_KEY, split="test", agent="closer-a")
         with monkeypatch.context() as m:
             m.setattr(RunService, "finish_if_complete", _died)
             await play_run(client, a, agent=close_at_once)
         b = await create_run(client, ALICE_KEY, split="test", agent="closer-b")
         await play_run(client, b, agent=close_at_once)  # completes B, which summarises A first
-        await app.state.episodes.runs.sweep()
-        db = app.state.episodes.runs.db
+    db = settings.database()
+    try:
         run_a, run_b = await run_store.get_run(db, a["run_id"]), await run_store.get_run(db, b["run_id"])
-        assert run_a is not None and run_b is not None and run_a.finished_at <= run_b.finished_at
-        key = core.derive_test_key(KEY_A)
-        expected_a = ladder(run_a.summary["resolved"], None, ladder_noise(key, run_a.id))
-        expected_b = ladder(run_b.summary["resolved"], expected_a, ladder_noise(key, run_b.id))
-        assert (run_a.released, run_b.released) == (expected_a, expected_b)
+    finally:
+        await db.dispose()
+    assert run_a is not None and run_b is not None and run_a.finished_at <= run_b.finished_at
+    assert run_a.summary is not None and run_b.summary is not None
+    key = core.derive_test_key(KEY_A)
+    expected_a = ladder(run_a.summary["resolved"], None, ladder_noise(key, run_a.id))
+    expected_b = ladder(run_b.summary["resolved"], expected_a, ladder_noise(key, run_b.id))
+    assert (run_a.released, run_b.released) == (expected_a, expected_b)
