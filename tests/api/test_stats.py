@@ -155,3 +155,12 @@ def test_tie_groups_follow_adjacent_comparisons() -> None:
     assert tie_ranks([True, False, True]) == [1, 2, 2, 4]
     assert tie_ranks([False, False]) == [1, 1, 1]
     assert tie_ranks([]) == [1]
+
+
+def test_pages_print_numbers_with_the_same_rule() -> None:
+    """The templates' ``rate`` filter is the API's rounding: a page never shows 0.64 for a 0.645 the
+    Ladder releases as 0.65."""
+    from service.lib.formatting import rate
+
+    assert rate(0.645, 2) == "0.65" == f"{ladder(0.645, None):.2f}"
+    assert rate(0.6445) == "0.645" and rate(None) == "–"
