@@ -139,7 +139,7 @@ def run_summaries(manifest: list[dict[str, Any]], played: list[PlayedEpisode], r
         RunEpisode(f"x-{i:05d}", p.task_id, p.seed, "done", len(p.steps), False, p.grade["score"], p.grade["resolved"])
         for i, p in enumerate(played)
     ]
-    base = summarize_run(Run, episodes)  # type: ignore[arg-type]
+    base, _ = summarize_run(Run, episodes)  # type: ignore[arg-type]
     out = []
     for i in range(runs):
         shift = ((i * 37) % 41 - 20) / 400  # ±0.05

@@ -174,7 +174,7 @@ def _server(checkout: Path, tmp: Path, name: str) -> ServerProcess:
 
 
 def _inference(checkout: Path, tmp: Path, delay_s: float) -> dict[str, Any]:
-    from tests.client.stub_openai import StubLLM
+    from bench.stub_openai import StubLLM
 
     server = _server(checkout, tmp, f"inference-{delay_s:g}")
     try:

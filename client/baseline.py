@@ -6,9 +6,9 @@ assigns the (fixed) tickets and grades them. Runs are ranked on the **resolved r
 required check of the task passed); the mean partial score is reported beside it. The overall
 numbers, CIs and pass^k come from ``GET /runs/{id}``'s summary; on dev, the per-family and per-task
 rows (with CIs) are computed from the run's per-episode results with the server's own
-``service.stats`` functions. The test split publishes aggregates only (two decimals, no
-per-episode results): its rows come from the summary, per-family and per-task without CIs, under
-the deployment's test-key fingerprint.
+``service.stats`` functions. The test split publishes one released number (its resolved rate plus
+the run's keyed noise, two decimals) and its interval, nothing per episode: its row comes from that,
+under the deployment's test-key fingerprint.
 
 With ``ENV_URL`` unset or unreachable a local service is started on a temporary SQLite file (with
 its own random test key and a submitter key for itself); against ``ENV_URL``, test runs need
@@ -103,9 +103,9 @@ def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             "tickets": summary["items"],
             "resolved": summary["resolved"],
             "resolved_ci95": summary["resolved_ci95"],
-            "mean": summary["mean"],
-            "ci95": summary["ci95"],
-            "pass_hat_k": summary["pass_hat_k"],
+            "mean": summary.get("mean"),  # a test release publishes its resolved rate only
+            "ci95": summary.get("ci95"),
+            "pass_hat_k": summary.get("pass_hat_k"),
         }
     ]
     for group, prefix in (("per_family", "family"), ("per_task", "task")):
@@ -192,7 +192,7 @@ async def _run_result(job: BaselineJob, run_id: str | None, run_token: str | Non
         "split": job.split,
         "trials": job.trials,
         "ranked": bool(run.get("ranked")),
-        "episodes": len(run["episodes"]),
+        "episodes": len(run["episodes"]) if run.get("episodes_listed", True) else run.get("episodes_done"),
         "rows": rows,
         "mode": "run",
         "test_key_fingerprint": run.get("test_key_fingerprint"),
@@ -244,7 +244,8 @@ def markdown(results: list[dict[str, Any]], trials: int) -> str:
             passes = " | ".join(f"{row['pass_hat_k'][k]:.3f}" if row["pass_hat_k"] else "—" for k in ks)
             lines.append(
                 f"| {r['agent']} | {r['split']} | {row['scope']} | {row['tickets']} | {row['resolved']:.3f} | "
-                f"{interval(row['resolved_ci95'])} | {row['mean']:.3f} | {passes} |"
+                f"{interval(row['resolved_ci95'])} | {'—' if row['mean'] is None else format(row['mean'], '.3f')} | "
+                f"{passes} |"
             )
     return "\n".join(lines)
 

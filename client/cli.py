@@ -41,7 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--agent", choices=AGENTS, default=None, help="llm (default), heuristic or random")
     # the service validates the split (GET /tasks lists them): one source for the list
-    p.add_argument("--split", default="dev", help="ticket split: dev (default), train or test")
+    p.add_argument(
+        "--split",
+        default="dev",
+        help="ticket split: dev (default: the practice board — dev labels are public, so its board is not the "
+        "benchmark), train (practice too) or test (the benchmark's board; needs SUBMITTER_KEY)",
+    )
     p.add_argument("--tasks", default=None, help="comma-separated task ids (default: every task from GET /tasks)")
     p.add_argument("--trials", type=int, default=1, help=f"trials per ticket, 1..{MAX_TRIALS} (default 1)")
     p.add_argument(
@@ -97,6 +102,16 @@ def plan_from(args: argparse.Namespace) -> Plan:
     )
 
 
+def board_label(split: str) -> str:
+    """Which leaderboard a run on ``split`` plays for (stderr, before anything is played)."""
+    if split == "test":
+        return "playing the test split: the benchmark's board (/leaderboard?split=test)"
+    return (
+        f"playing the {split} split: the practice board (/leaderboard?split={split}) — its labels are public, so it "
+        "is not the benchmark; the benchmark is the test split (--split test, with SUBMITTER_KEY)"
+    )
+
+
 def _usage(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -109,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(args.log_level.upper())
     cfg = Config.from_env()
     plan = plan_from(args)
+    log.warning("%s", board_label(plan.split))
     try:
         plan.check()
     except PlanError as exc:

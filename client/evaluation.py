@@ -330,10 +330,13 @@ def run_report(run: dict[str, Any]) -> str:
         f"split {run.get('split')}, trials {run.get('trials')})"
     ]
     summary = run.get("summary")
-    if summary:
+    if summary and summary.get("mean") is not None:
         lo, hi = (summary.get("ci95") or [None, None])[:2]
         lines.append(
             f"  mean {summary.get('mean'):.3f}  95% CI [{lo:.3f}, {hi:.3f}]  "
             f"pass^k {compact_json(summary.get('pass_hat_k'))}"
         )
+    elif summary:  # a test release: one number and its interval (the server publishes nothing else)
+        lo, hi = (summary.get("resolved_ci95") or [None, None])[:2]
+        lines.append(f"  released resolved {summary.get('resolved'):.2f}  95% CI [{lo:.2f}, {hi:.2f}]")
     return "\n".join(lines)

@@ -43,6 +43,7 @@ from service.domain.system import controllers as system
 from service.housekeeping import retention_loop
 from service.lib import access_log, connections
 from service.lib.decoding import DecodedRequest, check_request_params
+from service.lib.formatting import register_filters
 from service.lib.limits import (
     ClientAddresses,
     EpisodeQuota,
@@ -226,7 +227,9 @@ def create_app(settings: Settings) -> Litestar:
         state=services.state(settings),
         lifespan=[services.lifespan(settings)],
         template_config=TemplateConfig(
-            directory=Path(__file__).parent / "lib" / "templates", engine=JinjaTemplateEngine
+            directory=Path(__file__).parent / "lib" / "templates",
+            engine=JinjaTemplateEngine,
+            engine_callback=register_filters,  # numbers printed with the API's rounding rule
         ),
         exception_handlers=exception_handlers,
         before_send=[add_security_headers(settings.frame_ancestors)],  # every response, errors included

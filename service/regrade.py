@@ -71,7 +71,7 @@ async def regrade(
             run = await run_store.get_run(db, rid)
             if run is not None and run.status == "complete":
                 eps = await run_store.run_episodes(db, rid, core.GRADER_VERSION)
-                await run_store.set_summary(db, rid, summarize_run(run, eps))
+                await run_store.set_summary(db, rid, *summarize_run(run, eps))
     return {"episodes": len(rows), "changed": len(changes), "grader_version": core.GRADER_VERSION, "changes": changes}
 
 

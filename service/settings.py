@@ -76,6 +76,16 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _baseline_agent(env: Mapping[str, str]) -> str:
+    """``BASELINE_AGENT``: one of the shipped reference agents (the oracles are test fixtures, never served)."""
+    from service.env.agents import AGENT_NAMES
+
+    name = env.get("BASELINE_AGENT") or "heuristic"
+    if name not in AGENT_NAMES:
+        raise ValueError(f"BASELINE_AGENT must be one of {', '.join(AGENT_NAMES)}, got {name!r}")
+    return name
+
+
 def _without_password(url: str) -> str:
     """``url`` with its password replaced by ``***`` (for reprs and logs)."""
     from sqlalchemy.engine import make_url
@@ -258,7 +268,7 @@ class Settings:
             access_log=_bool(env, "ACCESS_LOG", False),
             ws_per_message_deflate=_bool(env, "WS_PER_MESSAGE_DEFLATE", False),
             migrate_on_start=_bool(env, "MIGRATE_ON_START", True),
-            baseline_agent=env.get("BASELINE_AGENT") or "heuristic",
+            baseline_agent=_baseline_agent(env),
             baseline_split=env.get("BASELINE_SPLIT") or "dev",
             baseline_seeds_per_task=_int(env, "BASELINE_SEEDS_PER_TASK", 5, minimum=1),
             run_ttl_s=_float(env, "RUN_TTL_S", 24 * 3600.0),

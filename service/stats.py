@@ -1,5 +1,5 @@
-"""Run statistics: resolved rate, mean score, pass^k, bootstrap confidence intervals, rank bands,
-and the Ladder that decides which test scores are released.
+"""Run statistics: resolved rate, mean score, pass^k, bootstrap confidence intervals, paired
+comparisons and the tie groups they make, and the Ladder that decides which test scores are released.
 
 Pure functions over plain numbers. An *item* is one ticket of a run (a task id and a seed); its
 *trials* are the k episodes played on it, each an :class:`Trial` (partial score, resolved).
@@ -10,16 +10,33 @@ score is shown beside it.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import math
 import random
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from math import comb
 from typing import Any, NamedTuple
 
 BOOTSTRAP_RESAMPLES = 1000
 CONFIDENCE = 0.95
-PUBLISHED_DECIMALS = 2  # test-split aggregates are published at this precision
+Z95 = 1.959964  # the two-sided 95% normal quantile
+SUMMARY_DECIMALS = 4  # every rate of a summary
+PUBLISHED_DECIMALS = 2  # a test release is published at this precision (the Ladder's margin)
 LADDER_MARGIN = 0.01  # a test score is released only when it beats the submitter's best by this much
+# Each test run's score gets one Laplace draw of this scale before the Ladder looks at it (see ladder()):
+# one ticket moves a 400-ticket score by 0.0025, so a release is 0.25-differentially private in every
+# ticket — no set of releases pins a ticket's answer down, as exact per-task counts did (issue #21.2).
+LADDER_NOISE_SCALE = 0.01
+
+
+def rounded(value: float, decimals: int) -> float:
+    """The one rounding rule of every published number: half up, on the decimal value as written
+    (0.645 → 0.65; Python's ``round`` gives 0.64 or 0.65 depending on the float's binary tail)."""
+    quantum = Decimal(1).scaleb(-decimals)
+    return float(Decimal(repr(value)).quantize(quantum, rounding=ROUND_HALF_UP))
 
 
 class Trial(NamedTuple):
@@ -88,10 +105,14 @@ def rank_bands(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str,
     }
 
 
+def _r4(value: float) -> float:
+    return rounded(value, SUMMARY_DECIMALS)
+
+
 def _aggregate(items: Sequence[Sequence[Trial]]) -> dict[str, Any]:
     resolved = [[float(t.resolved) for t in trials] for trials in items]
     scores = [[t.score for t in trials] for trials in items]
-    return {"resolved": round(mean_of_items(resolved), 4), "mean": round(mean_of_items(scores), 4), "n": len(items)}
+    return {"resolved": _r4(mean_of_items(resolved)), "mean": _r4(mean_of_items(scores)), "n": len(items)}
 
 
 def summarize(
@@ -105,12 +126,12 @@ def summarize(
     resolved = [[float(t.resolved) for t in trials] for trials in values]
     scores = [[t.score for t in trials] for trials in values]
     out: dict[str, Any] = {
-        "resolved": round(mean_of_items(resolved), 4),
-        "resolved_ci95": [round(x, 4) for x in bootstrap_ci(resolved)],
-        "mean": round(mean_of_items(scores), 4),
-        "ci95": [round(x, 4) for x in bootstrap_ci(scores)],
+        "resolved": _r4(mean_of_items(resolved)),
+        "resolved_ci95": [_r4(x) for x in bootstrap_ci(resolved)],
+        "mean": _r4(mean_of_items(scores)),
+        "ci95": [_r4(x) for x in bootstrap_ci(scores)],
         "pass_hat_k": {
-            str(k): round(pass_hat_k([[t.resolved for t in v] for v in values], k), 4) for k in range(1, trials + 1)
+            str(k): _r4(pass_hat_k([[t.resolved for t in v] for v in values], k)) for k in range(1, trials + 1)
         },
         "items": len(values),
         "episodes": sum(len(v) for v in values),
@@ -123,27 +144,94 @@ def summarize(
     return out
 
 
-def published(summary: Mapping[str, Any], decimals: int = PUBLISHED_DECIMALS) -> dict[str, Any]:
-    """A summary as the test split publishes it: every rate rounded to ``decimals``."""
-
-    def rounded(value: Any) -> Any:
-        if isinstance(value, float):
-            return round(value, decimals)
-        if isinstance(value, Mapping):
-            return {k: rounded(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [rounded(v) for v in value]
-        return value
-
-    return rounded(dict(summary))
+def item_outcomes(items: Mapping[tuple[str, int], Sequence[Trial]]) -> list[float]:
+    """Each item's resolved share, in the items' order: what a paired comparison of two runs reads
+    (kept privately with the run, never published)."""
+    return [sum(t.resolved for t in trials) / len(trials) for trials in items.values()]
 
 
-def ladder(score: float, best: float | None, margin: float = LADDER_MARGIN) -> float | None:
+class Paired(NamedTuple):
+    difference: float  # mean over items of a - b
+    z: float  # the difference over its standard error (inf when every item differs the same way)
+    separated: bool  # a is ahead of b at 95% (two-sided)
+
+
+def paired_comparison(a: Sequence[float], b: Sequence[float]) -> Paired:
+    """Compare two runs on the same tickets: the per-item differences of their resolved shares, their
+    mean and its standard error (a paired z-test; McNemar's with one trial). Shared tickets cancel, so a
+    gap of one or two points between close agents is found where their intervals overlap."""
+    if len(a) != len(b) or not a:
+        raise ValueError("a paired comparison needs the same non-empty items on both sides")
+    diffs = [x - y for x, y in zip(a, b, strict=True)]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
+    se = math.sqrt(var / n)
+    z = mean / se if se > 0 else (math.inf if mean > 0 else -math.inf if mean < 0 else 0.0)
+    return Paired(mean, z, z > Z95)
+
+
+def unpaired_separated(a: float, b: float, n_a: int, n_b: int, extra_var: float = 0.0) -> bool:
+    """Whether rate ``a`` is ahead of ``b`` at 95% when only the rates are known (test releases): a
+    two-proportion z-test, each variance widened by ``extra_var`` (the release noise)."""
+    var = a * (1 - a) / n_a + b * (1 - b) / n_b + 2 * extra_var
+    return a - b > Z95 * math.sqrt(var) if var > 0 else a > b
+
+
+def tie_ranks(separated_next: Sequence[bool]) -> list[int]:
+    """Ranks of rows in board order, given for each adjacent pair whether the upper row is ahead of the
+    next one: a row not separated from the row above shares its rank (one tie group)."""
+    ranks = [1]
+    for i, separated in enumerate(separated_next, start=1):
+        ranks.append(i + 1 if separated else ranks[-1])
+    return ranks
+
+
+def ladder_noise(key: bytes, run_id: str, scale: float = LADDER_NOISE_SCALE) -> float:
+    """The run's Laplace draw: fixed by the deployment's key and the run id (a re-summary after a crash
+    releases the same value), unpredictable without the key."""
+    digest = hmac.new(key, b"ladder-noise\x00" + run_id.encode(), hashlib.sha256).digest()
+    u = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64 - 0.5  # uniform on (-1/2, 1/2), never 0 or ±1/2
+    return -scale * math.copysign(1.0, u) * math.log(1 - 2 * abs(u))
+
+
+def ladder(score: float, best: float | None, noise: float = 0.0, margin: float = LADDER_MARGIN) -> float | None:
     """The Ladder (Blum & Hardt 2015, "The Ladder: A Reliable Leaderboard for Machine Learning
-    Competitions"): a submitter's new test score is released — rounded to the margin — only when
-    it beats their best released score by at least ``margin``; otherwise nothing new is released
-    (returns None) and their best stands. Adaptive resubmission then learns at most one bit per
-    submission about the hidden labels, instead of the score's every digit."""
-    if best is not None and score < best + margin:
+    Competitions"), on a noisy score: a submitter's new test score plus its run's :func:`ladder_noise`
+    is released — rounded half up to the margin — only when it beats their best released score by at
+    least ``margin``; otherwise nothing new is released (returns None) and their best stands.
+
+    Everything a run publishes is a function of ``score + noise`` alone, so each release is
+    ε-differentially private in every ticket (ε = one ticket's weight / the noise scale): exact scores
+    let a submitter who knows most answers place a run's count on a rounding edge and read one ticket
+    per release; noisy ones do not."""
+    noisy = min(1.0, max(0.0, score + noise))
+    if best is not None and noisy < best + margin:
         return None
-    return round(round(score / margin) * margin, 6)
+    step = Decimal(repr(margin))
+    return float((Decimal(repr(noisy)) / step).quantize(Decimal(1), rounding=ROUND_HALF_UP) * step)
+
+
+def released_ci(released: float, items: int, noise_scale: float = LADDER_NOISE_SCALE) -> list[float]:
+    """A 95% interval for a run's true resolved rate from its released value alone: Wilson's interval
+    for ``items`` tickets, widened by the release's noise (Laplace: variance 2b²) and rounding."""
+    p, n = released, items
+    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    half = math.sqrt(half**2 + (Z95**2) * 2 * noise_scale**2) + LADDER_MARGIN / 2
+    return [rounded(max(0.0, centre - half), PUBLISHED_DECIMALS), rounded(min(1.0, centre + half), PUBLISHED_DECIMALS)]
+
+
+def published_release(released: float, items: int, episodes: int, errors: int) -> dict[str, Any]:
+    """What a test run publishes once the Ladder released it: the released value, an interval computed
+    from it and the run's size, and what the submitter's agent did anyway (episodes, step-limit errors).
+    No per-task, per-family or per-difficulty rate, no mean score, no pass^k: each is one more number
+    per release, and exact per-task counts gave each ticket's label away (issue #21.2)."""
+    return {
+        "resolved": released,
+        "resolved_ci95": released_ci(released, items),
+        "items": items,
+        "episodes": episodes,
+        "errors": errors,
+        "noise_scale": LADDER_NOISE_SCALE,
+    }

@@ -1,7 +1,7 @@
 """Operator command for submitter keys: who may submit test-split runs, and how often.
 
     python -m service.submitters create NAME [--quota N]   # prints the new key once
-    python -m service.submitters revoke NAME
+    python -m service.submitters revoke NAME              # and its open runs stop, never released
     python -m service.submitters reissue NAME            # a new key for NAME (revoked or not), printed once
     python -m service.submitters list
 
@@ -50,10 +50,14 @@ async def _run(args: argparse.Namespace, settings: Settings) -> tuple[int, Any]:
             await run_store.upsert_submitter(db, args.name, hash_secret(key))  # a new key: active again
             return 0, {"name": args.name, "key": key, "note": "shown once; the name's previous key no longer works"}
         if args.command == "revoke":
-            revoked = await run_store.revoke_submitter(db, args.name)
-            return (
-                (0, {"revoked": args.name}) if revoked else (1, {"error": f"no active submitter named {args.name!r}"})
-            )
+            revoked, expired = await run_store.revoke_submitter(db, args.name)
+            if not revoked:
+                return 1, {"error": f"no active submitter named {args.name!r}"}
+            return 0, {
+                "revoked": args.name,
+                "runs_expired": expired,
+                "note": "its open runs stopped now: they take no further request and are never released",
+            }
         rows = await run_store.list_submitters(db)
         return 0, [
             {

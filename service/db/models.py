@@ -147,7 +147,10 @@ class RunRow(Base):
         # What authorising a step reads, answered from the index alone: on SQLite those columns of the
         # row itself sit behind the manifest's overflow pages (50 of them for a 3,200-entry run). Runs
         # created since 0005 store no manifest, so this matters for older runs; run_store reads it by name.
-        Index("ix_runs_access", "id", "token_sha256", "split", "status", "updated_at"),
+        # (0009: with the test key the run is pinned to, checked on every request of a test run, and why it expired)
+        Index(
+            "ix_runs_access", "id", "token_sha256", "split", "status", "updated_at", "key_fingerprint", "status_reason"
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -181,6 +184,17 @@ class RunRow(Base):
     # +1 on every change to what the leaderboard shows of a complete run (summary, release, usage); with
     # the count of complete runs it is the version the leaderboard cache is keyed by, in every process.
     revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # 0009. Why an expired run expired: idle (past RUN_TTL_S), test_key_changed (the deployment's test key is
+    # not the one the run started under), submitter_revoked. NULL for runs that did not expire.
+    status_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # Each ticket's resolved share, in manifest order, stored with the summary: what a paired comparison of
+    # two runs reads. Private (never served): on the test split it is the per-ticket answer sheet.
+    outcomes: Mapped[list[float] | None] = mapped_column(JSONType, nullable=True)
+    # An operator's check of the run (python -m service.verify): who, when, and what they checked. A row
+    # without it is self-reported: its agent and model names are whatever the submitter declared.
+    verified_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    verification_note: Mapped[str | None] = mapped_column(String(500), nullable=True)
 
 
 class SubmitterRow(Base):

@@ -48,6 +48,11 @@ class RunRecord:
     submitter: str | None
     key_fingerprint: str | None
     released: float | None
+    status_reason: str | None
+    outcomes: list[float] | None  # private: each ticket's resolved share (paired comparisons)
+    verified_by: str | None
+    verified_at: datetime | None
+    verification_note: str | None
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ class RunAccess:
     split: str
     status: str
     updated_at: datetime
+    key_fingerprint: str | None  # the test key a test run is pinned to
+    status_reason: str | None  # why an expired run expired
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,10 @@ class BoardRun:
     key_fingerprint: str | None
     released: float | None
     created_at: datetime  # ties between an entrant's runs fall back to it (no finished_at)
+    outcomes: list[float] | None  # private: compared pairwise to make the board's tie groups, never shown
+    verified_by: str | None
+    verified_at: datetime | None
+    verification_note: str | None
 
 
 @dataclass(frozen=True)
@@ -168,6 +179,11 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
         "key_fingerprint": None,
         "released": None,
         "revision": 0,
+        "status_reason": None,
+        "outcomes": None,
+        "verified_by": None,
+        "verified_at": None,
+        "verification_note": None,
         **values,
     }
 
@@ -218,12 +234,13 @@ async def get_run(db: Database, run_id: str) -> RunRecord | None:
 # index still spares runs stored before it that walk, and keeps a step's authorisation one index read.
 _ACCESS = select(*_columns(RunAccess)).where(runs.c.id == bindparam("run_id"))
 _ACCESS_SQLITE = text(
-    "SELECT id, token_sha256, split, status, updated_at FROM runs INDEXED BY ix_runs_access WHERE id = :run_id"
+    "SELECT id, token_sha256, split, status, updated_at, key_fingerprint, status_reason FROM runs "
+    "INDEXED BY ix_runs_access WHERE id = :run_id"
 ).columns(*_columns(RunAccess))
 
 
 async def get_run_access(db: Database, run_id: str) -> RunAccess | None:
-    """The run's id, token hash, split, status and last activity: one indexed read, no manifest."""
+    """The run's id, token hash, split, status, last activity and test key: one indexed read, no manifest."""
     row = await db.read(
         lambda conn: conn.execute(
             _ACCESS_SQLITE if conn.dialect.name == "sqlite" else _ACCESS, {"run_id": run_id}
@@ -291,21 +308,39 @@ async def expire_idle(db: Database, cutoff: datetime) -> int:
 
     A sweep on a timer, never on a read: ``ix_runs_status_updated_at`` finds the candidates, and only
     those (active and idle on their own row) are checked against their episodes."""
-    result = await db.write(lambda conn: conn.execute(update(runs).where(_idle(cutoff)).values(status="expired")))
+    result = await db.write(
+        lambda conn: conn.execute(update(runs).where(_idle(cutoff)).values(status="expired", status_reason="idle"))
+    )
     return result.rowcount or 0
 
 
 async def expire_run(db: Database, run_id: str, cutoff: datetime) -> bool:
     """Expire this one run if it has been idle since ``cutoff`` (before handing out more of it)."""
     result = await db.write(
-        lambda conn: conn.execute(update(runs).where(runs.c.id == run_id, _idle(cutoff)).values(status="expired"))
+        lambda conn: conn.execute(
+            update(runs).where(runs.c.id == run_id, _idle(cutoff)).values(status="expired", status_reason="idle")
+        )
     )
     return bool(result.rowcount)
 
 
+async def expire_test_runs_of_another_key(db: Database, fingerprint: str | None, run_id: str | None = None) -> int:
+    """Expire active test runs started under another test key than ``fingerprint`` (all, or only
+    ``run_id``): their remaining episodes would be generated from a different split, so the run would mix
+    two splits' tickets under one fingerprint. Nothing of theirs is released or ranked."""
+    where = [runs.c.split == "test", runs.c.status == "active", runs.c.key_fingerprint.is_distinct_from(fingerprint)]
+    if run_id is not None:
+        where.append(runs.c.id == run_id)
+    result = await db.write(
+        lambda conn: conn.execute(update(runs).where(*where).values(status="expired", status_reason="test_key_changed"))
+    )
+    return result.rowcount or 0
+
+
 async def complete_unsummarised(db: Database) -> list[str]:
-    """Ids of complete runs whose summary was never stored (their process stopped in between)."""
-    query = select(runs.c.id).where(runs.c.status == "complete", _no_summary)
+    """Ids of complete runs whose summary was never stored (their process stopped in between), in
+    completion order."""
+    query = select(runs.c.id).where(runs.c.status == "complete", _no_summary).order_by(runs.c.finished_at, runs.c.id)
     return await db.read(lambda conn: list(conn.execute(query).scalars()))
 
 
@@ -375,37 +410,98 @@ async def page_version(db: Database, run_id: str, first_id: str, last_id: str) -
 _REVISED = {"revision": runs.c.revision + 1}
 
 
-async def set_summary(db: Database, run_id: str, summary: dict[str, Any]) -> None:
-    await db.write(
-        lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(summary=summary, **_REVISED))
+async def set_summary(db: Database, run_id: str, summary: dict[str, Any], outcomes: list[float] | None = None) -> None:
+    values: dict[str, Any] = {"summary": summary, **_REVISED}
+    if outcomes is not None:
+        values["outcomes"] = outcomes
+    await db.write(lambda conn: conn.execute(update(runs).where(runs.c.id == run_id).values(**values)))
+
+
+class EarlierRunsUnsummarised(Exception):
+    """A test run's Ladder release waits for the runs of its group that completed before it."""
+
+    def __init__(self, run_ids: list[str]) -> None:
+        super().__init__(", ".join(run_ids))
+        self.run_ids = run_ids
+
+
+def _ladder_group(run: RunRecord) -> Any:
+    """The runs a test run's release is compared with: its submitter's, under the same key and versions."""
+    return and_(
+        runs.c.submitter == run.submitter,
+        runs.c.split == run.split,
+        runs.c.key_fingerprint == run.key_fingerprint,
+        runs.c.dataset_version == run.dataset_version,
+        runs.c.grader_version == run.grader_version,
+    )
+
+
+def _completed_before(run: RunRecord) -> Any:
+    """Complete runs that completed before ``run``: completion order is (finished_at, id)."""
+    assert run.finished_at is not None
+    return and_(
+        runs.c.status == "complete",
+        runs.c.id != run.id,
+        or_(
+            runs.c.finished_at < run.finished_at,
+            and_(runs.c.finished_at == run.finished_at, runs.c.id < run.id),
+        ),
     )
 
 
 async def set_summary_released(
-    db: Database, run: RunRecord, summary: dict[str, Any], release: Callable[[float, float | None], float | None]
+    db: Database,
+    run: RunRecord,
+    summary: dict[str, Any],
+    outcomes: list[float],
+    release: Callable[[float, float | None], float | None],
 ) -> float | None:
     """Store a test run's summary and what the Ladder releases for it, in one transaction.
 
-    ``release(resolved, best)`` is given the submitter's best released resolved rate so far under
-    the same test key and versions; what it returns is stored as this run's released value.
-    """
+    ``release(resolved, best)`` is given the submitter's best released score among the runs of its
+    group (same test key and versions) that **completed before this one** — so what is released depends
+    only on the runs and their completion order, never on which summary a process wrote first or
+    whether one died in between. If one of those earlier runs has no summary yet, nothing is stored
+    and :class:`EarlierRunsUnsummarised` names them (summarise them first). A submitter revoked by now
+    gets nothing released. Idempotent: a second call for a summarised run changes nothing and returns
+    what was released."""
 
     def store(conn: Connection) -> float | None:
-        best = conn.execute(
-            select(func.max(runs.c.released)).where(
-                runs.c.submitter == run.submitter,
-                runs.c.split == run.split,
-                runs.c.key_fingerprint == run.key_fingerprint,
-                runs.c.dataset_version == run.dataset_version,
-                runs.c.grader_version == run.grader_version,
-                runs.c.id != run.id,
-            )
-        ).scalar()
-        released = release(summary["resolved"], best)
-        conn.execute(update(runs).where(runs.c.id == run.id).values(summary=summary, released=released, **_REVISED))
+        earlier = conn.execute(
+            select(runs.c.id, runs.c.summary, runs.c.released)
+            .where(_ladder_group(run), _completed_before(run))
+            .order_by(runs.c.finished_at, runs.c.id)
+        ).all()
+        pending = [r.id for r in earlier if r.summary is None]
+        if pending:
+            raise EarlierRunsUnsummarised(pending)
+        revoked = conn.execute(
+            select(submitters.c.revoked_at).where(submitters.c.name == run.submitter)
+        ).scalar_one_or_none()
+        released_before = [r.released for r in earlier if r.released is not None]
+        best = max(released_before) if released_before else None
+        released = None if revoked is not None else release(summary["resolved"], best)
+        stored = conn.execute(
+            update(runs)
+            .where(runs.c.id == run.id, _no_summary)
+            .values(summary=summary, outcomes=outcomes, released=released, **_REVISED)
+        )
+        if stored.rowcount == 0:  # another process summarised it first: its release stands
+            return conn.execute(select(runs.c.released).where(runs.c.id == run.id)).scalar()
         return released
 
     return await db.write(store)
+
+
+async def unsummarised_before(db: Database, run: RunRecord) -> list[str]:
+    """Ids of the complete, unsummarised runs of ``run``'s Ladder group that completed before it, in
+    completion order."""
+    query = (
+        select(runs.c.id)
+        .where(_ladder_group(run), _completed_before(run), _no_summary)
+        .order_by(runs.c.finished_at, runs.c.id)
+    )
+    return await db.read(lambda conn: list(conn.execute(query).scalars()))
 
 
 async def best_released(db: Database, run: RunRecord) -> float | None:
@@ -516,16 +612,27 @@ async def upsert_submitter(db: Database, name: str, key_sha256: str) -> bool:
     return await db.write(upsert)
 
 
-async def revoke_submitter(db: Database, name: str) -> bool:
+async def revoke_submitter(db: Database, name: str) -> tuple[bool, int]:
+    """Revoke the name's key and, in the same transaction, expire every run of that submitter still open:
+    they take no further request and are never released. Returns (revoked, runs expired)."""
     now = utcnow()
-    result = await db.write(
-        lambda conn: conn.execute(
+
+    def revoke(conn: Connection) -> tuple[bool, int]:
+        revoked = conn.execute(
             update(submitters)
             .where(submitters.c.name == name, submitters.c.revoked_at.is_(None))
             .values(revoked_at=now)
-        )
-    )
-    return bool(result.rowcount)
+        ).rowcount
+        if not revoked:
+            return False, 0
+        expired = conn.execute(
+            update(runs)
+            .where(runs.c.submitter == name, runs.c.status == "active")
+            .values(status="expired", status_reason="submitter_revoked", updated_at=now)
+        ).rowcount
+        return True, expired or 0
+
+    return await db.write(revoke)
 
 
 async def submitter_by_name(db: Database, name: str) -> SubmitterRecord | None:
@@ -543,6 +650,38 @@ async def submitter_by_key(db: Database, key_sha256: str) -> SubmitterRecord | N
 async def list_submitters(db: Database) -> list[SubmitterRecord]:
     rows = await db.read(lambda conn: conn.execute(select(submitters).order_by(submitters.c.name)).all())
     return [_submitter(r) for r in rows]
+
+
+# ----------------------------------------------------------------------------- verification
+
+
+async def verify_run(db: Database, run_id: str, by: str, note: str | None) -> bool:
+    """Record that ``by`` checked the complete run ``run_id`` now (what they checked in ``note``)."""
+    result = await db.write(
+        lambda conn: conn.execute(
+            update(runs)
+            .where(runs.c.id == run_id, runs.c.status == "complete")
+            .values(verified_by=by, verified_at=utcnow(), verification_note=note, **_REVISED)
+        )
+    )
+    return bool(result.rowcount)
+
+
+async def unverify_run(db: Database, run_id: str) -> bool:
+    result = await db.write(
+        lambda conn: conn.execute(
+            update(runs)
+            .where(runs.c.id == run_id, runs.c.verified_by.is_not(None))
+            .values(verified_by=None, verified_at=None, verification_note=None, **_REVISED)
+        )
+    )
+    return bool(result.rowcount)
+
+
+async def verified_runs(db: Database) -> list[RunRecord]:
+    query = select(runs).where(runs.c.verified_by.is_not(None)).order_by(runs.c.verified_at.desc())
+    rows = await db.read(lambda conn: conn.execute(query).all())
+    return [_run(r) for r in rows]
 
 
 # --------------------------------------------------------------------------- deployment secrets

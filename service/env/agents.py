@@ -3,10 +3,10 @@
 - ``random``: uniformly random valid actions (a floor).
 - ``heuristic``: honest keyword rules over what it observes — the ticket text, the customer's
   answers and its own lookups. It never reads gold labels or hidden facts.
-- ``oracle``: reads the policy verdict of the ticket. For tests only: it proves every task can be
-  solved with score 1.0.
-- ``observable-oracle``: reconstructs the facts only from what an agent sees and runs the policy on
-  them. For tests only: it proves every ticket is solvable from visible information.
+
+The oracles that prove every ticket solvable (one reads the gold verdict, one rebuilds the facts from
+what an agent sees) live with the tests (``tests/env/oracles.py``): shipped, either would be a
+script that tops the test board.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ import re
 from statistics import mean
 from typing import Any, Protocol
 
-from service.env import customer
 from service.env.core import reset, step
 from service.env.dataset import PUBLIC, Dataset
 from service.env.generator import stable_seed
 from service.env.grading import grade_episode
 from service.env.language import WORD_NUMBERS
 from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Grade, Observation
-from service.env.policy import ESCALATION_THRESHOLD, Verdict, evaluate
+from service.env.policy import ESCALATION_THRESHOLD
 from service.env.store.agents import StoreHeuristicAgent, StoreRandomAgent
 from service.env.store.generator import STORE_TICKET_PREFIX
 from service.env.tasks import TASKS, get_task
@@ -508,90 +507,9 @@ class HeuristicAgent:
         )
 
 
-# ----------------------------------------------------------------------------------- oracles
-
-
-class _PolicyPlayer:
-    """Plays a task perfectly from a verdict function: asks what the policy needs, then acts."""
-
-    def verdict(self, obs: Observation) -> Verdict:
-        raise NotImplementedError
-
-    def order_id(self, obs: Observation) -> str:
-        raise NotImplementedError
-
-    def __init__(self) -> None:
-        self.stage = 0
-
-    def act(self, obs: Observation) -> Action:
-        task = get_task(obs.task_id)
-        v = self.verdict(obs)
-        oid = self.order_id(obs)
-        if v.gold == "request_info" and task.id != "workflow-routing":
-            return Action(decision="request_info", reply=_QUESTIONS[v.ask_topic or "details"])
-        if task.family == "decision":
-            return Action(decision=v.gold)
-        if task.id == "workflow-triage":
-            return Action(add_tag=v.tag, close_ticket=True)
-        if task.id == "workflow-routing":
-            return Action(reassign_queue=v.queue, reply=holding_reply(v.queue, oid), close_ticket=True)
-        if self.stage == 0:
-            self.stage = 1
-            return Action(lookup="policy")
-        reason = v.reason if v.gold == "reject" else None
-        reply = resolution_reply(v.gold, reason, oid, v.refund_amount if v.gold == "approve_refund" else None)
-        return Action(decision=v.gold, add_tag=v.tag, reply=reply, close_ticket=True)
-
-
-class OracleAgent(_PolicyPlayer):
-    """Reads the verdict (gold) of its ticket. Tests only — never served as a baseline."""
-
-    def __init__(self, ticket_id: str, dataset: Dataset = PUBLIC) -> None:
-        super().__init__()
-        self.ticket = dataset.ticket(ticket_id)
-        self.revealed: frozenset[str] = frozenset()
-
-    def verdict(self, obs: Observation) -> Verdict:
-        v = evaluate(self.ticket, self.revealed)
-        if v.gold == "request_info":  # it will ask: what the answer states becomes known (volunteered facts too)
-            question = _QUESTIONS[v.ask_topic or "details"]
-            self.revealed = self.revealed | customer.answer(self.ticket, question, 0)[1]
-        return v
-
-    def order_id(self, obs: Observation) -> str:
-        return self.ticket.order.order_id
-
-
-class ObservableOracleAgent(_PolicyPlayer):
-    """Solves tickets from what any agent can see — the ticket text, its lookups, the customer's
-    answers and the policy — read with knowledge of the customers' phrasings
-    (:class:`service.env.readers.TicketReader`), then the policy engine. Tests only: it proves every
-    ticket is solvable from visible information; any ticket it cannot solve is a generator bug."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        from service.env.readers import TicketReader
-
-        self.reader = TicketReader()
-
-    def act(self, obs: Observation) -> Action:
-        if self.reader.needs(obs) is not None:
-            self.reader.absorb(obs)
-            target = self.reader.needs(obs)
-            if target is not None:
-                return Action(lookup=target)
-        return super().act(obs)
-
-    def verdict(self, obs: Observation) -> Verdict:
-        return self.reader.verdict(obs)
-
-    def order_id(self, obs: Observation) -> str:
-        return self.reader.order_id()
-
-
 # --------------------------------------------------------------------------------- evaluator
 
-AGENT_NAMES = ("random", "heuristic", "oracle", "observable-oracle")
+AGENT_NAMES = ("random", "heuristic")
 
 
 def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) -> Agent:
@@ -601,10 +519,6 @@ def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) 
         return RandomAgent(seed)
     if name == "heuristic":
         return HeuristicAgent(seed)
-    if name == "oracle":
-        return OracleAgent(ticket_id, dataset)
-    if name == "observable-oracle":
-        return ObservableOracleAgent()
     raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(AGENT_NAMES)}")
 
 

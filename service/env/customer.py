@@ -20,9 +20,12 @@ asked when its closest example is close enough and closer than the closest "none
 ``tests/env/corpus/questions*.jsonl`` are human-written questions with their topics: the README reports
 this reader's accuracy on them.
 
-The customer answers every asked topic it has facts for; any fact it states counts as known for
-grading, whatever was asked (the details of a vague claim may say the item is unused). It stays
-deterministic: the answer's wording is seeded by the ticket, the round and the topics asked.
+The customer answers every asked topic it has hidden facts for, and only those: each answer states
+the one fact asked, and a topic it has nothing hidden about gets a reply that points at its first
+message and says nothing of the claim (never the claim restated as the message's template text, so a
+question cannot stand in for reading the message). Any fact it states counts as known for grading,
+whatever question revealed it. It stays deterministic: the answer's wording is seeded by the ticket,
+the round and the topics asked.
 """
 
 from __future__ import annotations

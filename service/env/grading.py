@@ -30,7 +30,7 @@ from service.env.store.grading import grade_store_episode
 from service.env.tasks import get_task
 from service.env.world import Ticket
 
-GRADER_VERSION = "3.1.0"  # 3.1: the store desk family
+GRADER_VERSION = "3.2.0"  # 3.2: the store desk; a needless question fails a ticket task
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
 OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})
@@ -337,6 +337,15 @@ def _policy_lookup(c: _Context) -> _Check:
     )
 
 
+def _no_needless_question(c: _Context) -> _Check:
+    needless = _needless_questions(c)
+    return _ok(
+        not needless,
+        "asked only what the policy needed",
+        f"{needless} question(s) the policy did not need: the facts known already decided the claim",
+    )
+
+
 def _hands_off(c: _Context) -> _Check:
     decided = [d for d, _ in c.walk.real_decisions]
     return _ok(
@@ -359,6 +368,7 @@ _CHECKS: dict[str, Callable[[_Context], _Check]] = {
     "conduct": _conduct,
     "policy_lookup": _policy_lookup,
     "hands_off": _hands_off,
+    "no_needless_question": _no_needless_question,
 }
 # "closed" means something different per task: what must have happened before closing.
 _CLOSED: dict[str, Callable[[_Context], _Check]] = {

@@ -14,11 +14,10 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, Product, Ticket
 
-__all__ = ["ANSWER_TOPICS", "PhraseBook", "inconsistencies", "phrasebook", "render_customer_answer", "render_message"]
+__all__ = ["ANSWER_TOPICS", "inconsistencies", "render_customer_answer", "render_message"]
 
 ANSWER_TOPICS: tuple[str, ...] = ("photos", "usage", "delivery", "details")
 
@@ -434,10 +433,9 @@ def render_customer_answer(
     topics the reply states.
 
     ``topics`` is what the agent asked about, a subset of :data:`ANSWER_TOPICS`; each is answered
-    in that fixed order from the hidden facts, or from the visible claim when nothing is hidden
-    about it. A fact the customer states counts whatever was asked (the details of a vague claim
-    may say the item is unused: that reveals its condition too). An empty set means the question
-    was unclear: the reply asks what is needed and reveals nothing.
+    in that fixed order from the hidden facts, and only what was asked is stated. A topic with
+    nothing hidden gets a reply that refers to the first message and says nothing of the claim. An
+    empty set means the question was unclear: the reply asks what is needed and reveals nothing.
     """
     unknown = set(topics) - set(ANSWER_TOPICS)
     if unknown:
@@ -581,17 +579,11 @@ def _answer_photos(rng: random.Random, hidden: HiddenFacts, claim: Claim, produc
     if hidden.photos_show == "normal_wear":
         key = product.category if product.category in _WEAR_VIEWS else "other"
         return lead + rng.choice(_WEAR_VIEWS[key]).format(period=_period(days)) + ".", frozenset({"photos"})
-    if claim.issue == "not_received":
-        return rng.choice(
-            ("There's nothing to photograph — the parcel isn't here.", "I can't send photos of something I never got.")
-        ), frozenset()
-    if claim.images_provided:
+    if claim.images_provided:  # the header says so too: nothing new
         return rng.choice(
             ("I already attached photos to my first message.", "The photos are in my first message.")
         ), frozenset()
-    return rng.choice(
-        ("I don't have any photos to add, sorry.", "I haven't got anything more to show you.")
-    ), frozenset()
+    return _nothing_to_add(rng, "photos"), frozenset()
 
 
 _USED_ANSWERS = ("Yes, I have used it a few times.", "Honestly, yes — I used it for a while before this.")
@@ -619,50 +611,6 @@ _NOT_FOUND = (
 )
 
 
-@dataclass(frozen=True)
-class PhraseBook:
-    """The phrasings customers use, for readers that know them (the observable oracle proves, with it,
-    that every ticket can be solved from what an agent sees)."""
-
-    issue_clauses: dict[str, tuple[str, ...]]
-    used: tuple[str, ...]
-    unused: tuple[str, ...]
-    used_answers: tuple[str, ...]
-    unused_answers: tuple[str, ...]
-    damage_views: tuple[str, ...]
-    wear_views: tuple[str, ...]
-    found: tuple[str, ...]
-    not_found: tuple[str, ...]
-    second_claim_leads: tuple[str, ...]
-
-
-def phrasebook() -> PhraseBook:
-    strip = lambda bank: tuple(t.partition("|")[0] for t in bank)  # noqa: E731 - drop the usage tags
-    return PhraseBook(
-        issue_clauses={issue: strip(bank) for issue, bank in _ISSUE_CLAUSES.items()},
-        used=strip(_USED_CLAUSES),
-        unused=strip(_UNUSED_CLAUSES),
-        used_answers=_USED_ANSWERS
-        + _USED_ANSWERS_HARD
-        + _USED_ANSWERS_SOFT
-        + ("And yes, it has been used.", "As I said, I have used it.", "Like I mentioned, it has been used."),
-        unused_answers=_UNUSED_ANSWERS
-        + _UNUSED_ANSWERS_HARD
-        + _UNUSED_ANSWERS_SOFT
-        + ("It hasn't been used.", "As I said, I haven't used it.", "Like I mentioned, it's unused."),
-        damage_views=tuple(v for bank in (*_DAMAGE_VIEWS.values(), *_DEFECT_VIEWS.values()) for v in bank),
-        wear_views=tuple(
-            v.format(period=p)
-            for bank in _WEAR_VIEWS.values()
-            for v in bank
-            for p in ("a couple of weeks", "several weeks", "months")
-        ),
-        found=tuple(_FOUND.format(where=w) for w in _FOUND_PLACES),
-        not_found=_NOT_FOUND,
-        second_claim_leads=_SECOND_CLAIM_LEADS,
-    )
-
-
 def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None) -> Answer:
     used = hidden.item_used
     soft = product.category in _SOFT_GOODS
@@ -672,13 +620,7 @@ def _answer_usage(rng: random.Random, hidden: HiddenFacts, claim: Claim, product
         return rng.choice(_UNUSED_ANSWERS + (_UNUSED_ANSWERS_SOFT if soft else _UNUSED_ANSWERS_HARD)), frozenset(
             {"usage"}
         )
-    if claim.issue == "not_received":
-        return "I can't have used it — it never arrived.", frozenset()
-    if claim.item_used is True:
-        return rng.choice(("As I said, I have used it.", "Like I mentioned, it has been used.")), frozenset()
-    if claim.item_used is False:
-        return rng.choice(("As I said, I haven't used it.", "Like I mentioned, it's unused.")), frozenset()
-    return rng.choice(("Nothing much to add on that.", "I don't have anything to add there.")), frozenset()
+    return _nothing_to_add(rng, "usage"), frozenset()
 
 
 def _answer_delivery(
@@ -688,46 +630,42 @@ def _answer_delivery(
         return _FOUND.format(where=rng.choice(_FOUND_PLACES)), frozenset({"delivery"})
     if hidden.parcel_found is False:
         return rng.choice(_NOT_FOUND), frozenset({"delivery"})
-    if claim.issue == "not_received":
-        return rng.choice(
-            ("No news on my side, it still hasn't turned up.", "Nothing new to add, it's still not here.")
-        ), frozenset()
-    return rng.choice(
-        (
-            "The delivery itself was fine, it's the item I'm writing about.",
-            "Nothing to add about the delivery.",
-        )
-    ), frozenset()
+    return _nothing_to_add(rng, "delivery"), frozenset()
 
 
 def _answer_details(
     rng: random.Random, hidden: HiddenFacts, claim: Claim, product: Product, days: int | None
 ) -> Answer:
+    """What the problem is — only when the first message did not say (a vague claim). The answer states
+    that one fact and nothing else: never the claim restated, never the item's use volunteered."""
     issue = hidden.actual_issue
-    stated = set()
     if issue is None:
-        if claim.issue == "vague":
-            return rng.choice(
-                ("I don't know what else to say, I just want it sorted.", "I've told you what I can.")
-            ), frozenset()
-        issue, lead = claim.issue, rng.choice(("Like I said, ", "As I wrote, "))
-    else:
-        lead = rng.choice(("To be clear, ", "Sorry, I should have said: ", "What happened is ", "OK, so "))
-        stated.add("details")
+        return _nothing_to_add(rng, "details"), frozenset()
+    lead = rng.choice(("To be clear, ", "Sorry, I should have said: ", "What happened is ", "OK, so "))
     item = rng.choice(("the " + product.name, "my " + product.name))
     clause = _fmt(rng.choice(_fitting_clauses(issue, product, claim.item_used)), item=item)
-    parts = [lead + clause + "."]
-    used = hidden.item_used if hidden.item_used is not None else claim.item_used
-    if used is True and issue != "item_used":
-        parts.append("And yes, it has been used.")
-    elif used is False:
-        parts.append("It hasn't been used.")
-    if used is not None and hidden.item_used is not None:
-        stated.add("usage")  # volunteered: counts as known, whatever was asked
-    if claim.images_provided:
-        parts.append("The photos I sent show it.")
-    out = " ".join(parts)
-    return out[0].upper() + out[1:], frozenset(stated)
+    out = lead + clause + "."
+    return out[0].upper() + out[1:], frozenset({"details"})
+
+
+# What the customer says when asked about something it has nothing hidden about: it refers to its first
+# message and says nothing of the claim, so a question can never stand in for reading the message.
+_NOTHING_TO_ADD = {
+    "photos": ("I don't have any photos to add, sorry.", "I haven't got anything more to show you."),
+    "usage": (
+        "I've told you what I can about that in my first message.",
+        "I don't have anything to add there, it's all in my first message.",
+    ),
+    "delivery": ("I've nothing new to tell you about the delivery.", "Nothing to add about the delivery."),
+    "details": (
+        "I've explained it in my first message, I don't know what else to add.",
+        "It's all in my first message, really.",
+    ),
+}
+
+
+def _nothing_to_add(rng: random.Random, topic: str) -> str:
+    return rng.choice(_NOTHING_TO_ADD[topic])
 
 
 _ANSWERERS = {

@@ -25,14 +25,16 @@ _ASKING = (
     "To ask the customer something, send `decision: request_info` with your question in `reply` (ask in "
     "your own words for what you need: photos, the item's condition, whether the parcel turned up, or what "
     "the problem is); their answer arrives in `history`, and whatever they tell you counts as known. Asking "
-    "when the policy needs the answer is required; a question it did not need costs 0.05. Lookups (`lookup`: "
-    "policy, order, customer) are free."
+    "when the policy needs the answer is required; a question it did not need (the facts you could already "
+    "see decided the claim) fails the episode and costs 0.05. Lookups (`lookup`: policy, order, customer) "
+    "are free."
 )
-# Workflow tasks other than resolution need no answer from the customer, but asking is scored the same way.
+# Triage and routing need no answer from the customer to be graded, but asking is judged the same way.
 _ASKING_COSTS = (
     "You may ask the customer something (`decision: request_info` with your question in `reply`); their "
-    "answer arrives in `history`. A question the policy did not need costs 0.05, as in every task. Lookups "
-    "(`lookup`: policy, order, customer) are free."
+    "answer arrives in `history`. As in every task, a question the policy did not need (the facts you could "
+    "already see decided the claim) fails the episode and costs 0.05. Lookups (`lookup`: policy, order, "
+    "customer) are free."
 )
 
 
@@ -178,6 +180,17 @@ _CONDUCT = Criterion(
     description="no reply is rude, leaks internal risk notes, or promises an outcome the agent's own decision denies",
 )
 _RUDE = Penalty(name="forbidden_reply", amount=0.2, description="a reply that breaks the conduct rule")
+# Asking is judged in every task by the one rule the policy gives: a question is needed while the facts known
+# leave the verdict at request_info. A needed question never costs anything (validity.md §5: honest asking
+# is not punished, a question the customer misread included); a needless one fails the episode.
+_NO_NEEDLESS_QUESTION = Criterion(
+    name="no_needless_question",
+    weight=0.0,
+    required=True,
+    description="asked the customer nothing the policy did not need: each request_info came while the facts "
+    "known still left the claim undecided (photos, the item's condition, whether the parcel turned up, what "
+    "the problem is)",
+)
 _INFORMATION = Criterion(
     name="information",
     weight=0.3,
@@ -199,6 +212,7 @@ DECISION_RUBRIC = Rubric(
             "rejecting an evidenced claim - earns -0.5)",
         ),
         _CONDUCT,
+        _NO_NEEDLESS_QUESTION,
     ),
     penalties=(_NEEDLESS, _RUDE),
 )
@@ -213,6 +227,7 @@ TRIAGE_RUBRIC = Rubric(
         ),
         Criterion(name="closed", weight=0.4, required=True, gate="outcome_tag", description="closed with that tag on"),
         _CONDUCT,
+        _NO_NEEDLESS_QUESTION,
     ),
     penalties=(_NEEDLESS, _RUDE, Penalty(name="repetition", amount=0.05, description="each repeated tag")),
 )
@@ -252,6 +267,7 @@ ROUTING_RUBRIC = Rubric(
         ),
         Criterion(name="hands_off", weight=0.0, required=True, description="does not decide the claim itself"),
         _CONDUCT,
+        _NO_NEEDLESS_QUESTION,
     ),
     penalties=(
         _NEEDLESS,
@@ -312,6 +328,7 @@ RESOLUTION_RUBRIC = Rubric(
             name="closed", weight=0.15, required=True, gate="decision", description="closed after deciding and replying"
         ),
         _CONDUCT,
+        _NO_NEEDLESS_QUESTION,
     ),
     penalties=(
         _NEEDLESS,

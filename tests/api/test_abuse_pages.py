@@ -25,9 +25,9 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
     calls: list[tuple[str, int, int]] = []
     original = RunService.detail
 
-    async def counted(self: RunService, run_id: str, page: int = 1, per_page: int = 200):
+    async def counted(self: RunService, run_id: str, page: int = 1, per_page: int = 200, token: str | None = None):
         calls.append((run_id, page, per_page))
-        return await original(self, run_id, page, per_page)
+        return await original(self, run_id, page, per_page, token)
 
     monkeypatch.setattr(RunService, "detail", counted)
     return calls

@@ -87,9 +87,9 @@ async def test_the_board_is_paged_and_a_page_is_built_once_per_version(
     built: list[int] = []
     real = RunService.leaderboard_page
 
-    async def counted(self: RunService, split: str, page: int, per_page: int) -> Any:
+    async def counted(self: RunService, split: str, page: int, per_page: int, verified_only: bool = False) -> Any:
         built.append(page)
-        return await real(self, split, page, per_page)
+        return await real(self, split, page, per_page, verified_only)
 
     monkeypatch.setattr(RunService, "leaderboard_page", counted)
     first = await client.get("/leaderboard", params={"split": "dev"})

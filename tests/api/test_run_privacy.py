@@ -1,10 +1,11 @@
 """What the episodes of a run show, and to whom, on every surface (HTTP, WebSocket, MCP).
 
-Run episode ids are public (``/runs/{id}`` lists them, the leaderboard links each run) and run
-episodes have no episode token, so ``GET /state`` of one is open to anyone: it may carry only the
-episode's progress — id, step count, status, task and run — never the agent's actions (tags, queue,
-ticket status), the ticket or the seed. That holds for a test episode always, and for a dev episode
-while its run is in progress; the run's own agent (with its run token) gets no more either.
+Run episode ids are guessable (``run_<id>-<index>``) and run episodes have no episode token. ``GET
+/state`` of a dev run's episode is open to anyone but carries only the episode's progress — id, step
+count, status, task and run — never the agent's actions (tags, queue, ticket status), the ticket or the
+seed, while its run is in progress; the run's own agent gets no more either. A **test** episode's
+progress is its run token holder's only, while the run is active, and nobody's afterwards: its step
+count says whether the ticket needed the customer's answer (issue #21.3).
 
 While a run is in progress nothing per episode is revealed (trials are played trial-major, so an
 adaptive agent would use trial 0's verdict in later trials): no final score, no grade, no episode
@@ -116,15 +117,18 @@ def ws_states(settings: Settings, episode_id: str, run: dict) -> list[dict[str, 
         return [frame["data"]]
 
 
-async def states_everywhere(client: Client, settings: Settings, episode_id: str, run: dict) -> list[dict[str, Any]]:
-    """The episode's state as HTTP, MCP and WS serve it, with and without the run token."""
+async def states_everywhere(
+    client: Client, settings: Settings, episode_id: str, run: dict, anonymous: bool = True
+) -> list[dict[str, Any]]:
+    """The episode's state as HTTP, MCP and WS serve it, with the run token (and without it: anonymous)."""
     token = run["run_token"]
     states = []
-    for headers in ({}, auth(token)):
+    for headers in ({}, auth(token)) if anonymous else (auth(token),):
         resp = await client.get("/state", params={"episode_id": episode_id}, headers=headers)
         assert resp.status_code == 200, resp.text
         states.append(resp.json())
-    states.append(await mcp_tool(client, "state", {"episode_id": episode_id}))  # stateless, no token
+    if anonymous:
+        states.append(await mcp_tool(client, "state", {"episode_id": episode_id}))  # stateless, no token
     session = (await mcp(client, "openenv/session/create", {}))["result"]["session_id"]
     await mcp_tool(client, "reset", {"episode_id": episode_id, "resume": True, "run_token": token}, session)
     states.append(await mcp_tool(client, "state", {}, session))  # the session holds the run token
@@ -132,20 +136,74 @@ async def states_everywhere(client: Client, settings: Settings, episode_id: str,
     return states
 
 
-async def test_a_test_episodes_state_shows_only_progress_during_and_after_the_run(
+def mcp_error(body: dict[str, Any]) -> str:
+    result = body.get("result") or {}
+    assert result.get("isError") is True or "error" in body, body
+    return str(body)
+
+
+async def anonymous_reads(client: Client, episode_id: str, run: dict) -> None:
+    """What someone without the run token gets of a test run and its episode: no episode's progress."""
+    assert_problem(await client.get("/state", params={"episode_id": episode_id}), 401, "token")
+    assert_problem(await client.get("/grader", params={"episode_id": episode_id}), 403, "test split")
+    stateless = await mcp(
+        client, "tools/call", {"name": "state", "arguments": {"episode_id": episode_id}}
+    )  # no session, no token
+    assert "step_count" not in mcp_error(stateless)
+    page = (await client.get(f"/runs/{run['run_id']}")).json()
+    assert page["episodes"] == [] and page["episodes_listed"] is False
+    html = (await client.get(f"/runs/{run['run_id']}", params={"format": "html"})).text
+    assert 'id="episodes-hidden"' in html and episode_id not in html
+    grade = (await client.get("/grader", params={"run_id": run["run_id"]})).json()
+    assert "episodes" not in grade or grade.get("episodes") in (None, [])
+
+
+async def test_a_test_episode_shows_its_progress_to_its_run_token_holder_only_while_the_run_is_active(
     keyed_client: Client, keyed: Settings
 ) -> None:
+    """#21.3: a test run's per-episode step counts were public (run page, /state): they showed which
+    tickets needed request_info (200 of 200 decision tickets, no key needed). Now only the holder of the
+    run token sees an episode's progress, and only while the run is active."""
     client = keyed_client
     run = await create_run(client, ALICE_KEY, split="test", agent="closer")
     episode_id = await start_and_act(client, run)
-    for state in await states_everywhere(client, keyed, episode_id, run):
+    for state in await states_everywhere(client, keyed, episode_id, run, anonymous=False):
         progress_only(state, episode_id, run)
-    await finish(client, run, episode_id)
+    await anonymous_reads(client, episode_id, run)
+    view = (await client.get(f"/runs/{run['run_id']}")).json()
+    assert view["episodes_started"] is None and view["episodes_done"] is None  # counters would time the steps
+    mine = (await client.get(f"/runs/{run['run_id']}", headers=auth(run["run_token"]))).json()
+    assert mine["episodes_listed"] and mine["episodes"][0]["step_count"] >= 1 and mine["episodes_started"] == 1
+    # the page a stranger reads does not change with a step (its ETag would time each ticket's steps)
+    etag = (await client.get(f"/runs/{run['run_id']}")).headers["etag"]
+    await client.post(
+        "/step", json={"episode_id": episode_id, "action": {"lookup": "order"}}, headers=auth(run["run_token"])
+    )
+    assert (await client.get(f"/runs/{run['run_id']}")).headers["etag"] == etag
+
+
+async def test_once_a_test_run_is_over_nothing_per_episode_is_shown_to_anyone(keyed_client: Client) -> None:
+    client = keyed_client
+    run = await create_run(client, ALICE_KEY, split="test", agent="closer")
+    episode_id = await start_and_act(client, run)
+    last = await finish(client, run, episode_id)
     await play_run(client, run, agent=close_at_once)
     assert (await client.get(f"/runs/{run['run_id']}")).json()["status"] == "complete"
-    for state in await states_everywhere(client, keyed, episode_id, run):
-        progress_only(state, episode_id, run)
-        assert state["episode_status"] == "done" and state["done"] is True
+    token = auth(run["run_token"])
+    assert_problem(await client.get("/state", params={"episode_id": episode_id}, headers=token), 403, "over")
+    resumed = await client.post("/reset", json={"episode_id": episode_id, "resume": True}, headers=token)
+    assert_problem(resumed, 403, "over")
+    replay = await client.post(
+        "/step",
+        json={"episode_id": episode_id, "action": {"decision": "reject"}, "request_id": "again"},
+        headers=token,
+    )
+    assert_problem(replay, 403, "over")
+    assert "step" not in (await client.get("/grader", params={"episode_id": episode_id})).json()["detail"]
+    page = (await client.get(f"/runs/{run['run_id']}", headers=token)).json()
+    assert page["episodes"] == [] and page["episodes_listed"] is False
+    assert str(last["metadata"]["step_count"]) not in str(page["summary"] or {}).replace("400", "")
+    await anonymous_reads(client, episode_id, run)
 
 
 async def test_a_dev_run_reveals_nothing_per_episode_until_it_completes(client: Client, settings: Settings) -> None:

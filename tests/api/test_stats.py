@@ -6,7 +6,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.stats import Trial, bootstrap_ci, ladder, mean_of_items, pass_hat_k, published, rank_bands, summarize
+from service.stats import (
+    LADDER_NOISE_SCALE,
+    Trial,
+    bootstrap_ci,
+    ladder,
+    ladder_noise,
+    mean_of_items,
+    paired_comparison,
+    pass_hat_k,
+    published_release,
+    rank_bands,
+    rounded,
+    summarize,
+    tie_ranks,
+)
 
 
 def test_mean_weighs_items_equally() -> None:
@@ -78,23 +92,75 @@ def test_summarize_ranks_on_resolved_and_groups() -> None:
     assert lo <= out["resolved"] <= hi
 
 
-def test_published_rounds_every_rate_to_two_decimals() -> None:
-    summary = {
-        "resolved": 0.71234,
-        "resolved_ci95": [0.6666, 0.7777],
-        "per_task": {"t": {"resolved": 0.123456, "n": 67}},
-        "items": 400,
-    }
-    assert published(summary) == {
-        "resolved": 0.71,
-        "resolved_ci95": [0.67, 0.78],
-        "per_task": {"t": {"resolved": 0.12, "n": 67}},
-        "items": 400,
-    }
-
-
 def test_the_ladder_releases_only_clear_improvements() -> None:
     assert ladder(0.6234, None) == 0.62  # a first submission is released, rounded to the margin
     assert ladder(0.6299, 0.62) is None  # not better by the margin: nothing new is released
     assert ladder(0.6312, 0.62) == 0.63
     assert ladder(0.40, 0.62) is None  # worse: the best stands
+
+
+# ------------------------------------------------------------------------- issue #21
+
+
+def test_one_rounding_rule_half_up_everywhere() -> None:
+    """#21.6: the run page rounded 0.645 to 0.65 and the Ladder to 0.64 (Python's round() and a float
+    division). One rule now: half up on the decimal value, whatever rounds it."""
+    assert rounded(0.645, 2) == 0.65 and rounded(0.6449, 2) == 0.64 and rounded(0.125, 2) == 0.13
+    assert rounded(0.64375, 4) == 0.6438 and rounded(2.5, 0) == 3.0
+    assert ladder(0.645, None) == 0.65 == rounded(0.645, 2)
+    assert summarize({("t", 0): [Trial(1.0, True)], ("t", 1): [Trial(0.0, False)]}, 1)["resolved"] == 0.5
+
+
+def test_ladder_noise_is_keyed_laplace_noise() -> None:
+    """Each run's draw is fixed by the deployment's key and the run id (a crash and a re-summary give the
+    same release), unknown without the key, Laplace with the scale the Ladder states."""
+    draws = [ladder_noise(b"key", f"run_{i:04x}") for i in range(4000)]
+    assert ladder_noise(b"key", "run_0001") == draws[1] and ladder_noise(b"other", "run_0001") != draws[1]
+    assert abs(sum(draws) / len(draws)) < 0.0015
+    assert sum(abs(d) for d in draws) / len(draws) == pytest.approx(LADDER_NOISE_SCALE, rel=0.08)  # E|z| = b
+    assert max(draws) > 3 * LADDER_NOISE_SCALE and min(draws) < -3 * LADDER_NOISE_SCALE  # unbounded tails
+
+
+def test_the_ladder_decides_on_the_noisy_score() -> None:
+    assert ladder(0.60, None, noise=0.013) == 0.61
+    assert ladder(0.60, 0.60, noise=0.013) == 0.61  # the noisy score beats the best by the margin
+    assert ladder(0.62, 0.60, noise=-0.02) is None
+    assert ladder(0.999, None, noise=0.05) == 1.0 and ladder(0.001, None, noise=-0.05) == 0.0  # clipped
+
+
+def test_a_test_release_publishes_one_number_and_what_follows_from_it() -> None:
+    """Nothing a test run publishes depends on more than its released value and its size."""
+    out = published_release(0.62, items=400, episodes=800, errors=3)
+    assert set(out) == {"resolved", "resolved_ci95", "items", "episodes", "errors", "noise_scale"}
+    lo, hi = out["resolved_ci95"]
+    assert lo < 0.62 < hi and rounded(lo, 2) == lo and rounded(hi, 2) == hi
+    assert out == published_release(0.62, items=400, episodes=800, errors=3)
+
+
+def test_a_paired_comparison_separates_what_overlapping_intervals_cannot() -> None:
+    """#21.6: two agents 0.02 apart on the same 400 tickets, differing on 12 of them: their CIs overlap
+    (rank bands tie them), the paired test on the same tickets does not."""
+    a = [1.0] * 300 + [0.0] * 100
+    b = a[:290] + [0.0] * 10 + a[300:302] + [1.0] * 2 + a[304:]
+    assert mean_of_items([[x] for x in a]) - mean_of_items([[x] for x in b]) == pytest.approx(0.02)
+    lo_a, _ = bootstrap_ci([[x] for x in a])
+    _, hi_b = bootstrap_ci([[x] for x in b])
+    assert lo_a < hi_b  # the intervals overlap
+    paired = paired_comparison(a, b)
+    assert paired.separated and paired.difference == pytest.approx(0.02)
+    assert not paired_comparison(a, a).separated and not paired_comparison(b, a).separated
+
+
+def test_tie_groups_follow_adjacent_comparisons() -> None:
+    assert tie_ranks([True, False, True]) == [1, 2, 2, 4]
+    assert tie_ranks([False, False]) == [1, 1, 1]
+    assert tie_ranks([]) == [1]
+
+
+def test_pages_print_numbers_with_the_same_rule() -> None:
+    """The templates' ``rate`` filter is the API's rounding: a page never shows 0.64 for a 0.645 the
+    Ladder releases as 0.65."""
+    from service.lib.formatting import rate
+
+    assert rate(0.645, 2) == "0.65" == f"{ladder(0.645, None):.2f}"
+    assert rate(0.6445) == "0.645" and rate(None) == "–"

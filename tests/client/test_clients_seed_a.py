@@ -18,7 +18,7 @@ copied here — the functions below re-state what its scripts send and read, wit
 Bare ``requests.get``/``requests.post`` keep no cookies and no episode id is ever sent, so the server
 runs with ``SINGLE_SESSION=1`` (and ``DEFAULT_TASKS=easy,medium,hard``: seed A's episodes are all
 refund decisions) — the operator's switch the README documents. The model is the local
-OpenAI-compatible stub (``tests/stub_openai.py``); it answers "reject" for these prompts.
+OpenAI-compatible stub (``bench/stub_openai.py``); it answers "reject" for these prompts.
 
 Resets without a seed pick random tickets, so each test plays 30 episodes: a scripted "reject" or
 the keyword agent scores above 0 on about a third of decision tickets, so 30 episodes all at 0.0
@@ -37,8 +37,8 @@ import pytest
 import requests
 from openai import OpenAI
 
+from bench.stub_openai import StubLLM
 from service.settings import Settings
-from tests.client.stub_openai import StubLLM
 from tests.conftest import LiveServer
 
 SEED_A_ACTIONS = ("approve_refund", "approve_replacement", "reject", "request_info")

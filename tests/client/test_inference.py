@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.stub_openai import StubLLM
 from client import agents, config, evaluation, llm, logformat, prompt, runner, wire
 from service import env as core
-from tests.client.stub_openai import StubLLM
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -623,3 +623,14 @@ def test_success_is_resolved_when_the_server_says_so(
     assert lines[-1].startswith(f"[END] success={'true' if success else 'false'} steps=1 ")
     if final.get("resolved") is not None:
         assert env.grader_calls == 0  # the final observation was enough
+
+
+def test_inference_says_which_board_its_default_plays_for() -> None:
+    """#21.5: the default split is dev, whose board is practice (its labels are public): stderr says so
+    before anything is played, and --help too."""
+    from client import cli
+
+    assert cli.build_parser().parse_args([]).split == "dev"
+    assert "practice board" in cli.board_label("dev") and "not the benchmark" in cli.board_label("dev")
+    assert "benchmark" in cli.board_label("test") and "practice" not in cli.board_label("test")
+    assert "practice board" in cli.build_parser().format_help()

@@ -10,9 +10,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from bench.stub_openai import StubLLM
 from client import llm as llm_module
 from service import env as core
-from tests.client.stub_openai import StubLLM
 from tests.client.test_inference import END_RE, classify, llm_env, run_inference
 
 

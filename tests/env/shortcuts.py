@@ -2,16 +2,19 @@
 
 A *field* is one value an agent can read without combining anything: one entry of the order or
 customer record (what ``lookup`` returns), the product's category, the customer's tier, the subject
-line, or the message's claim type. A *rule* maps each value of the field to the most frequent
-training answer (numbers are cut at the single threshold that fits the training pool best). If one
-field decides the label, the task is a lookup, not a judgement: ``test_grading`` bounds the best
-rule's dev accuracy on every medium and hard pool.
+line, or the message's claim type — and the values one step away from those (#21.6): the claimed
+item's own fields (once the message names the item), the P7 risk flag, the days since delivery
+counted from the dates, and how far that is past the item's warranty. A *rule* maps each value of
+the field to the most frequent training answer (numbers are cut at the single threshold that fits
+the training pool best). If one field decides the label, the task is a lookup, not a judgement:
+``test_grading`` bounds the best rule's dev accuracy on every medium and hard pool.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from datetime import date
 from typing import Any
 
 from service.env import TICKET_TASKS as TASKS  # the ticket tasks: the store desk has its own tests
@@ -44,12 +47,24 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
 
 
 def fields(ticket: Any) -> dict[str, Any]:
-    """Every single field an agent could read off the ticket on its own."""
+    """Every single field an agent could read off the ticket on its own, derived ones included."""
     out: dict[str, Any] = {}
-    _flatten("order", lookup_record(ticket, "order"), out)
-    _flatten("customer", lookup_record(ticket, "customer"), out)
+    order = lookup_record(ticket, "order")
+    customer = lookup_record(ticket, "customer")
+    _flatten("order", order, out)
+    _flatten("customer", customer, out)
     out["claim_type"] = ticket.claim.issue
     out["subject"] = ticket.subject
+    out["images_provided"] = ticket.claim.images_provided
+    claimed = order["items"][ticket.claim.line]
+    for name, value in claimed.items():
+        out[f"claimed.{name}"] = value
+    out["risk.high"] = customer["returns_12m"] >= 5 or customer["chargebacks"] > 0 or bool(customer["account_flags"])
+    days = ticket.order.days_since_delivery  # the record's count, or the dates' difference (P12: count it)
+    if days is None and ticket.order.delivery_date is not None:
+        days = (date.fromisoformat(ticket.opened_on) - date.fromisoformat(ticket.order.delivery_date)).days
+    out["days_since_delivery"] = days
+    out["days_past_warranty"] = None if days is None else days - claimed["warranty_days"]
     return out
 
 

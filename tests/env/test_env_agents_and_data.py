@@ -11,14 +11,15 @@ import pytest
 
 from service.env import TICKET_TASKS as TASKS  # the ticket tasks: the store desk has its own tests
 from service.env import Action, Dataset, derive_test_key, reset, step
-from service.env.agents import HeuristicAgent, make_agent, play, play_episode, resolution_reply
+from service.env.agents import HeuristicAgent, play, resolution_reply
 from service.env.customer import answer, topics_asked
 from service.env.dataset import PUBLIC, render_artefacts
 from service.env.generator import SPLIT_SIZES
 from service.env.policy import REASONS, evaluate
 from service.env.replies import meaning
-from service.env.world import DIFFICULTIES  # the ticket families
-from service.env.world import TICKET_FAMILIES as FAMILIES
+from service.env.world import DIFFICULTIES
+from service.env.world import TICKET_FAMILIES as FAMILIES  # the ticket families
+from tests.env.oracles import make_reference, play_reference
 from tests.env.shortcuts import answer as task_answer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_oracle_scores_one_on_every_dev_ticket_of_every_task(task_id: str) -> None:
     task = TASKS[task_id]
     pool = PUBLIC.pool("dev", task.family, task.difficulty)
-    scores = [play_episode("oracle", task_id, seed, "dev")[0] for seed in range(len(pool))]
+    scores = [play_reference("oracle", task_id, seed, "dev")[0] for seed in range(len(pool))]
     assert scores == [1.0] * len(pool)
 
 
@@ -39,19 +40,19 @@ def test_observable_oracle_resolves_every_public_ticket_from_what_an_agent_can_s
     unsolved = []
     for task_id, task in TASKS.items():
         for seed in range(len(PUBLIC.pool(split, task.family, task.difficulty))):
-            grade, _ = play(make_agent("observable-oracle", seed, ""), task_id, seed, split)
+            grade, _ = play(make_reference("observable-oracle", seed, ""), task_id, seed, split)
             if not grade.resolved:
                 unsolved.append((task_id, seed, grade.ticket_id))
     assert unsolved == []
 
 
 def test_observable_oracle_reads_only_observations() -> None:
-    import service.env.agents as agents
-    import service.env.readers as readers
+    import tests.env.oracles as oracles
+    import tests.env.readers as readers
 
     sources = [
         Path(readers.__file__).read_text(),
-        Path(agents.__file__).read_text().split("class ObservableOracleAgent")[1].split("# ----")[0],
+        Path(oracles.__file__).read_text().split("class ObservableOracleAgent")[1].split("\n\n\n")[0],
     ]
     for source in sources:
         for forbidden in (".hidden", "PUBLIC", "dataset.ticket", "Dataset(", "gold ==", ".ticket_id)"):
@@ -65,7 +66,7 @@ def _whole_pool(agent: str, task_id: str, split: str) -> tuple[int, int, float]:
     """(resolved, tickets, summed score) of ``agent`` over every ticket of a task's pool."""
     task = TASKS[task_id]
     pool = PUBLIC.pool(split, task.family, task.difficulty)
-    grades = [play(make_agent(agent, seed, pool[seed]), task_id, seed, split)[0] for seed in range(len(pool))]
+    grades = [play(make_reference(agent, seed, pool[seed]), task_id, seed, split)[0] for seed in range(len(pool))]
     return sum(g.resolved for g in grades), len(grades), sum(g.score for g in grades)
 
 
@@ -206,9 +207,9 @@ def test_asking_then_deciding_is_not_a_contradiction() -> None:
     """#12.4: request_info is a question, not the decision: the decision after it earns full credit."""
     pool = PUBLIC.pool("dev", "workflow", "hard")
     seed = next(i for i, tid in enumerate(pool) if evaluate(PUBLIC.ticket(tid)).ask_topic == "photos")
-    score, actions = play_episode("oracle", "workflow-resolution", seed, "dev")
+    score, actions = play_reference("oracle", "workflow-resolution", seed, "dev")
     assert actions[0].decision == "request_info" and score == 1.0
-    grade, _ = play(make_agent("oracle", seed, pool[seed]), "workflow-resolution", seed, "dev")
+    grade, _ = play(make_reference("oracle", seed, pool[seed]), "workflow-resolution", seed, "dev")
     assert not [c for c in grade.components if c.kind == "penalty"]
 
 

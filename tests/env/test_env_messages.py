@@ -352,18 +352,22 @@ def test_usage_delivery_and_details_follow_hidden_facts():
         hidden = HiddenFacts(actual_issue=issue, item_used=True if issue == "item_used" else None)
         text = answer({"details"}, hidden, c)
         assert issue in read_issues(text), (issue, text)
-        assert re.search(PHOTO_PATTERN, text.lower())
+        assert not re.search(PHOTO_PATTERN, text.lower())  # what was asked, nothing more (#21.4)
 
 
-def test_answers_cover_each_topic_in_order_and_fall_back_to_the_claim():
+def test_answers_cover_each_topic_in_order_and_say_nothing_of_the_claim_when_nothing_is_hidden():
     h = HiddenFacts(photos_show="damage", item_used=False, parcel_found=False, actual_issue="defective")
     text = answer(set(ANSWER_TOPICS), h, claim("vague", tone="calm")).lower()
     positions = [re.search(p, text).start() for p in (PHOTO_PATTERN, UNUSED_PATTERN, "neighbour")]
     assert positions == sorted(positions)
     assert re.search(ISSUE_PATTERNS["defective"], text[positions[-1] :])  # details come last
-    # nothing hidden: answer from what the claim already says
-    assert read_usage(answer({"usage"}, HiddenFacts(), claim("damaged", used=False))) is False
-    assert read_usage(answer({"usage"}, HiddenFacts(), claim("damaged", used=True))) is True
+    # nothing hidden: the customer points at its first message and restates nothing of the claim (#21.4;
+    # before: "As I said, I haven't used it.", "Like I said, my Ionic Hair Dryer is faulty.")
+    for used in (True, False):
+        for topic in ANSWER_TOPICS:
+            for s in range(10):
+                text = answer({topic}, HiddenFacts(), claim("defective", used=used), seed=s)
+                assert read_usage(text) is None and not read_issues(text), (topic, text)
     with pytest.raises(ValueError, match="unknown answer topics"):
         answer({"weather"}, HiddenFacts())
 
@@ -394,12 +398,13 @@ def test_answers_are_deterministic_and_never_leak_forbidden_facts():
             assert digits_outside_order_id(a) == []
 
 
-def test_facts_volunteered_under_another_topic_are_reported_as_stated():
-    """Issue #12: "It hasn't been used." in answer to a details question makes the condition known."""
+def test_an_answer_states_only_the_topic_asked():
+    """Issue #21.4: a details question is answered with the details only (before: "It hasn't been used."
+    was volunteered, and counted as known)."""
     c = claim("vague", images=False, used=None)
     text, stated = answer_and_facts({"details"}, HiddenFacts(actual_issue="changed_mind", item_used=False), c)
-    assert read_usage(text) is False
-    assert stated == {"details", "usage"}
+    assert read_usage(text) is None
+    assert stated == {"details"}
     _, nothing = answer_and_facts({"details"}, HiddenFacts(), claim("vague"))
     assert nothing == frozenset()
     _, photos = answer_and_facts({"photos"}, HiddenFacts(photos_show="damage"))

@@ -47,8 +47,8 @@ def _store_rows(split: str, difficulty: str, dataset=PUBLIC) -> list[tuple[int, 
 def test_position_does_not_predict_what_a_store_ticket_is_about(difficulty: str) -> None:
     """validity.md §1 for the store desk: the best lookup table from one position feature, fitted on train,
     does no better on dev and on a fresh key's test split than the majority class + 0.05."""
+    from bench.gaming_agents import PositionClassifier
     from service.env import Dataset, derive_test_key
-    from tests.env.gaming_agents import PositionClassifier
 
     classifier = PositionClassifier.fit(_store_rows("train", difficulty))  # type: ignore[arg-type]
     for rows in (

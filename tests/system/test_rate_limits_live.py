@@ -25,8 +25,8 @@ import httpx
 import pytest
 
 from bench.limits_fit import refused_429s, trainer
+from bench.stub_openai import StubLLM
 from service.settings import Settings
-from tests.client.stub_openai import StubLLM
 from tests.client.test_inference import END_RE, llm_env, run_inference
 from tests.conftest import LiveServer
 

@@ -19,7 +19,7 @@ from service.domain.episodes.schemas import GraderResponse, wire_action_schema
 from service.domain.episodes.services import EpisodeService
 from service.domain.episodes.task_names import aliases_of
 from service.domain.runs.schemas import RunGradeResponse
-from service.lib.problems import problem_responses
+from service.lib.problems import bearer, problem_responses
 from service.settings import Settings
 
 
@@ -59,7 +59,7 @@ class BenchmarkController(Controller):
         # One dependency: Litestar resolves two or more in a task group, on every request.
         closed_query(request, GRADER_QUERY)
         if run_id is not None and episode_id is None and episodes.runs is not None:
-            run = await episodes.runs.detail(run_id)
+            run = await episodes.runs.detail(run_id, token=bearer(request))
             return RunGradeResponse(**{k: run.get(k) for k in RunGradeResponse.model_fields})
         episode_id = implicit(request).resolve(request, episode_id)
         return await episodes.grade(episode_id, episode_token(request, episode_id=episode_id))

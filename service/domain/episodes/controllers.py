@@ -180,7 +180,9 @@ class OpenEnvController(Controller):
                 episode_status="no_episode",
                 hint="pass ?episode_id=… (returned by POST /reset) to read a persisted episode",
             )
-        return StateResponse(**await episodes.state(episode_id, episode_token(request, episode_id=episode_id)))
+        return StateResponse(
+            **await episodes.state(episode_id, episode_token(request, episode_id=episode_id), bearer(request))
+        )
 
     @get("/health", summary="Liveness")
     async def health(self) -> HealthResponse:

@@ -39,6 +39,7 @@ from service.domain.episodes.schemas import (
     JsonRpcError,
     JsonRpcResponse,
     ResetParams,
+    StateArguments,
     StepArguments,
 )
 from service.domain.episodes.services import EpisodeService
@@ -70,8 +71,9 @@ TOOL_MODELS: dict[str, tuple[str, type[ClosedBody]]] = {
     ),
     "step": ("Apply one action to an episode. Returns observation, reward and done.", StepArguments),
     "state": (
-        "Episode id, step count and status (and the visible ticket state where it may be shown).",
-        EpisodeArguments,
+        "Episode id, step count and status (and the visible ticket state where it may be shown); a test episode's "
+        "progress needs its run's token (run_token, or the session's).",
+        StateArguments,
     ),
     "grade": ("Resolved, score in [0, 1] and breakdown of a finished episode.", EpisodeArguments),
 }
@@ -365,7 +367,8 @@ async def _call_tool(
         run_token = parsed.run_token or (session.run_token if session is not None else None)
         return (await episodes.step(episode_id, parsed.action, parsed.request_id, run_token, token)).wire()
     if name == "state":
-        return await episodes.state(episode_id, token)
+        run_token = session.run_token if session is not None and episode_id == session.episode_id else None
+        return await episodes.state(episode_id, token, getattr(parsed, "run_token", None) or run_token)
     return msgspec.structs.asdict(await episodes.grade(episode_id, token))
 
 

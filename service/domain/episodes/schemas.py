@@ -271,6 +271,12 @@ class EpisodeArguments(ClosedBody):
     episode_token: EpisodeToken
 
 
+class StateArguments(EpisodeArguments):
+    """Arguments of the MCP ``state`` tool: a test episode's progress is its run token holder's only."""
+
+    run_token: RunToken = None
+
+
 class StepArguments(EpisodeArguments):
     """Arguments of the MCP ``step`` tool."""
 

@@ -69,7 +69,7 @@ class RunGate(Protocol):
 
     async def finish_if_complete(self, run_id: str) -> str: ...
 
-    async def detail(self, run_id: str) -> Mapping[str, Any]: ...
+    async def detail(self, run_id: str, *, token: str | None = None) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -327,6 +327,7 @@ class EpisodeService:
         record = await self._load(episode_id)
         self._check_owner(record, episode_token)
         run_status = await self._run_status(record, run_token)
+        _refuse_if_test_run_over(record, run_status)
         if run_status == "expired" and record.status != "done":
             raise RunNotActive(
                 f"run {record.run_id!r} expired (idle past its TTL); its episodes cannot be resumed — start a new run "
@@ -399,6 +400,7 @@ class EpisodeService:
         record, cached = await self._owned(episode_id, episode_token)
         state = cached.state if cached is not None else None
         run_status = await self._run_status(record, run_token)
+        _refuse_if_test_run_over(record, run_status)
         action = parse_action(action_payload)
         if request_id is None:
             return await self._apply(
@@ -613,12 +615,18 @@ class EpisodeService:
             ),
         )
 
-    async def state(self, episode_id: str | None, episode_token: str | None = None) -> dict[str, Any]:
-        """``GET /state`` (and the WS state frame and MCP state tool). An episode whose details are
-        private — a test episode, a run's episode while the run is in progress — shows only its
-        progress, to everyone (run episode ids are public; the run's own agent has its observations)."""
+    async def state(
+        self, episode_id: str | None, episode_token: str | None = None, run_token: str | None = None
+    ) -> dict[str, Any]:
+        """``GET /state`` (and the WS state frame and MCP state tool). A run's episode while the run is in
+        progress shows only its progress. A test episode shows its progress only to its run's token holder,
+        only while the run is active, and nothing to anyone afterwards: which tickets took more steps
+        says which needed the customer's answer (issue #21.3)."""
         record = await self._load(episode_id)
         self._check_owner(record, episode_token)
+        if record.split == core.HIDDEN_SPLIT and record.run_id is not None and self.runs is not None:
+            run = await self.runs.authorized(record.run_id, run_token)  # 401 / 403 without the run's token
+            _refuse_if_test_run_over(record, run.status)
         if not (await self._feedback(record)).episode_details:
             return {
                 "episode_id": record.id,
@@ -679,6 +687,8 @@ class EpisodeService:
     async def grade(self, episode_id: str | None, episode_token: str | None = None) -> GraderResponse:
         record = await self._load(episode_id)  # ownership is the stored row's, never a cached copy's
         self._check_owner(record, episode_token)
+        if record.split == core.HIDDEN_SPLIT:  # before anything that tells its progress
+            raise _private(record)
         cached = self.cache.get(record.id)
         stored = (
             cached.grade  # stored by this process's finishing step: final, a finished episode never changes
@@ -719,6 +729,28 @@ _PRIVATE_DETAIL = (
     "episode {episode_id!r} is on the test split: no test episode's score, grade, actions or trajectory is ever "
     "served, not even after its run completes — only the run's aggregates (GET /runs/{{run_id}})"
 )
+
+
+def _refuse_if_test_run_over(record: repo.EpisodeRecord, run_status: str | None) -> None:
+    """A test episode whose run is no longer active shows nothing to anyone, its own agent included: not
+    its state, not a resumed observation, not a replayed step — not even how many steps it took."""
+    if record.split != core.HIDDEN_SPLIT or run_status in (None, "active"):
+        return
+    if run_status == "expired":
+        raise RunNotActive(
+            f"run {record.run_id!r} expired; its episodes take no more steps and show nothing — start a new run "
+            "with POST /runs",
+            run_id=record.run_id,
+            run_status=run_status,
+            code="run_expired",
+        )
+    raise TestResultsPrivate(
+        f"episode {record.id!r} is on the test split and its run {record.run_id!r} is {run_status}: nothing per "
+        "episode of a test run is shown once the run is over, step counts included — GET /runs/{run_id} shows "
+        "what the run published",
+        episode_id=record.id,
+        run_id=record.run_id,
+    )
 
 
 def _private(record: repo.EpisodeRecord) -> TestResultsPrivate | RunResultsPending:

@@ -234,7 +234,7 @@ async def _handle(
             if session.episode_id is None:
                 data: dict[str, Any] = {"episode_id": None, "step_count": 0}
             else:
-                data = await episodes.state(session.episode_id, session.episode_token)
+                data = await episodes.state(session.episode_id, session.episode_token, session.run_token)
             return _frame("state", data), False
         assert isinstance(msg, McpFrame)
         client = None if client_address is None else Client(client_address, exempt=False)

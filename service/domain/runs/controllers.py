@@ -40,7 +40,16 @@ from service.domain.runs.services import RunService
 from service.lib.limits import counted_address
 from service.lib.problems import bearer, problem_responses
 
-SplitQuery = Annotated[core.Split, QueryParameter(description="The split whose leaderboard to show.")]
+SplitQuery = Annotated[
+    core.Split,
+    QueryParameter(
+        description="The split whose leaderboard to show: test (the benchmark, the default) or a practice board "
+        "(dev, train: their labels are public)."
+    ),
+]
+VerifiedQuery = Annotated[
+    bool, QueryParameter(description="Only rows whose run an operator verified (ranked among themselves).")
+]
 
 
 class RunController(Controller):
@@ -111,11 +120,12 @@ class RunController(Controller):
         ] = RUN_PAGE_DEFAULT,
     ) -> Response[Any]:  # JSON (or HTML) bytes built once per version of the page
         per_page = min(per_page, RUN_PAGE_MAX)
-        version = await runs.page_version(run_id, page, per_page)
+        token = bearer(request)  # a test run lists its episodes to its holder only, while it is active
+        version = await runs.page_version(run_id, page, per_page, token)
         return await conditional_page(
             request,
             version,
-            lambda: runs.detail(run_id, page, per_page),
+            lambda: runs.detail(run_id, page, per_page, token),
             "run.html",
             lambda run: {"run": run, "tasks": core.TASKS},
         )
@@ -163,7 +173,8 @@ class RunController(Controller):
 
     @get(
         "/leaderboard",
-        summary="Ranked finished runs of a split, with 95% CIs and pass^k, paged (ETag; If-None-Match answers 304)",
+        summary="Ranked finished runs of a split: the test board (the benchmark) or a practice board, with tie "
+        "groups, paged (ETag; If-None-Match answers 304)",
         responses={
             200: page_spec(Leaderboard, "the leaderboard (JSON; an HTML page for browsers or ?format=html)"),
             **problem_responses(),
@@ -173,17 +184,18 @@ class RunController(Controller):
         self,
         request: Request[Any, Any, Any],
         runs: NamedDependency[RunService],
-        split: SplitQuery = "dev",
+        split: SplitQuery = core.HIDDEN_SPLIT,
+        verified: VerifiedQuery = False,
         page: Annotated[int, QueryParameter(ge=1, le=1_000_000, description="1-based page of the ranked rows.")] = 1,
         per_page: Annotated[
             int, QueryParameter(ge=1, le=BOARD_PAGE_MAX, description="Ranked rows per page.")
         ] = BOARD_PAGE_DEFAULT,
     ) -> Response[Any]:  # JSON (or HTML) bytes built once per version of the page
-        version = await runs.board_version(split, page, per_page)
+        version = await runs.board_version(split, page, per_page, verified)
         return await conditional_page(
             request,
             version,
-            lambda: runs.leaderboard_page(split, page, per_page),
+            lambda: runs.leaderboard_page(split, page, per_page, verified),
             "leaderboard.html",
             lambda board: {"board": board, "chart": chart(board["rows"])},
         )

@@ -99,7 +99,7 @@ class RunGradeResponse(BaseModel):
 
     run_id: str
     status: str
-    episodes_done: int
+    episodes_done: int | None  # an active test run's progress is its holder's only (GET /runs/{id} with its token)
     episodes_total: int
     per_episode_results: bool
     summary: dict[str, Any] | None
@@ -119,7 +119,7 @@ class GroupStats(TypedDict):
 
 
 class RunSummary(TypedDict, total=False):
-    """A complete run's statistics (on the test split: released aggregates, rounded)."""
+    """A complete run's statistics (on the test split: the released value, its interval, the run's size)."""
 
     resolved: float
     resolved_ci95: list[float]
@@ -132,6 +132,15 @@ class RunSummary(TypedDict, total=False):
     per_task: dict[str, GroupStats]
     per_family: dict[str, GroupStats]
     per_difficulty: dict[str, GroupStats]
+    noise_scale: float  # test releases: the scale of the Laplace draw added before the Ladder
+
+
+class VerificationView(TypedDict):
+    """An operator's check of a run (``python -m service.verify``)."""
+
+    by: str
+    at: str
+    note: str | None
 
 
 class UsageView(TypedDict, total=False):
@@ -146,20 +155,24 @@ class RunView(TypedDict):
 
     run_id: str
     status: str  # active | complete | expired
+    status_reason: str | None  # expired: idle | test_key_changed | submitter_revoked
     agent: str
     model: str
     split: str
+    board: str  # benchmark (test) | practice (train, dev)
     trials: int
     task_ids: list[str]
     ranked: bool
     episodes_total: int
-    episodes_started: int
-    episodes_done: int
+    episodes_started: int | None  # an active test run's progress: its token's holder only
+    episodes_done: int | None
     dataset_version: str
     grader_version: str
     submitter: str | None
     test_key_fingerprint: str | None
     usage: UsageView | None
+    checked: str  # verified | self-reported
+    verified: VerificationView | None
     created_at: str
     finished_at: str | None
     run_url: str
@@ -205,11 +218,13 @@ class LadderInfo(TypedDict):
     released: float | None
     submitter_best: float | None
     margin: float
+    noise_scale: float
     note: str
 
 
 class _RunPageRequired(RunView):
     episodes: list[RunEpisodeRow]
+    episodes_listed: bool  # False: a test run's episodes, listed to its token's holder only while it is active
     summary: RunSummary | None
     per_episode_results: bool
     page: PageInfo
@@ -230,12 +245,23 @@ class ManifestPage(TypedDict):
     next_url: str | None
 
 
+class Comparison(TypedDict):
+    """A ranked row against the next one down."""
+
+    method: str  # paired (practice boards) | released values (test) | intervals (runs kept before 0009)
+    difference: float
+    z: float | None
+    separated: bool  # ahead at 95%: the next row starts a new tie group (a new rank)
+
+
 class _LeaderboardRowRequired(TypedDict):
     rank: int | None  # None: an unranked (subset) run
     run_id: str
     agent: str
     model: str
     submitter: str | None
+    checked: str  # verified | self-reported (agent and model names as the submitter declared them)
+    verified: VerificationView | None
     trials: int
     resolved: float | None
     resolved_ci95: list[float] | None
@@ -257,6 +283,7 @@ class _LeaderboardRowRequired(TypedDict):
 
 class LeaderboardRow(_LeaderboardRowRequired, total=False):
     entrant_runs: int  # ranked rows: how many runs the entrant has
+    vs_next: Comparison | None  # ranked rows: the comparison with the next row (None: the last)
 
 
 class BoardPage(TypedDict):
@@ -270,6 +297,9 @@ class BoardPage(TypedDict):
 
 class Leaderboard(TypedDict):
     split: str
+    board: str  # benchmark (test) | practice (train, dev: public labels)
+    note: str
+    verified_only: bool
     dataset_version: str
     grader_version: str
     test_key_fingerprint: str | None

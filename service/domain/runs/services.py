@@ -7,9 +7,16 @@ finished runs on their resolved rate. The run token (shown once, stored hashed) 
 episode of the run; step rewards are withheld until the run completes.
 
 The test split is secret: a test run needs a submitter key issued by the operator, covers the
-whole split, counts against the key's quota, and publishes only aggregates rounded to two
-decimals — and only when the Ladder releases them (the run beats the submitter's best). Nothing
-per episode is ever served.
+whole split, is pinned to the test key it started under, counts against the key's quota, and
+publishes one number — its resolved rate plus a keyed Laplace draw, rounded to the Ladder's margin —
+and only when the Ladder releases it (it beats the submitter's best). Nothing per episode is ever
+served, step counts included, except its progress to the run token's holder while it is active.
+
+Boards: the test split's is the benchmark; train and dev boards are practice (their labels are
+public, so replaying known answers tops them). Rows are ordered by resolved rate and adjacent rows
+compared — by a paired test on the same tickets on practice boards, from the released values alone on
+the test board — to make tie groups. A row is self-reported unless an operator verified its run
+(``python -m service.verify``).
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ import functools
 import hmac
 import json
 import logging
+import math
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any, cast
 
 import anyio
@@ -38,6 +47,7 @@ from service.domain.runs.schemas import (
     MANIFEST_PAGE_MAX,
     RUN_PAGE_DEFAULT,
     UNRANKED_SHOWN,
+    Comparison,
     CreateRun,
     Leaderboard,
     LeaderboardRow,
@@ -48,6 +58,7 @@ from service.domain.runs.schemas import (
     RunView,
     Usage,
     UsageView,
+    VerificationView,
 )
 from service.lib.problems import (
     AgentNameTaken,
@@ -64,7 +75,21 @@ from service.lib.problems import (
     TestResultsPrivate,
 )
 from service.lib.secrets import hash_secret
-from service.stats import LADDER_MARGIN, PUBLISHED_DECIMALS, Trial, ladder, published, rank_bands, summarize
+from service.stats import (
+    LADDER_MARGIN,
+    LADDER_NOISE_SCALE,
+    PUBLISHED_DECIMALS,
+    Trial,
+    item_outcomes,
+    ladder,
+    ladder_noise,
+    paired_comparison,
+    published_release,
+    rounded,
+    summarize,
+    tie_ranks,
+    unpaired_separated,
+)
 
 log = logging.getLogger("service.runs")
 
@@ -99,8 +124,80 @@ def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
 
 
 def _rank_order(row: LeaderboardRow) -> tuple[float, float, str]:
-    """Best first. A ranked row is a complete run's: its resolved rate, mean and finish time are set."""
-    return -cast(float, row["resolved"]), -cast(float, row["mean"]), cast(str, row["finished_at"])
+    """Best first. A ranked row is a complete run's: its resolved rate and finish time are set (a test
+    row publishes no mean)."""
+    return -cast(float, row["resolved"]), -(row["mean"] or 0.0), cast(str, row["finished_at"])
+
+
+def _checked(verified_by: str | None) -> str:
+    return "verified" if verified_by is not None else "self-reported"
+
+
+def _verified(by: str | None, at: datetime | None, note: str | None) -> VerificationView | None:
+    if by is None or at is None:
+        return None
+    return {"by": by, "at": at.isoformat(), "note": note}
+
+
+def _compare(
+    upper: run_store.BoardRun, lower: run_store.BoardRun, upper_row: LeaderboardRow, lower_row: LeaderboardRow
+) -> Comparison:
+    """Is the upper of two adjacent rows ahead of the lower at 95%? On the same tickets (practice boards):
+    a paired test of their per-ticket outcomes. On the test board, from the released values alone — a
+    paired test would publish one more function of each ticket's outcome."""
+    a, b = cast(float, upper_row["resolved"]), cast(float, lower_row["resolved"])
+    if upper.split == core.HIDDEN_SPLIT:
+        n_a, n_b = (cast(int, (r.summary or {}).get("items", 1)) for r in (upper, lower))
+        separated = unpaired_separated(a, b, n_a, n_b, extra_var=2 * LADDER_NOISE_SCALE**2)
+        return {
+            "method": "released values",
+            "difference": rounded(a - b, PUBLISHED_DECIMALS),
+            "z": None,
+            "separated": separated,
+        }
+    if upper.outcomes and lower.outcomes and len(upper.outcomes) == len(lower.outcomes):
+        paired = paired_comparison(upper.outcomes, lower.outcomes)
+        z = rounded(paired.z, 2) if math.isfinite(paired.z) else None
+        return {"method": "paired", "difference": rounded(paired.difference, 4), "z": z, "separated": paired.separated}
+    # a run summarised before its outcomes were kept (revision 0009): its interval only
+    lo_a = cast(list[float], upper_row["resolved_ci95"])[0]
+    hi_b = cast(list[float], lower_row["resolved_ci95"])[1]
+    return {"method": "intervals", "difference": rounded(a - b, 4), "z": None, "separated": lo_a > hi_b}
+
+
+TEST_RELEASE_NOTE = (
+    f"a test run publishes one number: its resolved rate over the whole split plus a Laplace draw of scale "
+    f"{LADDER_NOISE_SCALE} fixed by the deployment's key and the run id, rounded half up to {LADDER_MARGIN}, and "
+    f"only when that beats its submitter's best release by {LADDER_MARGIN} (the Ladder); its interval follows from "
+    "that number and the split's size; no per-task, per-family or per-difficulty rate, mean score or pass^k, and "
+    "nothing per episode, ever"
+)
+TEST_BOARD_NOTE = (
+    "the benchmark: each submitter's best released test run under this deployment's test key. " + TEST_RELEASE_NOTE
+)
+BOARD_METHOD = (
+    "ranked on the resolved rate (an episode is resolved when every required check of its task passes): mean over "
+    "tickets of each ticket's resolved share. Adjacent rows are compared (vs_next): on practice boards by a paired "
+    "test of the two runs' outcomes on the same tickets, on the test board from the released values and the noise "
+    "alone; a row not ahead of the row above at 95% shares its rank (a tie group). 95% CI: percentile bootstrap over "
+    "tickets (test: from the released value). One row per entrant (submitter or anonymous, agent name, model): its "
+    "best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to that submitter; "
+    "every row is self-reported — its agent and model names are what the submitter declared — unless an operator "
+    "verified the run (checked: verified, with who and when; ?verified=true shows only those)."
+)
+
+
+# Why a run that expired for something other than idling refuses every request.
+_ENDED = {
+    "test_key_changed": "was started under another test key than this deployment's (TEST_SPLIT_KEY changed), so "
+    "its remaining episodes would come from another split",
+    "submitter_revoked": "was created with a submitter key the operator has revoked",
+}
+PRACTICE_NOTE = (
+    "practice board: the {split} split's tickets and labels are public, so a run that replays known answers "
+    "tops it — it is ranked apart from the benchmark, the test board (GET /leaderboard?split=test), and its "
+    "numbers are not the benchmark's"
+)
 
 
 def episode_id_for(run_id: str, index: int) -> str:
@@ -129,9 +226,9 @@ class RunService:
         self.episode_quota: Any = None  # a limits.EpisodeQuota, set by the composition root (shared with episodes)
         # A run's manifest never changes: decoded once per process, not on every /next.
         self._manifests: OrderedDict[str, Sequence[dict[str, Any]]] = OrderedDict()
-        # Per split: (version, board). The version (complete runs, sum of their revisions) is read on every
-        # request — one index-only query — so a run completed by any process shows on the next request.
-        self._boards: dict[str, tuple[tuple[int, int], Leaderboard]] = {}
+        # Per (split, verified only): (version, board). The version (complete runs, sum of their revisions) is
+        # read on every request — one index-only query — so a run completed by any process shows on the next one.
+        self._boards: dict[tuple[str, bool], tuple[tuple[int, int], Leaderboard]] = {}
         self._board_lock = asyncio.Lock()
 
     # -------------------------------------------------------------------------- maintenance
@@ -142,10 +239,19 @@ class RunService:
             log.info("runs expired count=%d", expired)
         return expired
 
+    async def expire_other_key(self) -> int:
+        """Expire active test runs pinned to another test key than this deployment's (a restart with a
+        new ``TEST_SPLIT_KEY``): they would go on with another split's tickets."""
+        expired = await run_store.expire_test_runs_of_another_key(self.db, self.dataset.test_fingerprint)
+        if expired:
+            log.warning("test runs of another test key expired count=%d", expired)
+        return expired
+
     async def sweep(self) -> None:
-        """The timer's work (never a read's): expire idle runs; summarise complete runs whose process
-        stopped between their last episode and their summary."""
+        """The timer's work (never a read's): expire idle runs and test runs of another test key; summarise
+        complete runs whose process stopped between their last episode and their summary."""
         await self.expire_idle()
+        await self.expire_other_key()
         for run_id in await run_store.complete_unsummarised(self.db):
             await self.finish_if_complete(run_id)
 
@@ -205,8 +311,24 @@ class RunService:
         return run
 
     async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunAccess:
+        """The run, once ``token`` is its token. A test run pinned to another test key than this
+        deployment's is expired here, and one that expired for its key or its submitter's revocation
+        refuses every request (409): it is never resumed, stepped or released."""
         run = await self.access(run_id)
         self.authorize(run, token)
+        if run.status == "active" and not self._pinned(run):
+            if await run_store.expire_test_runs_of_another_key(self.db, self.dataset.test_fingerprint, run.id):
+                log.warning("test run expired: the test key changed run_id=%s", run.id)
+            run = replace(run, status="expired", status_reason="test_key_changed")
+        if run.status == "expired" and run.status_reason in _ENDED:
+            raise RunNotActive(
+                f"run {run_id!r} {_ENDED[run.status_reason]}; it takes no more requests and is never released — "
+                "start a new run with POST /runs",
+                run_id=run_id,
+                run_status=run.status,
+                status_reason=run.status_reason,
+                code="run_expired",
+            )
         # Idle past its TTL and the sweep has not come by yet: expire it before handing out more.
         if (
             active
@@ -223,6 +345,15 @@ class RunService:
                 code="run_exhausted" if run.status == "complete" else f"run_{run.status}",
             )
         return run
+
+    def _pinned(self, run: run_store.RunAccess | run_store.RunRecord) -> bool:
+        """A test run is played only under the test key it started under."""
+        return run.split != core.HIDDEN_SPLIT or run.key_fingerprint == self.dataset.test_fingerprint
+
+    @staticmethod
+    def holder(run: run_store.RunRecord, token: str | None) -> bool:
+        """Whether ``token`` is the run's own (a wrong token is simply not the holder's: reads stay public)."""
+        return bool(token) and hmac.compare_digest(hash_secret(token or ""), run.token_sha256)
 
     # ---------------------------------------------------------------------------- lifecycle
 
@@ -402,15 +533,40 @@ class RunService:
         run = await self.load(run_id)
         if run.status != "complete" or run.summary is not None:
             return run.status
-        episodes = await run_store.run_episodes(self.db, run.id, run.grader_version)
-        summary = await anyio.to_thread.run_sync(lambda: summarize_run(run, episodes))
         if run.split == core.HIDDEN_SPLIT:
-            released = await run_store.set_summary_released(self.db, run, summary, ladder)
-            log.info("test run complete run_id=%s submitter=%s released=%s", run.id, run.submitter, released)
-        else:
-            await run_store.set_summary(self.db, run.id, summary)
-            log.info("run complete run_id=%s resolved=%s mean=%s", run.id, summary["resolved"], summary["mean"])
+            # The Ladder compares a run with those its submitter completed before it: summarise those
+            # first, in completion order, whichever process gets here (a crash in between changes nothing).
+            for earlier in await run_store.unsummarised_before(self.db, run):
+                await self._summarise(await self.load(earlier))
+        await self._summarise(run)
         return run.status
+
+    async def _summarise(self, run: run_store.RunRecord) -> None:
+        if run.summary is not None:
+            return
+        episodes = await run_store.run_episodes(self.db, run.id, run.grader_version)
+        summary, outcomes = await anyio.to_thread.run_sync(lambda: summarize_run(run, episodes))
+        if run.split != core.HIDDEN_SPLIT:
+            await run_store.set_summary(self.db, run.id, summary, outcomes)
+            log.info("run complete run_id=%s resolved=%s mean=%s", run.id, summary["resolved"], summary["mean"])
+            return
+        release = self._release_rule(run)
+        try:
+            released = await run_store.set_summary_released(self.db, run, summary, outcomes, release)
+        except run_store.EarlierRunsUnsummarised as exc:  # completed meanwhile, by another process
+            for earlier in exc.run_ids:
+                await self._summarise(await self.load(earlier))
+            released = await run_store.set_summary_released(self.db, run, summary, outcomes, release)
+        log.info("test run complete run_id=%s submitter=%s released=%s", run.id, run.submitter, released)
+
+    def _release_rule(self, run: run_store.RunRecord) -> Callable[[float, float | None], float | None]:
+        """The Ladder for this run: its noisy score against its submitter's best, nothing for a run pinned
+        to another test key (it is never released under this deployment's)."""
+        key = self.dataset.test_key
+        if key is None or not self._pinned(run):
+            return lambda score, best: None
+        noise = ladder_noise(key, run.id)
+        return lambda score, best: ladder(score, best, noise)
 
     async def set_usage(self, run_id: str, token: str | None, usage: Usage) -> RunView:
         run = await self.authorized(run_id, token)
@@ -420,25 +576,33 @@ class RunService:
     # -------------------------------------------------------------------------------- reads
 
     @staticmethod
-    def view(run: run_store.RunRecord) -> RunView:
+    def view(run: run_store.RunRecord, holder: bool = True) -> RunView:
+        """The run as every run endpoint shows it. An active test run's progress (how many episodes are
+        started and done) is its holder's only: watched by anyone, its counters tick once per episode
+        and would time each ticket's steps."""
         test = run.split == core.HIDDEN_SPLIT
+        progress = holder or not test or run.status != "active"
         return {
             "run_id": run.id,
             "status": run.status,
+            "status_reason": run.status_reason,
             "agent": run.agent,
             "model": run.model,
             "split": run.split,
+            "board": "benchmark" if test else "practice",
             "trials": run.trials,
             "task_ids": run.task_ids,
             "ranked": run.full_split,
             "episodes_total": run.episodes_total,
-            "episodes_started": run.next_index,
-            "episodes_done": run.episodes_done,
+            "episodes_started": run.next_index if progress else None,
+            "episodes_done": run.episodes_done if progress else None,
             "dataset_version": run.dataset_version,
             "grader_version": run.grader_version,
             "submitter": run.submitter,  # set when a submitter key created the run (its agent name is theirs)
             "test_key_fingerprint": run.key_fingerprint if test else None,
             "usage": cast("UsageView | None", run.usage),  # stored as the UsageView it was given
+            "checked": _checked(run.verified_by),
+            "verified": _verified(run.verified_by, run.verified_at, run.verification_note),
             "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "run_url": f"/runs/{run.id}",
@@ -448,10 +612,12 @@ class RunService:
     async def status_of(self, run_id: str) -> str:
         return (await self.access(run_id)).status
 
-    async def page_version(self, run_id: str, page: int, per_page: int) -> str:
-        """A short string that changes whenever the run page (``page``, ``per_page``) would: checked
-        against ``If-None-Match`` and the rendered-page cache before the page is built. A test run's
-        page also shows its submitter's best release, so the split's leaderboard version is part of it."""
+    async def page_version(self, run_id: str, page: int, per_page: int, token: str | None = None) -> str:
+        """A short string that changes whenever the run page (``page``, ``per_page``) would, for this
+        reader: checked against ``If-None-Match`` and the rendered-page cache before the page is built.
+        A test run's page also shows its submitter's best release, so the split's leaderboard version is
+        part of it; and it changes for anyone but the run's holder only when the run's status or what it
+        publishes does (a version that moved with every step would time each ticket's steps)."""
         start = (page - 1) * per_page
         version = await run_store.page_version(
             self.db, run_id, episode_id_for(run_id, start), episode_id_for(run_id, start + per_page - 1)
@@ -460,21 +626,61 @@ class RunService:
             raise RunNotFound(
                 f"no run with id {run_id!r}; POST /runs creates one and returns run_id and run_token", run_id=run_id
             )
-        if version[5] == core.HIDDEN_SPLIT:
-            version = (*version, *await run_store.leaderboard_version(self.db, core.HIDDEN_SPLIT))
+        status, _next, _done, revision, _updated, split, *_page = version
+        if split == core.HIDDEN_SPLIT:
+            holder = status == "active" and token is not None and self.holder(await self.load(run_id), token)
+            if not holder:
+                version = (status, revision)
+            version = (*version, holder, *await run_store.leaderboard_version(self.db, core.HIDDEN_SPLIT))
         return repr((run_id, page, per_page, core.DATASET_VERSION, core.GRADER_VERSION, *version))
 
-    async def detail(self, run_id: str, page: int = 1, per_page: int = RUN_PAGE_DEFAULT) -> RunPage:
+    async def detail(
+        self, run_id: str, page: int = 1, per_page: int = RUN_PAGE_DEFAULT, token: str | None = None
+    ) -> RunPage:
         """The run and one page of its episodes (``per_page`` manifest entries, 1-based ``page``). Never
-        writes: idle runs are expired by the sweep (or when one of their episodes is used)."""
+        writes: idle runs are expired by the sweep (or when one of their episodes is used).
+
+        A test run lists its episodes (status and step count, never a result) only to the run token's
+        holder while the run is active — to resume its own — and to nobody afterwards: which tickets took
+        more steps says which needed the customer's answer."""
         run = await self.load(run_id)
         if run.status == "complete" and run.summary is None:
             await self.finish_if_complete(run.id)
             run = await self.load(run_id)
         test = run.split == core.HIDDEN_SPLIT
+        holder = self.holder(run, token)
+        listed = not test or (run.status == "active" and holder)
         shown = core.feedback(run.split, True, run.status == "complete")  # nothing per episode while in progress
         start = (page - 1) * per_page
-        entries = manifest_of(run)[start : start + per_page]
+        entries = manifest_of(run)[start : start + per_page] if listed else []
+        rows = await self._episode_rows(run, entries, shown.episode_score)
+        pages = max(1, -(-run.episodes_total // per_page))
+
+        def url(n: int) -> str | None:
+            return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages and listed else None
+
+        body: dict[str, Any] = {
+            **self.view(run, holder),
+            "episodes": rows,
+            "episodes_listed": listed,
+            "summary": run.summary,
+            "per_episode_results": shown.episode_score,
+            "page": {
+                "number": page,
+                "per_page": per_page,
+                "pages": pages,
+                "first_index": start,
+                "prev_url": url(page - 1),
+                "next_url": url(page + 1),
+            },
+        }
+        if test:
+            body.update(await self._test_result(run))
+        return cast(RunPage, body)  # the view, its episode rows and page, and a test run's published result
+
+    async def _episode_rows(
+        self, run: run_store.RunRecord, entries: Sequence[dict[str, Any]], with_results: bool
+    ) -> list[dict[str, Any]]:
         handed_out = [episode_id_for(run.id, e["index"]) for e in entries if e["index"] < run.next_index]
         started = {
             e.episode_id: e
@@ -491,31 +697,10 @@ class RunService:
                 "status": "pending" if ep is None else ep.status,
                 "step_count": ep.step_count if ep else 0,
             }
-            if shown.episode_score:
+            if with_results:
                 row.update(score=ep.score if ep else None, resolved=ep.resolved if ep else None)
             rows.append(row)
-        pages = max(1, -(-run.episodes_total // per_page))
-
-        def url(n: int) -> str | None:
-            return f"/runs/{run.id}?page={n}&per_page={per_page}" if 1 <= n <= pages else None
-
-        body: dict[str, Any] = {
-            **self.view(run),
-            "episodes": rows,
-            "summary": run.summary,
-            "per_episode_results": shown.episode_score,
-            "page": {
-                "number": page,
-                "per_page": per_page,
-                "pages": pages,
-                "first_index": start,
-                "prev_url": url(page - 1),
-                "next_url": url(page + 1),
-            },
-        }
-        if test:
-            body.update(await self._test_result(run))
-        return cast(RunPage, body)  # the view, its episode rows and page, and a test run's published result
+        return rows
 
     async def manifest_page(self, run_id: str, offset: int, limit: int) -> ManifestPage:
         """A slice of the run's manifest: which ticket each episode index plays, in order."""
@@ -532,57 +717,65 @@ class RunService:
         }
 
     async def _test_result(self, run: run_store.RunRecord) -> dict[str, Any]:
-        """What a test run publishes: aggregates, rounded, only when the Ladder released them."""
+        """What a test run publishes: one released number (and what follows from it), only when the
+        Ladder released it."""
         best = await run_store.best_released(self.db, run) if run.summary is not None else None
-        released = run.released is not None
+        summary = run.summary or {}
+        released = (
+            published_release(run.released, summary["items"], summary["episodes"], summary["errors"])
+            if run.released is not None
+            else None
+        )
         return {
-            "summary": published(run.summary) if run.summary is not None and released else None,
+            "summary": released,
             "ladder": {
                 "released": run.released,
                 "submitter_best": best,
                 "margin": LADDER_MARGIN,
-                "note": (
-                    "test results are aggregates of the whole split, rounded to "
-                    f"{PUBLISHED_DECIMALS} decimals, released only when a run beats its submitter's best resolved rate "
-                    f"by {LADDER_MARGIN} (the Ladder); per-episode results are never served"
-                ),
+                "noise_scale": LADDER_NOISE_SCALE,
+                "note": TEST_RELEASE_NOTE,
             },
         }
 
-    async def leaderboard(self, split: str) -> Leaderboard:
+    async def leaderboard(self, split: str, verified_only: bool = False) -> Leaderboard:
         """The split's leaderboard, cached until a run completes or what it shows of one changes (the
         version is read first, so rows read after it can only be newer: a stale board is never kept).
         The returned dict is shared: never modify it. Never writes (runs whose summary is missing are
-        summarised by the sweep)."""
+        summarised by the sweep). ``verified_only``: the rows an operator verified, ranked among themselves."""
         version = await run_store.leaderboard_version(self.db, split)
-        cached = self._boards.get(split)
+        key = (split, verified_only)
+        cached = self._boards.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
         async with self._board_lock:
-            cached = self._boards.get(split)
+            cached = self._boards.get(key)
             if cached is not None and cached[0] == version:
                 return cached[1]
             shown, unranked_total = await run_store.leaderboard_runs(self.db, split, UNRANKED_SHOWN)
-            board = self._board(split, shown, unranked_total)
-            self._boards[split] = (version, board)
+            if verified_only:
+                shown = [r for r in shown if r.verified_by is not None]
+                unranked_total = sum(1 for r in shown if not r.full_split)
+            board = self._board(split, shown, unranked_total, verified_only)
+            self._boards[key] = (version, board)
         return board
 
-    async def board_version(self, split: str, page: int, per_page: int) -> str:
+    async def board_version(self, split: str, page: int, per_page: int, verified_only: bool = False) -> str:
         """What a leaderboard page shows can change only if this does (ETag and page cache key, read first)."""
         version = await run_store.leaderboard_version(self.db, split)
-        return repr(("leaderboard", split, page, per_page, core.DATASET_VERSION, core.GRADER_VERSION, *version,
-                     self.dataset.test_fingerprint))  # fmt: skip
+        return repr(("leaderboard", split, page, per_page, verified_only, core.DATASET_VERSION, core.GRADER_VERSION,
+                     *version, self.dataset.test_fingerprint))  # fmt: skip
 
-    async def leaderboard_page(self, split: str, page: int, per_page: int) -> Leaderboard:
+    async def leaderboard_page(self, split: str, page: int, per_page: int, verified_only: bool = False) -> Leaderboard:
         """One page of the split's leaderboard (``per_page`` ranked rows, 1-based ``page``; ranks are the
         whole board's): a board of thousands of rows is never sent, nor rendered, whole."""
-        board = await self.leaderboard(split)
+        board = await self.leaderboard(split, verified_only=verified_only)
         rows = board["rows"]
         pages = max(1, -(-len(rows) // per_page))
         start = (page - 1) * per_page
 
         def url(n: int) -> str | None:
-            return f"/leaderboard?split={split}&page={n}&per_page={per_page}" if 1 <= n <= pages else None
+            only = "&verified=true" if verified_only else ""
+            return f"/leaderboard?split={split}{only}&page={n}&per_page={per_page}" if 1 <= n <= pages else None
 
         return {
             **board,
@@ -597,32 +790,36 @@ class RunService:
             },
         }
 
-    def _board(self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0) -> Leaderboard:
+    def _board(
+        self, split: str, complete: list[run_store.BoardRun], unranked_total: int = 0, verified_only: bool = False
+    ) -> Leaderboard:
+        test = split == core.HIDDEN_SPLIT
         current = [
             r
             for r in complete
             if r.summary and r.dataset_version == core.DATASET_VERSION and r.grader_version == core.GRADER_VERSION
         ]
-        if split == core.HIDDEN_SPLIT:
+        if test:
             current = _best_release_per_submitter(
                 [r for r in current if r.released is not None and r.key_fingerprint == self.dataset.test_fingerprint]
             )
         ranked, entries = _best_per_entrant([r for r in current if r.full_split])
-        ranks = rank_bands({r.id: (r.summary["resolved"], *r.summary["resolved_ci95"]) for r in ranked})  # type: ignore[index]
-        rows = sorted((self._ranked_row(r, ranks[r.id], entries[r.id]) for r in ranked), key=_rank_order)
+        rows = sorted((self._row(r, None) for r in ranked), key=_rank_order)
+        by_id = {r.id: r for r in ranked}
+        comparisons = [_compare(by_id[a["run_id"]], by_id[b["run_id"]], a, b) for a, b in pairwise(rows)]
+        ranks = tie_ranks([c["separated"] for c in comparisons])[: len(rows)]
+        for row, rank, comparison in zip(rows, ranks, [*comparisons, None][: len(rows)], strict=True):
+            row["rank"], row["entrant_runs"], row["vs_next"] = rank, entries[row["run_id"]], comparison
         unranked = [self._row(r, None) for r in current if not r.full_split]
         return {
             "split": split,
+            "board": "benchmark" if test else "practice",
+            "note": TEST_BOARD_NOTE if test else PRACTICE_NOTE.format(split=split),
+            "verified_only": verified_only,
             "dataset_version": core.DATASET_VERSION,
             "grader_version": core.GRADER_VERSION,
-            "test_key_fingerprint": self.dataset.test_fingerprint if split == core.HIDDEN_SPLIT else None,
-            "method": "ranked on the resolved rate (an episode is resolved when every required check of its task "
-            "passes): mean over tickets of each ticket's resolved share; 95% CI: percentile bootstrap over tickets "
-            "(trials resampled together); rank = 1 + number of runs whose CI lies entirely above this run's. The mean "
-            "partial score is shown beside it. One row per entrant (submitter or anonymous, agent name, model): "
-            "its best run (entrant_runs counts its runs). Agent names first run with a submitter key belong to "
-            "that submitter; rows without a submitter are self-declared names. Test rows: aggregates rounded to 2 "
-            "decimals, each submitter's best run released by the Ladder, under this deployment's test key only.",
+            "test_key_fingerprint": self.dataset.test_fingerprint if test else None,
+            "method": BOARD_METHOD,
             "rows": rows,
             # subset runs (practice): only the most recent, and only while retention keeps them
             "unranked": unranked,
@@ -630,25 +827,19 @@ class RunService:
             "unranked_shown": UNRANKED_SHOWN,
         }
 
-    def _ranked_row(self, run: run_store.BoardRun, rank: int, entrant_runs: int) -> LeaderboardRow:
-        row = self._row(run, rank)
-        row["entrant_runs"] = entrant_runs
-        return row
-
     def _row(self, run: run_store.BoardRun, rank: int | None) -> LeaderboardRow:
+        test = run.split == core.HIDDEN_SPLIT
         s = run.summary or {}
-        if run.split == core.HIDDEN_SPLIT:
-            s = published(s)
-            if run.released is not None:
-                # The public score of a test run is what the Ladder released: the rounded summary but at a
-                # tie (0.885 rounds to 0.89, the Ladder's margin steps release 0.88), where they differed.
-                s["resolved"] = run.released
+        if test:  # the one released number and what follows from it
+            s = published_release(run.released or 0.0, s.get("items", 0), s.get("episodes", 0), s.get("errors", 0))
         return {
             "rank": rank,
             "run_id": run.id,
             "agent": run.agent,
             "model": run.model,
             "submitter": run.submitter,
+            "checked": _checked(run.verified_by),
+            "verified": _verified(run.verified_by, run.verified_at, run.verification_note),
             "trials": run.trials,
             "resolved": s.get("resolved"),
             "resolved_ci95": s.get("resolved_ci95"),
@@ -744,8 +935,9 @@ def _best_release_per_submitter(runs: list[run_store.BoardRun]) -> list[run_stor
     return list(best.values())
 
 
-def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]) -> dict[str, Any]:
-    """Statistics of a complete run from its graded episodes (pure; runs in a worker thread).
+def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]) -> tuple[dict[str, Any], list[float]]:
+    """Statistics of a complete run from its graded episodes (pure; runs in a worker thread), and each
+    ticket's resolved share in manifest order (kept privately for paired comparisons).
 
     Items are the run's (task, seed) tickets; an episode without a grade counts as unresolved, 0.
     """
@@ -765,4 +957,4 @@ def summarize_run(run: run_store.RunRecord, episodes: list[run_store.RunEpisode]
         },
     )
     summary["errors"] = sum(1 for e in episodes if e.truncated)
-    return summary
+    return summary, [rounded(x, 6) for x in item_outcomes(items)]

@@ -2,25 +2,70 @@
 
 :class:`TicketReader` rebuilds the facts the policy needs only from an agent's observations: the
 ticket header, the order and customer records it looked up, the customer's message and answers
-(read against the phrasings customers use, :func:`service.env.messages.phrasebook`, tolerant of
-typos), and the dates (days are counted as P12 says). The observable oracle runs the policy on those
-facts: that every train and dev ticket is solved this way is the proof that each ticket can be
-solved from what is visible. Tests only — it is never a baseline.
+(read against the phrasings customers use, :func:`phrasebook`, tolerant of typos), and the dates
+(days are counted as P12 says). The observable oracle runs the policy on those facts: that every
+train and dev ticket is solved this way is the proof that each ticket can be solved from what is
+visible. Tests only, and never shipped: knowing every phrasing the generator
+uses, it reads the test split as well as the public ones — in the installed package it would be a
+script that tops the test board (issue #21.1). It reads the message banks of
+:mod:`service.env.messages` by their private names, as a test may.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
 from rapidfuzz import fuzz
 
-from service.env.messages import phrasebook
+from service.env import messages
 from service.env.models import Observation
 from service.env.policy import Verdict, evaluate
 from service.env.tasks import get_task
 from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, OrderLine, Product, Ticket
+
+
+@dataclass(frozen=True)
+class PhraseBook:
+    """The phrasings customers use, for readers that know them (the observable oracle proves, with it,
+    that every ticket can be solved from what an agent sees)."""
+
+    issue_clauses: dict[str, tuple[str, ...]]
+    used: tuple[str, ...]
+    unused: tuple[str, ...]
+    used_answers: tuple[str, ...]
+    unused_answers: tuple[str, ...]
+    damage_views: tuple[str, ...]
+    wear_views: tuple[str, ...]
+    found: tuple[str, ...]
+    not_found: tuple[str, ...]
+    second_claim_leads: tuple[str, ...]
+
+
+def phrasebook() -> PhraseBook:
+    strip = lambda bank: tuple(t.partition("|")[0] for t in bank)  # noqa: E731 - drop the usage tags
+    return PhraseBook(
+        issue_clauses={issue: strip(bank) for issue, bank in messages._ISSUE_CLAUSES.items()},
+        used=strip(messages._USED_CLAUSES),
+        unused=strip(messages._UNUSED_CLAUSES),
+        used_answers=messages._USED_ANSWERS + messages._USED_ANSWERS_HARD + messages._USED_ANSWERS_SOFT,
+        unused_answers=messages._UNUSED_ANSWERS + messages._UNUSED_ANSWERS_HARD + messages._UNUSED_ANSWERS_SOFT,
+        damage_views=tuple(
+            v for bank in (*messages._DAMAGE_VIEWS.values(), *messages._DEFECT_VIEWS.values()) for v in bank
+        ),
+        wear_views=tuple(
+            v.format(period=p)
+            for bank in messages._WEAR_VIEWS.values()
+            for v in bank
+            for p in ("a couple of weeks", "several weeks", "months")
+        ),
+        found=tuple(messages._FOUND.format(where=w) for w in messages._FOUND_PLACES),
+        not_found=messages._NOT_FOUND,
+        second_claim_leads=messages._SECOND_CLAIM_LEADS,
+    )
+
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _OPENED = re.compile(r"Opened on (\d{4}-\d{2}-\d{2})")
