@@ -342,7 +342,8 @@ RESOLUTION_RUBRIC = Rubric(
 
 STORE_RUBRIC = Rubric(
     criteria=tuple(
-        Criterion(name=c.name, weight=c.weight, required=True, description=c.description) for c in STORE_CHECKS
+        Criterion(name=c.name, weight=c.weight, required=True, gate=c.gate, description=c.description)
+        for c in STORE_CHECKS
     ),
     penalties=(),
 )

@@ -1,119 +1,15 @@
-"""Cheap strategies on the store desk, each a player of the core's episodes. ``test_store_gaming``
-bounds what each resolves; ``bench.gaming`` prints the table.
-
-- ``constant plan``: verify, then refund the newest order's first line in full to its first payment;
-- ``refund everything``: verify, then refund every line of every order in full;
-- ``ask everything``: asks for every topic at once, then plays like the heuristic;
-- ``never reads the messages``: verifies and acts on the records alone (the newest delivered order);
-- ``header and records``: the subject line's keyword and the records, never the message body;
-- ``no verification``: the observable oracle without the identity check.
-"""
+"""The store desk's cheap strategies for the gaming suite: :mod:`bench.store_gaming_agents`' (which
+``bench.gaming`` also plays), and one built on the test-only observable oracle — acting without verifying
+identity — which stays with the tests."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
-from service.env.models import Action, Observation
-from service.env.store.agents import StoreHeuristicAgent
-from service.env.store.customer import TOPICS
+from bench.store_gaming_agents import STRATEGIES as CHEAP
+from service.env.models import Observation
 from tests.env.store_oracles import ObservableOracle
-
-_IDENTITY = "Could you give me the email address and postcode on your account?"
-
-
-class _Scripted:
-    """Asks for identity, verifies it, reads the account, then plays ``plan(orders)``'s calls."""
-
-    def __init__(self) -> None:
-        self.inner = StoreHeuristicAgent()
-        self.queue: list[tuple[str, dict[str, Any]]] = []
-        self.planned = False
-
-    def plan(self, obs: Observation, orders: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-        raise NotImplementedError
-
-    def act(self, obs: Observation) -> Action:
-        h = self.inner
-        if h.stage in ("start", "verify", "checked", "records") or (h.stage == "understand" and h.queue):
-            return h.act(obs)
-        h._remember(obs)
-        if not self.planned:
-            self.planned = True
-            writes = self.plan(obs, h.orders)
-            self.queue = [
-                ("send_message", {"text": "I'll sort this out now. Shall I go ahead?", "asking_for": ["confirmation"]}),
-                *writes,
-                ("send_message", {"text": "All done: the refund arrives in 5-10 business days."}),
-                ("end_conversation", {}),
-            ]
-        name, args = self.queue.pop(0) if self.queue else ("end_conversation", {})
-        return Action(tool=name, arguments=args)
-
-
-def _full_refund(order: dict[str, Any], lines: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-    amount = round(sum(ln["unit_price"] * ln["quantity"] for ln in lines), 2)
-    to = next((p["payment_id"] for p in order["payments"] if p["method"] in ("card", "paypal")), "store_credit")
-    return "refund", {
-        "order_id": order["order_id"],
-        "items": [{"line_no": ln["line_no"], "quantity": ln["quantity"]} for ln in lines],
-        "amounts": [{"to": to, "amount": amount}],
-    }
-
-
-class ConstantPlan(_Scripted):
-    def plan(self, obs: Observation, orders: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-        newest = max(orders.values(), key=lambda o: o["placed_on"])
-        delivered = [ln for ln in newest["lines"] if ln["status"] != "processing"][:1]
-        return [_full_refund(newest, delivered)] if delivered else []
-
-
-class RefundEverything(_Scripted):
-    def plan(self, obs: Observation, orders: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-        out = []
-        for order in orders.values():
-            lines = [ln for ln in order["lines"] if ln["status"] != "processing"]
-            if lines:
-                out.append(_full_refund(order, lines))
-        return out
-
-
-class RecordsOnly(_Scripted):
-    """Never reads the message: refunds the most recently delivered line, which is what complaints are
-    most often about."""
-
-    def plan(self, obs: Observation, orders: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-        delivered = [(o, ln) for o in orders.values() for ln in o["lines"] if ln["status"] == "delivered"]
-        if not delivered:
-            return []
-        order, line = max(delivered, key=lambda ol: ol[0]["placed_on"])
-        return [_full_refund(order, [line])]
-
-
-class HeaderAndRecords(StoreHeuristicAgent):
-    """The heuristic, reading the subject line only (the message body is never looked at)."""
-
-    def act(self, obs: Observation) -> Action:
-        subject = obs.ticket.split("Subject: ", 1)[1].split("\n", 1)[0]
-        header_only = obs.model_copy(update={"customer_message": subject})
-        return super().act(header_only)
-
-
-class AskEverything(StoreHeuristicAgent):
-    """The heuristic, asking every topic there is in its first message."""
-
-    def act(self, obs: Observation) -> Action:
-        if not self.asked:
-            self.asked.update(TOPICS)
-            return Action(
-                tool="send_message",
-                arguments={
-                    "text": _IDENTITY + " Also: photos? condition? did the parcel turn up? refund or replacement?",
-                    "asking_for": sorted(set(TOPICS) - {"confirmation"}),
-                },
-            )
-        return super().act(obs)
 
 
 class NoVerification(ObservableOracle):
@@ -143,11 +39,4 @@ class NoVerification(ObservableOracle):
         self.queue.append(("send_message", {"text": "I could not find your account."}))
 
 
-STRATEGIES: dict[str, Callable[[], object]] = {
-    "constant plan": ConstantPlan,
-    "refund everything": RefundEverything,
-    "ask everything": AskEverything,
-    "never reads the messages": RecordsOnly,
-    "header and records only": HeaderAndRecords,
-    "acts without verifying identity": NoVerification,
-}
+STRATEGIES: dict[str, Callable[[], object]] = {**CHEAP, "acts without verifying identity": NoVerification}

@@ -3,38 +3,58 @@ store tickets, the heuristic stays far below the oracle, and difficulty rises ea
 
 from __future__ import annotations
 
-from functools import cache
+import re
 
 import pytest
 
+from bench.store_gaming_agents import STRATEGIES as CHEAP
 from service.env import PUBLIC
-from service.env.agents import make_agent, play
-from tests.env.store_gaming import STRATEGIES
+from service.env.agents import play
+from tests.env.store_gaming import NoVerification
 
 BOUND = 0.05  # issue 19: every cheap strategy ≤ 0.05 resolved on store-medium and store-hard
 
 
-@cache
-def resolved_rate(strategy: str, difficulty: str, split: str = "dev") -> float:
-    pool = PUBLIC.pool(split, "store", difficulty)
-    wins = 0
-    for seed in range(len(pool)):
-        agent = make_agent("heuristic", seed, pool[seed]) if strategy == "heuristic" else STRATEGIES[strategy]()
-        grade, _ = play(agent, f"store-{difficulty}", seed, split)  # type: ignore[arg-type]
-        wins += grade.resolved
-    return wins / len(pool)
+@pytest.fixture(scope="module")
+def table() -> dict:
+    """bench.gaming's store table (each strategy and reference agent on every dev store pool), played once."""
+    from bench.gaming import store_table
+
+    return store_table()
+
+
+def _rate(table: dict, row: str, task_id: str) -> float:
+    return next(r for r in table["rows"] if r["strategy"] == row)["tasks"][task_id]["resolved"]
 
 
 @pytest.mark.parametrize("difficulty", ["medium", "hard"])
-@pytest.mark.parametrize("strategy", list(STRATEGIES))
-def test_no_cheap_strategy_resolves_more_than_five_percent(strategy: str, difficulty: str) -> None:
-    assert resolved_rate(strategy, difficulty) <= BOUND, (strategy, difficulty, resolved_rate(strategy, difficulty))
+@pytest.mark.parametrize("strategy", list(CHEAP))
+def test_no_cheap_strategy_resolves_more_than_five_percent(table: dict, strategy: str, difficulty: str) -> None:
+    assert _rate(table, strategy, f"store-{difficulty}") <= BOUND, (strategy, difficulty)
 
 
-def test_the_heuristic_is_far_from_the_top_and_difficulty_rises() -> None:
-    easy, medium, hard = (resolved_rate("heuristic", d) for d in ("easy", "medium", "hard"))
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_acting_without_verifying_identity_resolves_nothing(difficulty: str) -> None:
+    """The observable oracle, skipping identity and taking the writer for the holder, resolves no ticket."""
+    pool = PUBLIC.pool("dev", "store", difficulty)
+    resolved = sum(play(NoVerification(), f"store-{difficulty}", seed, "dev")[0].resolved for seed in range(len(pool)))
+    assert resolved == 0
+
+
+def test_the_heuristic_is_far_from_the_top_and_difficulty_rises(table: dict) -> None:
+    easy, medium, hard = (_rate(table, "heuristic agent", f"store-{d}") for d in ("easy", "medium", "hard"))
     assert easy > medium > hard, (easy, medium, hard)
     assert hard <= 0.5 and easy < 0.9, (easy, medium, hard)
+
+
+def test_methodology_shows_the_store_table_bench_gaming_prints(table: dict) -> None:
+    from pathlib import Path
+
+    from bench.gaming import markdown
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "methodology.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- store-gaming:start -->\n(.*?)<!-- store-gaming:end -->", doc, re.S)
+    assert block and block.group(1).strip() == markdown(table).strip(), "paste `python -m bench.gaming --markdown`"
 
 
 def _store_rows(split: str, difficulty: str, dataset=PUBLIC) -> list[tuple[int, str, str]]:

@@ -57,12 +57,15 @@ class CheckSpec:
     name: str
     weight: float
     description: str
+    gate: str | None = "identity"  # earns partial credit only when this check passed (doing nothing earns nothing)
 
 
 STORE_CHECKS: tuple[CheckSpec, ...] = (  # weights: the partial score (RL shaping); every check is required
     CheckSpec("final_state", 0.35, "the store's final state equals the policy's on every field that matters"),
     CheckSpec("no_unsafe_write", 0.05, "no write the policy does not make happened, at any point"),
-    CheckSpec("identity", 0.15, "identity verified with the customer's own details before any write or disclosure"),
+    CheckSpec(
+        "identity", 0.15, "identity verified with the customer's own details before any write or disclosure", gate=None
+    ),
     CheckSpec("reads", 0.05, "the order, shipment and product records read before the writes that rest on them"),
     CheckSpec("information", 0.1, "what the policy needs from the customer learned before deciding"),
     CheckSpec("no_needless_question", 0.025, "no question about photos, condition or delivery the policy did not need"),
@@ -463,21 +466,23 @@ def grade_store_episode(state: EpisodeState, ticket: StoreTicket, grader_version
     """The grade of a store-desk episode (finished or not). Pure and deterministic."""
     e = _Episode(ticket, state)
     components = []
-    passed = {}
     total = sum(c.weight for c in STORE_CHECKS)
+    checks = {spec.name: _CHECKS[spec.name](e) for spec in STORE_CHECKS}
+    passed = {name: check.value >= 1.0 for name, check in checks.items()}
     for spec in STORE_CHECKS:
-        check = _CHECKS[spec.name](e)
-        passed[spec.name] = check.value >= 1.0
+        check = checks[spec.name]
         weight = spec.weight / total
+        gated = spec.gate is not None and not passed[spec.gate]
+        detail = f"{check.detail} — no credit while {spec.gate} fails" if gated and check.value > 0 else check.detail
         components.append(
             GradeComponent(
                 name=spec.name,
                 kind="check",
-                earned=round(weight * check.value, 6),
+                earned=0.0 if gated else round(weight * check.value, 6),
                 weight=round(weight, 6),
                 passed=passed[spec.name],
                 required=True,
-                detail=check.detail,
+                detail=detail,
                 clauses=check.clauses,
             )
         )
