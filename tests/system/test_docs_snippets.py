@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("README.md", "docs/api.md")
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
+STORE_SNIPPET = 'from service.env import Action, reset, step\n\nstate, obs = reset("store-easy"'
 # Each fenced block, by its first line, and what runs it.
 RUNNERS = {
     "make run    # sets up .venv": "test_make_run_on_a_fresh_clone_serves_with_only_the_serving_set; make test: CI",
@@ -41,6 +42,7 @@ RUNNERS = {
     "from openenv.core import GenericEnvClient": "tests/client/test_clients_envclient.py (both OpenEnv versions)",
     "uv export --frozen --no-dev --group build": "test_the_lock_install_for_openenv_core_users_works",
     "from service.env import Action, reset, step, grade_episode": "test_the_core_in_process_snippet_runs",
+    STORE_SNIPPET: "test_the_store_desk_snippet_runs",
 }
 NOT_COMMANDS = ("service/env/        the core",)  # the README's layout tree
 
@@ -124,6 +126,13 @@ def test_the_core_in_process_snippet_runs(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     reward, done, score = proc.stdout.split()
     assert done == "True" and 0.0 <= float(score) <= 1.0
+
+
+def test_the_store_desk_snippet_runs() -> None:
+    code = block(STORE_SNIPPET)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Support request st_") and "'tool': 'search_policy', 'ok': True" in proc.stdout
 
 
 @pytest.mark.slow
