@@ -44,8 +44,8 @@ _CONFIRM = re.compile(
     r"go-ahead|permission|consent)|with your (?:ok|okay|permission|consent))",
 )
 _IDENTITY = re.compile(
-    r"\b(?:e-?mail(?: address)?|post ?code|postal code|zip(?: code)?|verify|verification|identity|security check|"
-    r"account holder|who you are)\b"
+    r"\b(?:(?:your|the|account'?s?) e-?mail(?: address)?|post ?code|postal code|zip(?: code)?|verify|verification|"
+    r"your identity|who you are)\b"
 )
 _ORDER = re.compile(r"\b(?:order (?:number|id|no|reference|ref)|which order|what order)\b")
 _PREFERENCE = re.compile(
@@ -56,10 +56,11 @@ _PREFERENCE = re.compile(
 
 
 _QUANTITY = re.compile(r"\bhow many\b")
-# A sentence asks something when it is a question or a request ("could you", "please", "let me know").
+# A sentence asks something when it is a question or a request ("could you", "please send", "let me know whether").
 _REQUEST = re.compile(
-    r"\?|\b(?:could you|can you|would you|will you|please|kindly|let me know|tell me|send me|confirm|do you|"
-    r"are you|shall i|should i|may i|can i)\b"
+    r"\?|\b(?:could you|can you|would you|will you|kindly|tell me|send me|confirm|do you|are you|shall i|should i|"
+    r"may i|can i|let me know (?:if|whether|what|which|how|when)|please (?:send|share|attach|upload|check|confirm|"
+    r"tell|describe|let me know|reply|give|provide|take a (?:photo|picture)))\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 GOVERNED = ("photos", "condition", "delivery")  # the policy says when these may be asked (P1, P5, P11)
@@ -67,27 +68,30 @@ GOVERNED = ("photos", "condition", "delivery")  # the policy says when these may
 
 @lru_cache(maxsize=4096)
 def topics_in(text: str, explicit: tuple[str, ...] = ()) -> frozenset[str]:
-    """The topics a message asks about: the ``asking_for`` list it came with, and what its request sentences
-    ask. The topics the policy governs (photos, condition, a parcel check) are read from the words only when
-    the message lists nothing: a list is what the agent says it asks."""
+    """The topics a message asks about: the ``asking_for`` list it came with, and what its request sentences —
+    questions and requests, never a sign-off ("take care") or an instruction ("pack it in its box") — ask.
+    The topics the policy governs (photos, condition, a parcel check) are read from the words only when the
+    message lists nothing: a list is what the agent says it asks. A message that asks for identity proposes
+    nothing to say yes to."""
     asked = set(explicit)
-    if not explicit:
-        read = topics_asked(text)
+    requests = [s for s in _SENTENCE.split(text) if _REQUEST.search(s.lower())]
+    if not explicit and requests:
+        read = topics_asked(" ".join(requests))
         asked |= {"condition" if t == "usage" else t for t in read if t in ("photos", "usage", "delivery")}
-    for sentence in _SENTENCE.split(text):
+    for sentence in requests:
         low = sentence.lower()
-        if not _REQUEST.search(low):
-            continue
-        if _CONFIRM.search(low):
-            asked.add("confirmation")
-        elif _IDENTITY.search(low):  # "could you confirm your email" asks for identity, not for a yes
+        if _IDENTITY.search(low):
             asked.add("identity")
+        elif _CONFIRM.search(low):
+            asked.add("confirmation")
         if _ORDER.search(low):
             asked.add("order")
         if _QUANTITY.search(low):
             asked.add("quantity")
         if _PREFERENCE.search(re.sub(r"would you like me to", "", low)):
             asked.add("preference")
+    if "identity" in asked and "confirmation" not in explicit:
+        asked.discard("confirmation")
     return frozenset(asked)
 
 
@@ -153,9 +157,8 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
         said.append(messages.answer(rng, slot, values))
         if fact:
             revealed.add(topic)
-    if not said:
-        m = meaning(text)
-        said.append(messages.answer(rng, "thanks" if (m.grants or m.refuses or m.holds) else "confused", values))
+    if not said:  # nothing it can answer: thanks for news or a statement, puzzlement at a question
+        said.append(messages.answer(rng, "confused" if "?" in text else "thanks", values))
     return Reply(
         text=" ".join(said),
         revealed=frozenset(revealed),
