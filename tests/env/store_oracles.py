@@ -13,6 +13,7 @@ from service.env import Dataset
 from service.env.models import Action, Observation
 from service.env.store import ledger as L
 from service.env.store import messages as text_bank
+from service.env.store.agents import describe_plan
 from service.env.store.generator import _COLOURS, _SIZES, _plural
 from service.env.store.policy import Fact, Gold, decide
 from service.env.store.world import (
@@ -162,14 +163,15 @@ def gold_plan(t: StoreTicket) -> list[tuple[str, dict[str, Any]]]:
         calls.append(("send_message", {"text": "A few questions before I decide.", "asking_for": sorted(gold.needs)}))
     changes = [e for e in gold.effects if not isinstance(e, L.EscalateEffect)]
     if t.writer.holder and changes:
+        plan = describe_plan([write_call(e, account.customer_id) for e in changes])
         calls.append(
-            ("send_message", {"text": "Here is what I will do. Shall I go ahead?", "asking_for": ["confirmation"]})
+            ("send_message", {"text": f"Here is what I will do: {plan}. Shall I go ahead?", "asking_for": ["confirmation"]})
         )
         if any(r.mind_change for r in t.requests):
             calls.append(
                 (
                     "send_message",
-                    {"text": "Understood. Shall I go ahead with that instead?", "asking_for": ["confirmation"]},
+                    {"text": f"Understood. Instead I will {plan}. Shall I go ahead?", "asking_for": ["confirmation"]},
                 )
             )
     calls += [write_call(e, account.customer_id) for e in gold.effects]
@@ -547,7 +549,8 @@ class ObservableOracle:
             self._write(obs)
             return
         self.confirmations += 1
-        self._say("Here is what I will do. Shall I go ahead?", "confirmation")
+        plan = describe_plan([write_call(e, self.customer_id) for e in changes])
+        self._say(f"Here is what I will do: {plan}. Shall I go ahead?", "confirmation")
 
     def _mind_changed_now(self) -> bool:
         reply = self.answers[-1] if self.answers else ""

@@ -20,7 +20,12 @@ ID = [
     ("verify_identity", {"customer_id": "CUS-TEST01", "email": "ava.smith@mailbox.example", "postal_code": "LS2 7EW"})
 ]
 READ = [("get_order", {"order_id": "ORD-10001"}), ("get_shipment", {"shipment_id": "SHP-1"})]
-YES = [("send_message", {"text": "I'll refund it. Shall I go ahead?", "asking_for": ["confirmation"]})]
+YES = [
+    (
+        "send_message",
+        {"text": "I'll refund $54.95 ($34.95 and $20.00) on ORD-10001. Shall I go ahead?", "asking_for": ["confirmation"]},
+    )
+]
 END = [("end_conversation", {})]
 
 
@@ -100,6 +105,22 @@ def test_the_procedure_is_graded_identity_reads_and_a_yes_before_each_change(two
     )
     copied, _ = play(asked, ID + READ + YES + write)
     assert "identity" in failed(copied)
+
+
+def test_a_yes_counts_only_for_the_change_the_message_described(two_damaged: StoreTicket) -> None:
+    write = [_refund([1, 2], 54.95, shipping=True), TELL] + END
+    for text in (
+        "Shall I go ahead?",  # describes nothing
+        "I'll refund your order. Is that OK?",  # no amount: the customer agreed to no sum
+        "I'll refund $20.00 to your card. Is that OK?",  # another amount
+    ):
+        vague = [("send_message", {"text": text, "asking_for": ["confirmation"]})]
+        grade, _ = play(two_damaged, ID + READ + vague + write)
+        assert failed(grade).get("confirmed", "").endswith("without a yes to a message describing it"), text
+    # a later confirmation about something else does not withdraw the yes to this one
+    other = [("send_message", {"text": "And shall I close ORD-20002?", "asking_for": ["confirmation"]})]
+    grade, _ = play(two_damaged, ID + READ + YES + other + write)
+    assert "confirmed" not in failed(grade)
 
 
 def test_telling_the_customer_before_verifying_or_not_telling_the_amount_fails(two_damaged: StoreTicket) -> None:

@@ -54,6 +54,31 @@ _KINDS = (
 _STOP = frozenset({"the", "a", "and", "of", "set", "pack", "box", "collection", "with"})
 
 
+def describe_plan(calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """Planned write calls in words, for the message that asks the customer's yes to them (P17)."""
+    parts = []
+    for tool, a in calls:
+        order = a.get("order_id", "")
+        lines = [a["line_no"]] if "line_no" in a else [*a.get("line_nos", [])] + [i["line_no"] for i in a.get("items", [])]
+        on = f"line {', '.join(map(str, lines))} of {order}" if lines else order
+        if tool == "refund":
+            total = sum(float(p["amount"]) for p in a["amounts"])
+            parts.append(f"refund ${total:.2f} for {on}")
+        elif tool == "issue_store_credit":
+            parts.append(f"add ${float(a['amount']):.2f} in store credit for {order}")
+        elif tool == "replace_item":
+            parts.append(f"send a replacement for {on}")
+        elif tool == "exchange_item":
+            parts.append(f"exchange {on} for {a['new_sku']}")
+        elif tool == "open_return":
+            parts.append(f"open a return for {on}")
+        elif tool == "cancel_items":
+            parts.append(f"cancel {on}")
+        elif tool == "change_address":
+            parts.append(f"send {order} to {a['line1']}, {a['city']} {a['postal_code']}")
+    return "; ".join(parts) or "nothing needs changing"
+
+
 def _kind(paragraph: str) -> str | None:
     low = paragraph.lower()
     for kind, words in _KINDS:
@@ -236,7 +261,7 @@ class StoreHeuristicAgent:
             self.stage = "tell"
             return self._tell(obs)
         self.queue = writes
-        return self._ask("Here is what I'll do for you. Shall I go ahead?", "confirmation")
+        return self._ask(f"Here is what I'll do for you: {describe_plan(writes)}. Shall I go ahead?", "confirmation")
 
     def _write(self, obs: Observation) -> Action:
         self.stage = "tell"

@@ -328,15 +328,56 @@ def _needless(e: _Episode) -> _Check:
 
 
 def _confirmed(e: _Episode) -> _Check:
-    """Each change follows a yes: the latest message before it that asked for confirmation got one (a message
-    that asks nothing of the kind neither gives nor takes it; a change of mind instead of a yes withdraws it)."""
+    """Each change follows a yes to a message describing it: of the messages before it that asked for
+    confirmation and describe it (:func:`describes`), the latest got the customer's yes — so a change of
+    mind instead of a yes withdraws it, and a yes to "shall I go ahead?" alone agrees to nothing."""
     for w in e.writes:
         if w.tool == "escalate":
             continue
-        asked = [c for c in e.messages if c.step < w.step and "confirmation" in c.asked]
+        asked = [
+            c
+            for c in e.messages
+            if c.step < w.step and "confirmation" in c.asked and describes(str(c.arguments.get("text", "")), w, e.t)
+        ]
         if not asked or not asked[-1].confirmed:
-            return _Check(0.0, f"{w.tool} at step {w.step} was made without the customer's yes to it", ("P17",))
-    return _Check(1.0, "every change followed the customer's yes", ("P17",))
+            said = "a yes" if asked else "a yes to a message describing it"
+            return _Check(0.0, f"{w.tool} at step {w.step} was made without {said}", ("P17",))
+    return _Check(1.0, "every change followed the customer's yes to a message describing it", ("P17",))
+
+
+_ORDER_REF = re.compile(r"\b(?:ord(?:er)?)?[\s#_-]*(\d{4,6})\b", re.I)
+_NAME_STOP = frozenset({"the", "and", "with", "pack", "set", "for", "size", "colour", "color"})
+
+
+def describes(text: str, call: ToolCall, t: StoreTicket) -> bool:
+    """Whether a confirmation message describes the write ``call``, as the customer would need to agree
+    to it: money by its amount (a refund's total or each of its parts, a credit's amount); any other
+    change by its order id, its item's name, or what it changes to (the new variant, the new address)."""
+    low = text.lower()
+    args = call.arguments
+    stated = meaning(text).amounts
+    if call.tool == "refund":
+        parts = [round(float(p["amount"]), 2) for p in args.get("amounts", [])]
+        return any(abs(a - round(sum(parts), 2)) < 0.005 for a in stated) or all(
+            any(abs(a - p) < 0.005 for a in stated) for p in parts
+        )
+    if call.tool == "issue_store_credit":
+        return any(abs(a - float(args.get("amount", 0))) < 0.005 for a in stated)
+    order_id = canonical_order_id(str(args.get("order_id", "")))
+    if any(f"ORD-{m.group(1)}" == order_id for m in _ORDER_REF.finditer(text)):
+        return True
+    order = t.db.order(order_id)
+    line_nos = [args["line_no"]] if "line_no" in args else [*args.get("line_nos", [])]
+    line_nos += [i["line_no"] for i in args.get("items", [])]
+    names = [line.name for n in line_nos if order and (line := order.line(int(n)))]
+    if call.tool == "exchange_item" and (variant := t.db.variant(str(args.get("new_sku", "")))):
+        names.append(variant.options)
+    if call.tool == "change_address":
+        return str(args.get("postal_code", "")).lower().replace(" ", "") in low.replace(" ", "") or str(
+            args.get("line1", "")
+        ).lower() in low
+    words = {w for name in names for w in re.findall(r"[a-z]{3,}", name.lower())} - _NAME_STOP
+    return any(re.search(rf"\b{re.escape(w)}s?\b", low) for w in words)
 
 
 def _told(e: _Episode) -> _Check:
