@@ -149,3 +149,13 @@ def test_cancelling_every_line_refunds_the_shipping_fee_too_and_shipped_lines_ca
     part = order((line(1, 3000, status="processing"), line(2, 2000)), shipments=(shipment(lines=(2,)),))
     refused = decide(ticket(db(part), Request(kind="cancel", order_id="ORD-10001", lines=((2, 1),), wants="cancel")))
     assert refused.outcomes[0].reason == "shipped"
+
+
+def test_the_product_record_is_required_only_where_its_stock_decides_the_exchange() -> None:
+    o = order((line(1, 4000),))
+    want = Request(kind="exchange", order_id="ORD-10001", lines=((1, 1),), exchange_sku="SKU-1", wants="exchange")
+    fresh = decide(ticket(db(o), want, hidden=StoreHidden(condition="unopened")))
+    assert ("product", "PRD-1") in fresh.outcomes[0].reads
+    late = order((line(1, 4000),), shipments=(shipment(delivered="2026-05-01", estimated="2026-05-01", lines=(1,)),))
+    refused = decide(ticket(db(late), want, hidden=StoreHidden(condition="unopened")))
+    assert refused.outcomes[0].effects == () and ("product", "PRD-1") not in refused.outcomes[0].reads

@@ -553,8 +553,6 @@ def _return(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     line = order.line(first)
     assert line is not None
     reads = _delivery_reads(order, first)
-    if r.kind == "exchange" and r.exchange_sku:
-        reads += (("product", line.product_id),)
     risky = _risk(d, i, r, order, reads)
     if risky is not None:
         return risky
@@ -568,7 +566,8 @@ def _return(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     condition = d.t.stated_condition or d.t.hidden.condition
     if condition == "used":
         return d.refuse(i, r, "used", ("P1",), "The item was used.", reads=reads, needs=needs)
-    if r.kind == "exchange" and r.exchange_sku:
+    if r.kind == "exchange" and r.exchange_sku:  # only now does the variant's stock decide anything
+        reads += (("product", line.product_id),)
         variant = d.db.variant(r.exchange_sku)
         if variant is not None and variant.stock >= r.lines[0][1]:
             return _exchange(d, i, r, order, variant.sku, reads, needs)
