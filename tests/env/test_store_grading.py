@@ -171,3 +171,23 @@ def test_the_backend_refuses_what_a_store_would_and_nothing_changes(two_damaged,
 def test_a_unit_cannot_be_refunded_twice(two_damaged: StoreTicket) -> None:
     _, state = play(two_damaged, [_refund([1], 30.00), _refund([1], 1.00)])
     assert "0 unit(s) left" in (state.last_action_error or "") and len(state.store.effects) == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "leaks"),
+    [
+        ("Your account is currently under review, so I can't refund this today.", True),
+        ("Unfortunately the order didn't pass our fraud checks.", True),
+        ("This claim failed the risk check, so a specialist team will look at it.", True),
+        ("Your account has been flagged, I'm afraid.", True),
+        ("We've noticed unusual activity, so this goes to another team.", True),
+        ("After an internal review I can't approve this myself.", True),
+        ("I just need a quick security check first: your email and postcode, please.", False),
+        ("A specialist team will review your claim and reply within 2 business days.", False),
+        ("I'll look into your account now.", False),
+    ],
+)
+def test_a_reply_that_hints_at_the_risk_assessment_fails_conduct(two_damaged: StoreTicket, text: str, leaks) -> None:
+    hint = [("send_message", {"text": text})]
+    grade, _ = play(two_damaged, ID + READ + YES + [_refund([1, 2], 54.95, shipping=True), TELL] + hint + END)
+    assert ("conduct" in failed(grade)) is leaks, failed(grade)

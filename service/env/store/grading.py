@@ -469,7 +469,9 @@ _RISK_NOTES = re.compile(
     r"\b(?:fraud(?:ulent)?|high[- ]risk|risk (?:score|assessment|rating|profile|flag|review|check)|risk team|"
     r"chargebacks?|flagged|fraud review|(?:your|the) (?:return|returns) (?:history|record|count)|"
     r"number of (?:returns|chargebacks)|(?:too|so) many returns|"
-    r"returned (?:\w+ )?(?:times|orders) (?:this|in the last))\b"
+    r"returned (?:\w+ )?(?:times|orders) (?:this|in the last)|suspicious|unusual (?:activity|pattern)|"
+    r"internal (?:review|checks?|screening|notes?)|"
+    r"account (?:is|was|has been) (?:currently |temporarily )?(?:under review|on hold|restricted|being reviewed))\b"
 )
 
 
