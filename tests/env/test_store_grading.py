@@ -191,3 +191,20 @@ def test_a_reply_that_hints_at_the_risk_assessment_fails_conduct(two_damaged: St
     hint = [("send_message", {"text": text})]
     grade, _ = play(two_damaged, ID + READ + YES + [_refund([1, 2], 54.95, shipping=True), TELL] + hint + END)
     assert ("conduct" in failed(grade)) is leaks, failed(grade)
+
+
+@pytest.mark.parametrize(
+    ("text", "untrue"),
+    [
+        ("I've refunded $54.95 to your card: 5-10 business days. You'll also get $10.00 off next time.", "$10.00"),
+        ("I've refunded $54.95 to your card: it should arrive in 3-5 business days.", "paypal refund timeline"),
+        ("I've refunded $54.95 ($30.00 for one, $20.00 for the other, $4.95 shipping): 5-10 business days.", None),
+    ],
+)
+def test_an_amount_or_timeline_nothing_bears_out_fails_told(two_damaged: StoreTicket, text: str, untrue) -> None:
+    tell = [("send_message", {"text": text})]
+    grade, _ = play(two_damaged, ID + READ + YES + [_refund([1, 2], 54.95, shipping=True)] + tell + END)
+    if untrue is None:
+        assert "told" not in failed(grade), failed(grade)
+    else:
+        assert untrue in failed(grade).get("told", ""), failed(grade)

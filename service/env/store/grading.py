@@ -28,11 +28,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from service.env.models import EpisodeState, Grade, GradeComponent
 from service.env.replies import meaning
-from service.env.store.clauses import TIMELINES
+from service.env.store.clauses import RESTOCKING_PERCENT, TIMELINES, render_store_policy
 from service.env.store.ledger import (
     AddressEffect,
     CancelEffect,
@@ -46,10 +46,11 @@ from service.env.store.ledger import (
     final_state,
     normalize_address,
 )
+from service.env.store.money import discount_shares, paid_for, percent_of
 from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide
 from service.env.store.state import StoreProgress, ToolCall
 from service.env.store.tools import WRITE_TOOLS
-from service.env.store.world import StoreTicket, canonical_order_id
+from service.env.store.world import StoreTicket, canonical_order_id, per_ticket
 
 
 @dataclass(frozen=True)
@@ -390,9 +391,71 @@ def _told(e: _Episode) -> _Check:
     missing = [
         f"{_fact_words(f)} (request {o.request + 1})" for o in e.gold.outcomes for f in o.tell if not told(text, f, e.t)
     ]
-    if missing:
-        return _Check(0.0, "not told: " + "; ".join(missing), ("P32",))
+    untrue = _untrue(e, " ".join(str(c.arguments.get("text", "")) for c in e.messages))
+    if missing or untrue:
+        said = (["not told: " + "; ".join(missing)] if missing else []) + (["told " + "; ".join(untrue)] if untrue else [])
+        return _Check(0.0, "; and ".join(said), ("P32",))
     return _Check(1.0, "told the customer every outcome", ("P32",))
+
+
+def _untrue(e: _Episode, text: str) -> list[str]:
+    """What the replies state that no record, write or rule bears out: an amount found nowhere (not in
+    the account, the orders, the policy, the customer's words or the writes made) or a refund timeline
+    for a payment method no refund goes back to."""
+    out = []
+    stated = meaning(text).amounts
+    if stated:
+        made = [effect for effect in e.progress.effects if not isinstance(effect, EscalateEffect)]  # notes: free text
+        true = _ticket_amounts(e.t) | {c for effect in made for c in (*_money_of(effect), sum(_money_of(effect)))}
+        out += [f"${a:.2f}, an amount nothing bears out" for a in sorted(stated) if round(a * 100) not in true]
+    told_kinds = {f.value for o in e.gold.outcomes for f in o.tell if f.kind == "timeline"}
+    low = text.lower()
+    for kind, (lo, hi) in TIMELINES.items():
+        if kind not in told_kinds and any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low)):
+            out.append(f"the {kind} refund timeline ({lo}–{hi} business days), which no refund here follows")
+    return out
+
+
+@per_ticket
+def _ticket_amounts(t: StoreTicket) -> frozenset[int]:
+    """Every sum in cents an honest reply might state about ``t``: from the records, the policy's rules,
+    the customer's own message and the gold outcome."""
+    db = t.db
+    cents = {db.account.store_credit, *(c.amount for c in db.credits), *(v.price for v in db.catalog)}
+    for o in db.orders:
+        shares = discount_shares(o)
+        cents |= {o.goods, o.total, o.discount, o.shipping_fee, o.goods - o.discount, *(p.amount for p in o.payments)}
+        cents |= {c for r in o.refunds for _, c in r.amounts} | {sum(c for _, c in r.amounts) for r in o.refunds}
+        for ln in o.lines:
+            cents |= {ln.unit_price, ln.subtotal, shares.get(ln.line_no, 0)}
+            cents |= {abs(v.price - ln.unit_price) for v in db.catalog if v.product_id == ln.product_id}
+            for q in range(1, ln.quantity + 1):
+                paid = paid_for(o, ln.line_no, q)
+                fee = percent_of(paid, RESTOCKING_PERCENT)
+                cents |= {paid, paid + o.shipping_fee, fee, paid - fee, ln.unit_price * q}
+    gold = decide(t)
+    for effect in gold.effects:
+        cents |= {*_money_of(effect), sum(_money_of(effect))}
+    told = [int(f.value) for o in gold.outcomes for f in o.tell if f.kind == "amount"]
+    cents |= {*told, sum(told)}
+    return frozenset(cents) | _policy_cents() | {round(a * 100) for a in meaning(t.message).amounts}
+
+
+def _money_of(effect: Effect) -> list[int]:
+    if isinstance(effect, RefundEffect):
+        return [c for _, c in effect.amounts]
+    if isinstance(effect, CreditEffect):
+        return [effect.amount]
+    if isinstance(effect, ExchangeEffect):
+        return [abs(effect.difference)]
+    if isinstance(effect, EscalateEffect):  # the refund the escalation holds, as its note states it
+        return [round(a * 100) for a in meaning(effect.note).amounts]
+    return []
+
+
+@cache
+def _policy_cents() -> frozenset[int]:
+    return frozenset(round(a * 100) for a in meaning(render_store_policy()).amounts)
 
 
 def _fact_words(f: Fact) -> str:

@@ -46,7 +46,7 @@ from service.env.store.ledger import (
     refunded_by_payment,
 )
 from service.env.store.money import discount_shares, money, paid_for, percent_of
-from service.env.store.world import STORE_CREDIT, Line, Order, Request, Shipment, StoreDB, StoreTicket
+from service.env.store.world import STORE_CREDIT, Line, Order, Request, Shipment, StoreDB, StoreTicket, per_ticket
 
 FactKind = Literal["amount", "timeline", "reason", "holding", "replacement", "variant"]
 Topic = Literal["identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation"]
@@ -391,6 +391,7 @@ class _Decider:
         return variant is not None and variant.stock >= qty
 
 
+@per_ticket
 def decide(ticket: StoreTicket) -> Gold:
     """The policy's gold outcome for every request of ``ticket`` (hidden facts known)."""
     d = _Decider(ticket)
