@@ -3,6 +3,8 @@ gold write, and a perfect conversation resolves every train and dev ticket."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from service.env import PUBLIC, TASKS
@@ -47,8 +49,36 @@ def test_tracking_runs_in_order_and_estimates_come_after_shipping() -> None:
                 for s in order.shipments:
                     dates = [e.date for e in s.events]
                     assert dates == sorted(dates) and s.estimated_delivery > s.shipped_on, (t.ticket_id, s)
+                    # shipped after the order was placed, nothing after today
+                    assert order.placed_on <= s.shipped_on <= dates[0] and dates[-1] <= t.db.today, (t.ticket_id, s)
                     if s.delivered_on is not None:
                         assert s.events[-1].status == "delivered", (t.ticket_id, s)
+
+
+def test_a_quoted_earlier_message_was_sent_after_what_it_complains_about() -> None:
+    from datetime import date
+
+    months = {date(2026, m, 1).strftime("%B"): m for m in range(1, 13)}
+    spoken = re.compile(r"(\d{1,2})(?:st|nd|rd|th)? (?:of )?(%s)|(%s) (\d{1,2})|\b(\d{1,2})/(\d{1,2})\b" % ("|".join(months), "|".join(months)))
+    quoted = 0
+    for split in ("train", "dev"):
+        for t in PUBLIC.store_tickets(split):
+            if "\n> " not in t.message:
+                continue
+            header = t.message.split("\n> ")[0].rsplit("\n\n", 1)[-1]
+            m = spoken.search(header)
+            assert m, (t.ticket_id, header)
+            day, month = (
+                (int(m[1]), months[m[2]]) if m[1] else (int(m[4]), months[m[3]]) if m[3] else (int(m[5]), int(m[6]))
+            )
+            today = date.fromisoformat(t.db.today)
+            sent = date(today.year if (month, day) <= (today.month, today.day) else today.year - 1, month, day)
+            for r in t.requests:
+                order = t.db.order(r.order_id)
+                assert order is not None and sent.isoformat() > order.placed_on, (t.ticket_id, header)
+                assert all(sent.isoformat() > s.delivered_on for s in order.shipments if s.delivered_on), t.ticket_id
+            quoted += 1
+    assert quoted >= 10  # hard tickets do quote earlier messages
 
 
 def test_order_ids_are_found_as_customers_write_them() -> None:

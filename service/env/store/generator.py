@@ -50,7 +50,7 @@ from service.env.store.world import (
 )
 from service.env.world import CATALOG, DIFFICULTIES, CatalogItem, Split
 
-STORE_GENERATOR_VERSION = "1.0.0"
+STORE_GENERATOR_VERSION = "1.1.0"
 STORE_SPLIT_SIZES: dict[Split, int] = {"train": 300, "dev": 150, "test": 150}
 W = RETURN_WINDOW_DAYS
 _EPOCH = date(2026, 3, 2)
@@ -388,7 +388,12 @@ class OrderSpec:
 def _order(b: _Builder, account: Account, spec: OrderSpec) -> Order:
     rng = b.rng
     order_id = b.uid("ORD-", 5)
-    placed = b.placed(spec.placed_days_ago)
+    # a parcel ships after its order is placed, over days that run in order: an order with one is placed
+    # at least a few days ago, and before the day it was delivered
+    earliest = 0 if spec.journey == "processing" else 4
+    if spec.delivered_days_ago is not None:
+        earliest = max(earliest, spec.delivered_days_ago + 2)
+    placed = b.placed(max(spec.placed_days_ago, earliest))
     lines: list[Line] = []
     shipments: list[Shipment] = []
     delivered_groups = _journey_groups(spec)
@@ -987,6 +992,7 @@ def _draw(
     )
     if not _consistent(ticket, plans):
         return None
+    shared = _quoted_date(b, ticket, shared)
     subject, message = messages.compose(rng, _parts(b, ticket), shared)
     return ticket.model_copy(update={"subject": subject, "message": message})
 
@@ -1040,7 +1046,7 @@ def _writer(
         "other_last4": str(rng.randrange(1000, 9999)),
         "forward": not holder and rng.random() < 0.5,
         "quoted": holder and difficulty == "hard" and rng.random() < 0.3,
-        "quoted_date": messages.spoken_date(b.day(rng.randrange(2, 9)), rng),
+        "quoted_ago": rng.randrange(2, 9),  # days ago the quoted earlier message was sent (see _quoted_date)
     }
     return writer, hidden, shared
 
@@ -1145,6 +1151,22 @@ def _parts(b: _Builder, ticket: StoreTicket) -> list[messages.Part]:
         partial = any(qty < order.line(n).quantity or qty > 1 for n, qty in r.lines)  # type: ignore[union-attr]
         out.append(messages.Part(r.kind, values, tuple(extras), partial=partial))
     return out
+
+
+def _quoted_date(b: _Builder, ticket: StoreTicket, shared: dict[str, Any]) -> dict[str, Any]:
+    """The earlier message a ticket quotes or forwards was sent after what it complains about: after every
+    request's order was placed and its parcel delivered. Too recent for that, a reply quotes nothing (a
+    forwarded message was then sent today)."""
+    since = min(_days(ticket.db, d) for r in ticket.requests for d in _request_dates(ticket.db, r))
+    ago = max(0, min(shared["quoted_ago"], since - 1))
+    return {**shared, "quoted": shared["quoted"] and ago >= 1, "quoted_date": messages.spoken_date(b.day(ago), b.rng)}
+
+
+def _request_dates(db: StoreDB, r: Request) -> list[str]:
+    """The days a request's story happened on: its order placed, its parcels delivered."""
+    order = db.order(r.order_id)
+    assert order is not None
+    return [order.placed_on, *(s.delivered_on for s in order.shipments if s.delivered_on)]
 
 
 def _days(db: StoreDB, iso: str) -> int:
