@@ -81,6 +81,21 @@ def test_a_quoted_earlier_message_was_sent_after_what_it_complains_about() -> No
     assert quoted >= 10  # hard tickets do quote earlier messages
 
 
+def test_a_forwarded_message_is_the_holders_own_under_a_note_signed_by_who_forwards_it() -> None:
+    forwarded = 0
+    for split in ("train", "dev"):
+        for t in PUBLIC.store_tickets(split):
+            header = re.search(r"\n\n(?:-+ ?Forwarded|Begin forwarded|Forwarded email|Forwarding from|-+ Message from)", t.message)
+            if t.writer.holder or header is None:
+                continue
+            note, inner = t.message[: header.start()], t.message[header.start() :]
+            holder_first = t.db.account.name.split()[0]
+            assert t.writer.name.split()[0] in note and inner.rstrip().endswith(holder_first), t.message
+            assert t.writer.name.split()[0] not in inner and f"my {t.writer.relation}" not in inner, t.message
+            forwarded += 1
+    assert forwarded >= 3  # a few of the conversations with someone other than the holder
+
+
 def test_order_ids_are_found_as_customers_write_them() -> None:
     from service.env.store.world import canonical_order_id
 

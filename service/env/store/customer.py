@@ -120,8 +120,19 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
     asked = topics_in(text, tuple(sorted(asking_for)))
     rng = random.Random(stable_seed("store-customer", ticket.ticket_id, memory.round, ",".join(sorted(asked))))
     values = _values(ticket, rng)
+    written = ticket.message.lower()
+
+    def answer(slot: str, more: dict[str, str] | None = None) -> str:
+        """An answer that does not repeat the first message word for word (a person rephrases)."""
+        said = ""
+        for _ in range(8):
+            said = messages.answer(rng, slot, {**values, **(more or {})})
+            if said.lower() not in written:
+                break
+        return said
+
     if ticket.writer.insists and not memory.insisted and meaning(text).refuses:
-        return Reply(messages.answer(rng, "insist", values), frozenset(), False, False, memory.mind_changed, True)
+        return Reply(answer("insist"), frozenset(), False, False, memory.mind_changed, True)
     said: list[str] = []
     revealed: set[str] = set()
     confirmed = False
@@ -133,32 +144,32 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
             pending = any(r.mind_change for r in ticket.requests) and not mind_changed
             if pending:
                 change = next(r.mind_change for r in ticket.requests if r.mind_change)
-                said.append(messages.answer(rng, f"mind_change_{change}", values))
+                said.append(answer(f"mind_change_{change}"))
                 mind_changed = True
                 revealed.add("preference")
                 continue
             reluctant = any(r.to_other_card for r in ticket.requests) and memory.round < 3
-            said.append(messages.answer(rng, "confirm_reluctant" if reluctant else "confirm_yes", values))
+            said.append(answer("confirm_reluctant" if reluctant else "confirm_yes"))
             confirmed = True
             continue
         if topic == "order":  # each request's order, so that the answer fits whichever one was asked about
-            said += [messages.answer(rng, "order", {**values, "order_id": r.order_id}) for r in ticket.requests]
+            said += [answer("order", {"order_id": r.order_id}) for r in ticket.requests]
             revealed.add("order")
             continue
         if topic == "quantity":  # how many units each request is about
             said += [
-                messages.answer(rng, "quantity", {**values, "units": _units(ticket, r)})
+                answer("quantity", {"units": _units(ticket, r)})
                 for r in ticket.requests
                 if r.lines
             ]
             revealed.add("quantity")
             continue
         slot, fact = _answer_slot(ticket, topic, memory)
-        said.append(messages.answer(rng, slot, values))
+        said.append(answer(slot))
         if fact:
             revealed.add(topic)
     if not said:  # nothing it can answer: thanks for news or a statement, puzzlement at a question
-        said.append(messages.answer(rng, "confused" if "?" in text else "thanks", values))
+        said.append(answer("confused" if "?" in text else "thanks"))
     return Reply(
         text=" ".join(said),
         revealed=frozenset(revealed),

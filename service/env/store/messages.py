@@ -190,7 +190,8 @@ def compose(rng: random.Random, parts: list[Part], shared: dict[str, Any]) -> tu
     values: dict[str, str] = {k: str(v) for k, v in shared.items() if isinstance(v, str | int)}
     g = Grammar(rng, slots, values)
     opening = g.slot("greeting") + rng.choice((",\n\n", ", ", " — ", "!\n\n"))
-    if shared.get("relation"):
+    forward = bool(shared.get("forward"))  # the holder's own message, forwarded by the relative who writes
+    if shared.get("relation") and not forward:
         body.append(g.slot("relative_intro"))
     for index, part in enumerate(parts):
         g.values = {**values, **part.values}
@@ -225,10 +226,14 @@ def compose(rng: random.Random, parts: list[Part], shared: dict[str, Any]) -> tu
         body.append(g.slot("pressure"))
     if shared.get("injection"):
         body.insert(rng.randrange(1, len(body) + 1), g.slot("injection"))
-    closing = g.slot("signoff")
+    if forward:  # the forwarded message is signed by the holder, the note above it by the writer
+        g.values = {**values, "name": str(shared.get("holder_first") or values["name"])}
+    closing = g.slot("signoff", must_say="{name}" if forward else None)
+    g.values = values
     text = opening + "\n\n".join(body) + "\n\n" + closing
-    if shared.get("forward"):
-        text = g.slot("forward_note") + "\n\n" + g.slot("forward_header") + "\n\n" + text
+    if forward:
+        note = g.slot("forward_note") + "\n\n" + g.slot("signoff", must_say="{name}")
+        text = note + "\n\n" + g.slot("forward_header") + "\n\n" + text
     elif shared.get("quoted"):
         text = (
             text
