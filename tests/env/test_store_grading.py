@@ -10,6 +10,7 @@ import pytest
 
 from service.env.grading import GRADER_VERSION
 from service.env.models import Action, EpisodeState, Grade
+from service.env.replies import meaning
 from service.env.store import episode
 from service.env.store.grading import grade_store_episode
 from service.env.store.state import StoreProgress
@@ -166,6 +167,21 @@ def test_the_backend_refuses_what_a_store_would_and_nothing_changes(two_damaged,
     _, state = play(two_damaged, [call])
     assert state.tool_result["ok"] is False and error in state.last_action_error  # type: ignore[index,operator]
     assert state.store is not None and state.store.effects == () and state.step_count == 1
+
+
+def test_a_refused_refund_does_not_say_how_much_would_have_been_accepted(two_damaged: StoreTicket) -> None:
+    """The cap is the agent's to work out (P18), not to probe: the error names only the amount asked."""
+    over_card = ("refund", {"order_id": "ORD-10001", "amounts": [{"to": "pay_card", "amount": 60.00}]})
+    over_charge = ("refund", {"order_id": "ORD-10001", "amounts": [{"to": "pay_card", "amount": 5.00}]})
+    for call, asked in (
+        (_refund([1], 40.00), 40.00),
+        (_refund([1], 99.00, shipping=True), 99.00),
+        (over_card, 60.00),
+        (over_charge, 5.00),
+    ):
+        _, state = play(two_damaged, [call])
+        error = state.last_action_error or ""
+        assert error and meaning(error).amounts <= {asked}, error
 
 
 def test_a_unit_cannot_be_refunded_twice(two_damaged: StoreTicket) -> None:

@@ -467,16 +467,16 @@ class Backend:
         if lines or a.include_shipping:
             cap = sum(paid_for(order, n, q) for n, q in lines) + (order.shipping_fee if a.include_shipping else 0)
             if total > cap:
-                raise ToolError(
+                raise ToolError(  # no cap in the message: the amount is the agent's to work out (P18), not to probe
                     f"{money(total)} is more than those items{' and the shipping fee' if a.include_shipping else ''} "
-                    f"were paid ({money(cap)})"
+                    "were paid; work the refund out from the order (P18)"
                 )
         else:
             over = sum(p.amount for p in order.payments) - order.total - self._overcharge_refunded(order)
             if total > over:
                 raise ToolError(
                     "a refund without items returns an over-charge: "
-                    + (f"at most {money(over)} here" if over > 0 else f"{order.order_id} has none")
+                    + ("that is more than was over-charged here" if over > 0 else f"{order.order_id} has none")
                 )
         effect = RefundEffect(order_id=order.order_id, lines=lines, shipping=a.include_shipping, amounts=amounts)
         return Outcome({"refunded": dollars(total), "order_id": order.order_id, "status": "refund issued"}, effect)
@@ -519,7 +519,7 @@ class Backend:
             assert payment is not None
             room = payment.amount - refunded[dest]
             if cents > room:
-                raise ToolError(f"{payment.label} has {money(max(room, 0))} left to refund; asked for {money(cents)}")
+                raise ToolError(f"{money(cents)} is more than {payment.label} has left to refund")
         return tuple(out.items())
 
     def _replace_item(self, a: ReplaceItem) -> Outcome:
