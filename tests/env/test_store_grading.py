@@ -224,3 +224,18 @@ def test_an_amount_or_timeline_nothing_bears_out_fails_told(two_damaged: StoreTi
         assert "told" not in failed(grade), failed(grade)
     else:
         assert untrue in failed(grade).get("told", ""), failed(grade)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I can't cancel it: it has already shipped.",
+        "That line has already been delivered, so it can't be cancelled — you can return it instead.",
+        "It's already arrived, so cancelling isn't possible.",
+    ],
+)
+def test_a_line_that_shipped_or_arrived_is_told_as_the_reason_it_cannot_be_cancelled(two_damaged, text) -> None:
+    from service.env.store.grading import told
+    from service.env.store.policy import Fact
+
+    assert told(text, Fact(kind="reason", value="shipped"), two_damaged)

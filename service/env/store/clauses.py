@@ -31,7 +31,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         "before an exchange. P7 applies to claims about items (damaged, defective, wrong, missing, returns and "
         "exchanges); cancellations, address changes, duplicate charges and late-delivery credits are decided on "
         "the records for every customer. For P1 at the desk, an item opened or tried on but not used — as new, "
-        "whatever its packaging — counts as unused; an item used or worn does not.",
+        "whatever its packaging — counts as unused; an item used or worn does not. Photos attached to the first "
+        "message show what it describes: ask for photos (P2) only when none came with it.",
     ),
     PolicyClause(
         id="P16",
@@ -68,7 +69,7 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         text="The order's shipping fee is refunded, once per order and in full, when the store is at fault for "
         "the delivery: an item damaged or defective on arrival (reported within "
         f"{RETURN_WINDOW_DAYS} days, P2), the wrong item (P4), or a parcel that never arrived (P5) — whenever "
-        "such a claim is refunded rather than replaced. It is not refunded for a change of mind, a size return, "
+        "any item of such a claim is refunded rather than replaced. It is not refunded for a change of mind, a size return, "
         "or a defect under warranty (P3).",
     ),
     PolicyClause(
@@ -103,7 +104,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         id="P23",
         title="Replacement or refund",
         text="Where P2–P5 grant a replacement when the item is in stock, the customer may choose a refund "
-        "instead; if they have not said which they want, ask them. Out of stock, refund. Each item of a request is "
+        "instead; if they have not said which they want, ask them — a customer who does not mind which gets the "
+        "replacement. Out of stock, refund. Each item of a request is "
         "decided on its own: in a parcel of several items, those in stock are replaced (or refunded, if the "
         "customer chooses) and those out of stock refunded. A replacement sends the same item (the right one, for a "
         "wrong item), at no charge, with nothing refunded for it.",
@@ -113,7 +115,7 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         title="Exchanges for another size or colour",
         text="A size issue inside the return window (P1) on an unused item is exchanged for the variant the "
         "customer asks for, when that variant of the same product is in stock (look it up with get_product); "
-        "otherwise it is returned and refunded as a change of mind. The price difference between the two "
+        "otherwise it is returned and refunded as a change of mind, with nothing to ask the customer about it. The price difference between the two "
         "variants' prices (times the quantity) is settled on the order's card or PayPal payment — charged "
         "when the new variant costs more, refunded when it costs less — or as store credit when the order had "
         "no card or PayPal payment.",
@@ -123,8 +125,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         title="Cancelling before shipment",
         text="Lines that have not shipped (status processing) can be cancelled: cancel_items cancels them and "
         "refunds what they were paid (P18, P21), and the shipping fee too when no line of the order is left. "
-        "A line that has shipped cannot be cancelled: tell the customer it is on its way and that it can be "
-        "returned once delivered (unless P6 forbids its return). Cancellations are never escalated under P8.",
+        "A line that has already shipped or arrived cannot be cancelled: tell the customer it has shipped and "
+        "that it can be returned once delivered (unless P6 forbids its return). Cancellations are never escalated under P8.",
     ),
     PolicyClause(
         id="P26",

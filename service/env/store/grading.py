@@ -477,7 +477,7 @@ _RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to|and)\s*(\d+)\s*(?:business|working
 _REASON_WORDS = {
     "shipped": re.compile(
         r"\b(?:shipped|dispatched|on (?:its|their) way|in transit|left (?:our|the) warehouse|"
-        r"already (?:gone|sent|out))\b"
+        r"already (?:gone|sent|out|(?:been )?delivered|arrived)|(?:has|have) (?:already )?arrived|was delivered)\b"
     ),
     "not_late": re.compile(
         r"\b(?:on time|only (?:\w+ )?days? (?:late|after)|(?:one|two|three|\d) days? (?:late|"
