@@ -288,7 +288,7 @@ def check_stored(seen: list[Seen], db: dict[str, Any]) -> int:
             assert ep is not None and ack.step_index <= len(ep.transitions), f"acknowledged step lost: {ack}"
             t = ep.transitions[ack.step_index - 1]
             assert (t["action"], t["reward"], t["done"]) == (
-                core.Action.model_validate(ack.action).model_dump(mode="json"),
+                core.Action.model_validate(ack.action).as_json(),
                 ack.reward,
                 ack.done,
             ), (ack, t)

@@ -53,14 +53,14 @@ async def assert_matches_replay(
     replay_rewards = []
     for t, action in zip(stored, applied, strict=True):
         parsed = core.Action.model_validate(action)
-        assert t.action == parsed.model_dump(mode="json")
+        assert t.action == parsed.as_json()
         assert t.episode_id == episode_id and t.observation["episode_id"] == episode_id
         result = core.step(state, parsed)
         state = result.state
         replay_rewards.append(result.reward)
         assert t.reward == result.reward and t.done == result.done
     assert replay_rewards == rewards
-    assert state.model_dump(mode="json") == record.state
+    assert state.as_json() == record.state
     assert record.status == ("done" if state.done else "active")
     if state.done:
         grade = await repo.get_grade(db, episode_id, core.GRADER_VERSION)

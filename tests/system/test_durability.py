@@ -251,9 +251,9 @@ def assert_not_corrupt(ep: StoredEpisode) -> None:
         state = result.state
         assert (t["reward"], t["done"]) == (result.reward, result.done), (ep.id, t["step_index"])
     assert (
-        core.replay(ep.task_id, ep.seed, ep.split, actions).model_dump(mode="json")
+        core.replay(ep.task_id, ep.seed, ep.split, actions).as_json()
         == ep.state
-        == state.model_dump(mode="json")
+        == state.as_json()
     ), ep.id
     assert ep.status == ("done" if state.done else "active"), ep.id
     assert ep.grades == (1 if state.done else 0), (ep.id, ep.grades)
@@ -268,7 +268,7 @@ def assert_acks_stored(logs: list[AgentLog], db: dict[str, StoredEpisode]) -> in
             assert ep is not None, f"acknowledged episode {ack.episode_id} lost"
             assert ack.step_index <= len(ep.transitions), f"acknowledged step {ack} lost (stored {len(ep.transitions)})"
             t = ep.transitions[ack.step_index - 1]
-            expected_action = core.Action.model_validate(ack.action).model_dump(mode="json")
+            expected_action = core.Action.model_validate(ack.action).as_json()
             assert (t["request_id"], t["action"], t["reward"], t["done"]) == (
                 ack.request_id,
                 expected_action,

@@ -272,7 +272,7 @@ async def test_racing_agents_across_two_servers(
             assert w is not None, f"stored step {t['step_index']} of {ep.id} answered to nobody"
             assert (t["request_id"], t["action"], t["reward"]) == (
                 w.request_id,
-                core.Action.model_validate(w.action).model_dump(mode="json"),
+                core.Action.model_validate(w.action).as_json(),
                 w.body["reward"],
             )
             stored_transitions += 1
