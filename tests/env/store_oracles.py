@@ -165,7 +165,10 @@ def gold_plan(t: StoreTicket) -> list[tuple[str, dict[str, Any]]]:
     if t.writer.holder and changes:
         plan = describe_plan([write_call(e, account.customer_id) for e in changes])
         calls.append(
-            ("send_message", {"text": f"Here is what I will do: {plan}. Shall I go ahead?", "asking_for": ["confirmation"]})
+            (
+                "send_message",
+                {"text": f"Here is what I will do: {plan}. Shall I go ahead?", "asking_for": ["confirmation"]},
+            )
         )
         if any(r.mind_change for r in t.requests):
             calls.append(

@@ -59,7 +59,10 @@ def test_a_quoted_earlier_message_was_sent_after_what_it_complains_about() -> No
     from datetime import date
 
     months = {date(2026, m, 1).strftime("%B"): m for m in range(1, 13)}
-    spoken = re.compile(r"(\d{1,2})(?:st|nd|rd|th)? (?:of )?(%s)|(%s) (\d{1,2})|\b(\d{1,2})/(\d{1,2})\b" % ("|".join(months), "|".join(months)))
+    names = "|".join(months)
+    spoken = re.compile(
+        rf"(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({names})|({names}) (\d{{1,2}})|\b(\d{{1,2}})/(\d{{1,2}})\b"
+    )
     quoted = 0
     for split in ("train", "dev"):
         for t in PUBLIC.store_tickets(split):
@@ -85,7 +88,9 @@ def test_a_forwarded_message_is_the_holders_own_under_a_note_signed_by_who_forwa
     forwarded = 0
     for split in ("train", "dev"):
         for t in PUBLIC.store_tickets(split):
-            header = re.search(r"\n\n(?:-+ ?Forwarded|Begin forwarded|Forwarded email|Forwarding from|-+ Message from)", t.message)
+            header = re.search(
+                r"\n\n(?:-+ ?Forwarded|Begin forwarded|Forwarded email|Forwarding from|-+ Message from)", t.message
+            )
             if t.writer.holder or header is None:
                 continue
             note, inner = t.message[: header.start()], t.message[header.start() :]

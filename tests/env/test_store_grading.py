@@ -24,7 +24,10 @@ READ = [("get_order", {"order_id": "ORD-10001"}), ("get_shipment", {"shipment_id
 YES = [
     (
         "send_message",
-        {"text": "I'll refund $54.95 ($34.95 and $20.00) on ORD-10001. Shall I go ahead?", "asking_for": ["confirmation"]},
+        {
+            "text": "I'll refund $54.95 ($34.95 and $20.00) on ORD-10001. Shall I go ahead?",
+            "asking_for": ["confirmation"],
+        },
     )
 ]
 END = [("end_conversation", {})]

@@ -250,11 +250,7 @@ def assert_not_corrupt(ep: StoredEpisode) -> None:
         result = core.step(state, action)
         state = result.state
         assert (t["reward"], t["done"]) == (result.reward, result.done), (ep.id, t["step_index"])
-    assert (
-        core.replay(ep.task_id, ep.seed, ep.split, actions).as_json()
-        == ep.state
-        == state.as_json()
-    ), ep.id
+    assert core.replay(ep.task_id, ep.seed, ep.split, actions).as_json() == ep.state == state.as_json(), ep.id
     assert ep.status == ("done" if state.done else "active"), ep.id
     assert ep.grades == (1 if state.done else 0), (ep.id, ep.grades)
 

@@ -86,9 +86,7 @@ def test_the_landing_page_works_inside_a_cross_origin_iframe(chromium: str, tmp_
             assert frame.locator("h1").inner_text(timeout=20_000) == "ecomm-support-env"
             assert frame.locator('a[href="/docs"]').count() >= 1
             frame.locator('a[href="/leaderboard?split=dev&format=html"]').first.click()
-            assert (
-                frame.locator("h1").filter(has_text="board").inner_text(timeout=20_000).startswith("Practice board")
-            )
+            assert frame.locator("h1").filter(has_text="board").inner_text(timeout=20_000).startswith("Practice board")
             assert not [m for m in console if "Content Security Policy" in m], console
 
             parent.frame_url = default.url + "/"

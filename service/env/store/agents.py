@@ -59,7 +59,9 @@ def describe_plan(calls: list[tuple[str, dict[str, Any]]]) -> str:
     parts = []
     for tool, a in calls:
         order = a.get("order_id", "")
-        lines = [a["line_no"]] if "line_no" in a else [*a.get("line_nos", [])] + [i["line_no"] for i in a.get("items", [])]
+        lines = (
+            [a["line_no"]] if "line_no" in a else [*a.get("line_nos", [])] + [i["line_no"] for i in a.get("items", [])]
+        )
         on = f"line {', '.join(map(str, lines))} of {order}" if lines else order
         if tool == "refund":
             total = sum(float(p["amount"]) for p in a["amounts"])

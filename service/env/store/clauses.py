@@ -69,8 +69,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         text="The order's shipping fee is refunded, once per order and in full, when the store is at fault for "
         "the delivery: an item damaged or defective on arrival (reported within "
         f"{RETURN_WINDOW_DAYS} days, P2), the wrong item (P4), or a parcel that never arrived (P5) — whenever "
-        "any item of such a claim is refunded rather than replaced. It is not refunded for a change of mind, a size return, "
-        "or a defect under warranty (P3).",
+        "any item of such a claim is refunded rather than replaced. It is not refunded for a change of mind, "
+        "a size return, or a defect under warranty (P3).",
     ),
     PolicyClause(
         id="P20",
@@ -115,8 +115,9 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         title="Exchanges for another size or colour",
         text="A size issue inside the return window (P1) on an unused item is exchanged for the variant the "
         "customer asks for, when that variant of the same product is in stock (look it up with get_product); "
-        "otherwise it is returned and refunded as a change of mind, with nothing to ask the customer about it. The price difference between the two "
-        "variants' prices (times the quantity) is settled on the order's card or PayPal payment — charged "
+        "otherwise it is returned and refunded as a change of mind, with nothing to ask the customer about it. "
+        "The price difference between the two variants' prices (times the quantity) is settled on the "
+        "order's card or PayPal payment — charged "
         "when the new variant costs more, refunded when it costs less — or as store credit when the order had "
         "no card or PayPal payment.",
     ),
@@ -126,7 +127,8 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         text="Lines that have not shipped (status processing) can be cancelled: cancel_items cancels them and "
         "refunds what they were paid (P18, P21), and the shipping fee too when no line of the order is left. "
         "A line that has already shipped or arrived cannot be cancelled: tell the customer it has shipped and "
-        "that it can be returned once delivered (unless P6 forbids its return). Cancellations are never escalated under P8.",
+        "that it can be returned once delivered (unless P6 forbids its return). Cancellations are never "
+        "escalated under P8.",
     ),
     PolicyClause(
         id="P26",

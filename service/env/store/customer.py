@@ -157,11 +157,7 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
             revealed.add("order")
             continue
         if topic == "quantity":  # how many units each request is about
-            said += [
-                answer("quantity", {"units": _units(ticket, r)})
-                for r in ticket.requests
-                if r.lines
-            ]
+            said += [answer("quantity", {"units": _units(ticket, r)}) for r in ticket.requests if r.lines]
             revealed.add("quantity")
             continue
         slot, fact = _answer_slot(ticket, topic, memory)

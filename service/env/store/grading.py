@@ -374,9 +374,10 @@ def describes(text: str, call: ToolCall, t: StoreTicket) -> bool:
     if call.tool == "exchange_item" and (variant := t.db.variant(str(args.get("new_sku", "")))):
         names.append(variant.options)
     if call.tool == "change_address":
-        return str(args.get("postal_code", "")).lower().replace(" ", "") in low.replace(" ", "") or str(
-            args.get("line1", "")
-        ).lower() in low
+        return (
+            str(args.get("postal_code", "")).lower().replace(" ", "") in low.replace(" ", "")
+            or str(args.get("line1", "")).lower() in low
+        )
     words = {w for name in names for w in re.findall(r"[a-z]{3,}", name.lower())} - _NAME_STOP
     return any(re.search(rf"\b{re.escape(w)}s?\b", low) for w in words)
 
@@ -393,7 +394,9 @@ def _told(e: _Episode) -> _Check:
     ]
     untrue = _untrue(e, " ".join(str(c.arguments.get("text", "")) for c in e.messages))
     if missing or untrue:
-        said = (["not told: " + "; ".join(missing)] if missing else []) + (["told " + "; ".join(untrue)] if untrue else [])
+        said = (["not told: " + "; ".join(missing)] if missing else []) + (
+            ["told " + "; ".join(untrue)] if untrue else []
+        )
         return _Check(0.0, "; and ".join(said), ("P32",))
     return _Check(1.0, "told the customer every outcome", ("P32",))
 
