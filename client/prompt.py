@@ -52,8 +52,26 @@ def _schema_summary(schema: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _store_system_prompt(task: Mapping[str, Any]) -> str:
+    tools = "\n".join(
+        f"- {t['name']}: {t.get('description', '')} Arguments: {compact_json(t['parameters'])}"
+        for t in task.get("tools") or []
+    )
+    return (
+        f"You are a customer-support agent for an online store, working one ticket.\n"
+        f"Task: {task['id']} — {task.get('title', '')} ({task.get('family')}, {task.get('difficulty')}).\n\n"
+        f"INSTRUCTIONS\n{task.get('instructions', '')}\n\n"
+        f"TOOLS (each with the JSON schema of its arguments)\n{tools}\n\n"
+        "Answer every turn with exactly one JSON object — one tool call — and nothing else: no prose, no code "
+        'fences. Example: {"tool": "search_policy", "arguments": {"query": "damaged item"}}'
+    )
+
+
 def system_prompt(task: Mapping[str, Any], action_schema: Mapping[str, Any]) -> str:
-    """The task's instructions and the action schema, as ``GET /tasks`` describes them."""
+    """The task's instructions and the action schema, as ``GET /tasks`` describes them (the store desk, which
+    takes tool calls only: its tools and their schemas)."""
+    if task.get("family") == "store" and task.get("tools"):
+        return _store_system_prompt(task)
     return (
         f"You are a customer-support agent for an online store, working one ticket.\n"
         f"Task: {task['id']} — {task.get('title', '')} ({task.get('family')}, {task.get('difficulty')}).\n\n"
@@ -97,7 +115,8 @@ def _past_actions(past: Sequence[PastTurn]) -> str:
 
 
 def render_turn(obs: Mapping[str, Any], lookups: Mapping[str, Any], past: Sequence[PastTurn]) -> str:
-    """The user message of one turn: the ticket's state, the conversation, lookups, past actions."""
+    """The user message of one turn: the ticket's state, the conversation, lookups, the latest tool result,
+    past actions."""
     parts = [
         f"TICKET {obs.get('ticket_id')} (task_id: {obs.get('task_id')}) — step_count: {obs.get('step_count')} "
         f"of max_steps: {obs.get('max_steps')}; status: {obs.get('status')}; queue: {obs.get('current_queue')}; "
@@ -112,6 +131,9 @@ def render_turn(obs: Mapping[str, Any], lookups: Mapping[str, Any], past: Sequen
             "LOOKUP RESULTS\n"
             + "\n".join(f"{k}: {_clip(v, LOOKUP_CHARS.get(k, OTHER_LOOKUP_CHARS))}" for k, v in lookups.items())
         )
+    latest = obs.get("tool_result")
+    if latest is not None and latest not in lookups.values():  # a lookup's result is shown above
+        parts.append(f"LATEST TOOL RESULT (of your last action)\n{_clip(latest, OTHER_LOOKUP_CHARS * 2)}")
     if past:
         parts.append(_past_actions(past))
     if obs.get("last_action_error"):
