@@ -734,6 +734,53 @@ def test_success_is_resolved_when_the_server_says_so(
         assert env.grader_calls == 0  # the final observation was enough
 
 
+class _SilentAgent:
+    """A model that never produces an action."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[dict[str, Any], bool]] = []
+
+    async def act(self, obs: dict[str, Any]) -> agents.Turn:
+        return agents.Turn(None, "the model called no tool")
+
+    def observe_result(self, action: dict[str, Any], rejected: bool, note: str | None) -> None:
+        self.told.append((action, rejected))
+
+
+class _RecordingEnv(_ScriptedEnv):
+    def __init__(self) -> None:
+        super().__init__([{"observation": _obs(), "reward": 0.0, "done": True}], {"score": 0.1, "resolved": False})
+        self.actions: list[dict[str, Any]] = []
+
+    async def step(self, episode_id: str, action: dict[str, Any]) -> dict[str, Any]:
+        self.actions.append(action)
+        return await super().step(episode_id, action)
+
+
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [
+        ("store", {"tool": "search_policy", "arguments": {"query": "store policy"}}),  # tool calls only
+        ("decision", {"lookup": "policy"}),
+        ("workflow", {"lookup": "policy"}),
+    ],
+)
+def test_the_fallback_action_is_the_task_familys(family: str, expected: dict[str, Any]) -> None:
+    """After three turns without an action the runner plays the family's fallback (before: a lookup everywhere,
+    which the store desk refuses) and tells the agent what was played."""
+    import asyncio
+
+    env, agent, lines = _RecordingEnv(), _SilentAgent(), []
+    start = runner.Started("ep-1", f"{family}-easy", 0, 0, {"step_count": 0}, False, "dev")
+    fallback = runner.fallback_action(family)
+    asyncio.run(
+        runner.play_episode(env, agent, start, "b", "m", runner.Deadline(None), lines.append, fallback=fallback)  # type: ignore[arg-type]
+    )
+    assert env.actions == [expected] and agent.told == [(expected, False)]
+    steps = [line for line in lines if line.startswith("[STEP]")]
+    assert len(steps) == 3 and "fallback action after 3 turns" in steps[-1]
+
+
 def test_inference_says_which_board_its_default_plays_for() -> None:
     """#21.5: the default split is dev, whose board is practice (its labels are public): stderr says so
     before anything is played, and --help too."""
