@@ -37,7 +37,7 @@ from pydantic.fields import FieldInfo
 from client.config import DEFAULT_ENV_URL
 from client.prompt import first_message, tool_instructions, tool_message_text
 from client.wire import EnvClient, Pacing, ServiceError
-from service.env import TASKS, tools_for
+from service.env import TASKS, UnknownTask, get_task, tools_for
 
 # ------------------------------------------------------------------------- the background event loop
 
@@ -202,7 +202,10 @@ class _Desk:
     def reset(self, task_id: str | None = None, seed: int | None = None, split: str | None = None, **_: Any) -> str:
         """Start a new episode (TRL passes the dataset row's columns; only these three are used) and return
         its first observation as text. Without a task_id, one of this desk's tasks is drawn."""
-        task = task_id or self._rng.choice(self._tasks)
+        try:  # an alias (docs/api.md) names its task
+            task = get_task(task_id).id if task_id else self._rng.choice(self._tasks)
+        except UnknownTask as exc:
+            raise ValueError(str(exc)) from exc
         if task not in self._tasks:
             raise ValueError(f"{task} is not a task of {type(self).__name__} (its tasks: {', '.join(self._tasks)})")
         body: dict[str, Any] = {"task_id": task, "split": split or self._split}

@@ -12,7 +12,9 @@ from litestar.testing import AsyncTestClient, TestClient
 
 from service import env as core
 from service.domain.episodes.mcp import McpSession
+from service.domain.episodes.services import EpisodeService
 from service.domain.episodes.websocket import _handle
+from service.settings import Settings
 
 SESSION = ["reset", "step", "state", "grade"]
 TICKET = ["decide", "reply", "route", "tag", "lookup", "close"]
@@ -186,11 +188,14 @@ def test_websocket_step_frames_list_and_call_the_episode_tools(app: Litestar) ->
         assert names(ws.receive_json()["data"]["result"]["tools"]) == SESSION + TICKET
 
 
-async def test_action_tools_are_websocket_activity(app: Litestar) -> None:
+async def test_action_tools_are_websocket_activity(app: Litestar, settings: Settings) -> None:
     """A successful action tool call keeps a WebSocket session alive, as a step frame does (sent as an
     ``mcp`` frame or a call_tool step frame); a refused one, a listing and a state call do not."""
-    async with AsyncTestClient(app=app):
-        episodes = app.state.episodes
+    async with AsyncTestClient(app=app):  # the app migrates the database; frames are handled on this loop
+        pass
+    db = settings.database()
+    try:
+        episodes = EpisodeService(db, default_split="dev")
         session = McpSession()
         _, active = await _handle({"type": "reset", "data": {"task_id": "decision-easy", "seed": 0}}, session, episodes)
         assert active
@@ -205,3 +210,5 @@ async def test_action_tools_are_websocket_activity(app: Litestar) -> None:
         state = rpc("tools/call", {"name": "state", "arguments": {}})
         assert (await _handle({"type": "mcp", "data": state}, session, episodes))[1] is False
         assert (await episodes.state(session.episode_id))["step_count"] == 2
+    finally:
+        await db.dispose()
