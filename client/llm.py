@@ -89,7 +89,11 @@ class Reply:
 
     def message(self) -> dict[str, Any]:
         """The message as it goes back into the chat history (``role: assistant``, with its tool calls)."""
-        out: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        # an assistant message needs text unless it calls tools (some APIs refuse null content otherwise)
+        out: dict[str, Any] = {
+            "role": "assistant",
+            "content": (self.content or None) if self.tool_calls else self.content,
+        }
         if self.tool_calls:
             out["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
