@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import httpx
 
-from client.agents import AGENTS
+from client.agents import ACTION_FORMATS, AGENTS
 from client.config import Config
 from client.evaluation import DEFAULT_CONCURRENCY, DEFAULT_TIME_BUDGET_S, MAX_TRIALS, Plan, PlanError, evaluate
 from client.llm import FatalAgentError
@@ -82,13 +82,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--direct", action="store_true", help="plain /reset + /step episodes, no server-side run (not ranked)"
     )
     p.add_argument(
+        "--action-format",
+        choices=ACTION_FORMATS,
+        default=None,
+        help="how the llm agent acts: tools (default: native tool calls, tools=[...] from GET /tasks) or json "
+        "(one JSON action in its text, for models without tool calling); also ACTION_FORMAT",
+    )
+    p.add_argument(
         "--log-level", default=os.environ.get("INFERENCE_LOG_LEVEL", "INFO"), help="stderr log level (default INFO)"
     )
     return p
 
 
-def plan_from(args: argparse.Namespace) -> Plan:
+def plan_from(args: argparse.Namespace, cfg: Config | None = None) -> Plan:
     return Plan(
+        action_format=args.action_format or (cfg.action_format if cfg is not None else "tools"),
         agent=args.agent,
         split=args.split,
         tasks=[t for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
@@ -123,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     log.setLevel(args.log_level.upper())
     cfg = Config.from_env()
-    plan = plan_from(args)
+    plan = plan_from(args, cfg)
     log.warning("%s", board_label(plan.split))
     try:
         plan.check()

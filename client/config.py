@@ -28,6 +28,7 @@ class Config:
     llm_max_attempts: int
     llm_backoff_s: float
     state_dir: Path
+    action_format: str = "tools"  # ACTION_FORMAT: how the llm agent acts (tools, or json for models without tool calls)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Config:
@@ -45,4 +46,5 @@ class Config:
             llm_max_attempts=max(1, int(env.get("LLM_MAX_ATTEMPTS") or 4)),
             llm_backoff_s=float(env.get("LLM_BACKOFF_S") or 1.0),
             state_dir=Path(env.get("INFERENCE_STATE_DIR") or ".inference_runs"),
+            action_format=(env.get("ACTION_FORMAT") or "tools").strip().lower(),
         )

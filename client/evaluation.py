@@ -14,11 +14,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from client.agents import AGENTS, LLMEpisodeAgent, reference_agent
+from client.agents import (
+    ACTION_FORMATS,
+    AGENTS,
+    EpisodeAgent,
+    LLMEpisodeAgent,
+    ToolCallingEpisodeAgent,
+    reference_agent,
+)
 from client.config import Config
 from client.llm import LLMClient, LLMHealth, TokenUsage
 from client.logformat import compact_json, emit
-from client.prompt import system_prompt
+from client.prompt import function_tools, system_prompt, tool_instructions
 from client.runner import (
     AgentFactory,
     Deadline,
@@ -62,6 +69,7 @@ class Plan:
     resume: str | None = None  # a run id
     direct: bool = False
     direct_entries: Sequence[tuple[str, int, int]] | None = None  # (task_id, seed, trial): replaces direct's plan
+    action_format: str = "tools"  # the llm agent: native tool calls, or "json" (a JSON action in its text)
 
     def check(self) -> None:
         if self.direct and self.resume:
@@ -70,6 +78,8 @@ class Plan:
             raise PlanError(f"--trials must be between 1 and {MAX_TRIALS}")
         if self.agent is not None and self.agent not in AGENTS:
             raise PlanError(f"unknown agent {self.agent!r}; choose one of {', '.join(AGENTS)}")
+        if self.action_format not in ACTION_FORMATS:
+            raise PlanError(f"unknown action format {self.action_format!r}; choose one of {', '.join(ACTION_FORMATS)}")
 
 
 @dataclass
@@ -186,8 +196,21 @@ async def _create(plan: Plan, cfg: Config, task_ids: list[str]) -> _Opened:
     return _Opened(RunSource(run["run_id"]), total, agent, model, run["run_id"], run["run_token"], run)
 
 
+def _llm_agent(llm: LLMClient, task: dict[str, Any], action_schema: dict[str, Any], action_format: str) -> EpisodeAgent:
+    """The llm agent of one episode: tool calls when the task lists tools (every task of a current server),
+    else — or with ``--action-format json`` — a JSON action in its text."""
+    if action_format == "tools" and task.get("tools"):
+        return ToolCallingEpisodeAgent(llm, tool_instructions(task), function_tools(task["tools"]))
+    return LLMEpisodeAgent(llm, system_prompt(task, action_schema))
+
+
 def _agents(
-    agent: str, cfg: Config, usage: TokenUsage, systems: dict[str, str], split: str
+    agent: str,
+    cfg: Config,
+    usage: TokenUsage,
+    tasks: dict[str, dict[str, Any]],
+    action_schema: dict[str, Any],
+    plan: Plan,
 ) -> Callable[[], Awaitable[tuple[AgentFactory, Callable[[], Awaitable[None]]]]]:
     """Per worker: a factory of per-episode agents and what closes the worker's agent resources."""
 
@@ -196,12 +219,12 @@ def _agents(
     async def make() -> tuple[AgentFactory, Callable[[], Awaitable[None]]]:
         if agent == "llm":
             llm = LLMClient(cfg, usage, health)
-            return (lambda s: LLMEpisodeAgent(llm, systems[s.task_id])), llm.aclose
+            return (lambda s: _llm_agent(llm, tasks[s.task_id], action_schema, plan.action_format)), llm.aclose
 
         async def nothing() -> None:
             return None
 
-        return (lambda s: reference_agent(agent, s.split or split, s.seed, s.trial)), nothing
+        return (lambda s: reference_agent(agent, s.split or plan.split, s.seed, s.trial)), nothing
 
     return make
 
@@ -226,10 +249,11 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
         else opened.total
     )
     usage = TokenUsage()
-    systems = {t: system_prompt(tasks[t], action_schema) for t in tasks}
+    if opened.agent == "llm":
+        log.info("the llm agent acts with %s", "tool calls" if plan.action_format == "tools" else "JSON in its text")
     workers = Workers(
         make_env=lambda: EnvClient(cfg.env_url, opened.run_token, pacing=pacing),
-        make_agent=_agents(opened.agent, cfg, usage, systems, plan.split),
+        make_agent=_agents(opened.agent, cfg, usage, tasks, action_schema, plan),
         concurrency=max(1, plan.concurrency),
         max_episodes=plan.max_episodes,
         benchmark=cfg.benchmark,
@@ -238,6 +262,7 @@ async def evaluate(plan: Plan, cfg: Config, sink: Sink = emit) -> Evaluation:
         progress=Progress(total, enabled=sink is emit),  # embedded callers (baseline.py) keep stderr quiet
         sink=sink,
         defer=opened.run_id is not None,
+        families={t: str(task.get("family") or "") for t, task in tasks.items()},
     )
     run = opened.run
     try:

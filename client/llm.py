@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from client.config import Config
 from client.logformat import one_line
@@ -71,6 +71,37 @@ def first_line(exc: BaseException | None) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call of an assistant message: its id, the tool and the arguments as the model wrote them."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An assistant message: its text and the tools it called (in order)."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = field(default=())
+
+    def message(self) -> dict[str, Any]:
+        """The message as it goes back into the chat history (``role: assistant``, with its tool calls)."""
+        # an assistant message needs text unless it calls tools (some APIs refuse null content otherwise)
+        out: dict[str, Any] = {
+            "role": "assistant",
+            "content": (self.content or None) if self.tool_calls else self.content,
+        }
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return out
+
+
 class LLMClient:
     """One ``AsyncOpenAI`` client; ``usage`` accumulates the tokens of every call."""
 
@@ -90,25 +121,34 @@ class LLMClient:
     async def complete(self, messages: list[ChatCompletionMessageParam]) -> str:
         """The model's answer; LLMUnavailable after every retry failed (FatalAgentError once too many
         calls in a row have), FatalAgentError for an endpoint that refuses us or is not an LLM API."""
+        return (await self.chat(messages)).content
+
+    async def chat(
+        self, messages: list[ChatCompletionMessageParam], tools: list[dict[str, Any]] | None = None
+    ) -> Reply:
+        """The model's assistant message — with ``tools`` (OpenAI function tools), the calls it makes; errors
+        as :meth:`complete`."""
         try:
-            text = await self._complete(messages)
+            reply = await self._complete(messages, tools)
         except LLMUnavailable as exc:
             raise self.health.failed(exc) from exc
         self.health.succeeded()
-        return text
+        return reply
 
-    async def _complete(self, messages: list[ChatCompletionMessageParam]) -> str:
+    async def _complete(self, messages: list[ChatCompletionMessageParam], tools: list[dict[str, Any]] | None) -> Reply:
         import openai
 
         where = f"the LLM at {self.cfg.api_base_url} (model {self.cfg.model_name})"
         last: Exception | None = None
         for attempt in range(self.cfg.llm_max_attempts):
             try:
+                extra: dict[str, Any] = {"tools": tools} if tools else {}
                 resp = await self.client.chat.completions.create(
                     model=self.cfg.model_name,
                     messages=messages,
                     temperature=0.0,
                     max_tokens=MAX_TOKENS,
+                    **extra,
                 )
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
                 raise FatalAgentError(f"{where} refused the request: {one_line(exc, 200)}") from exc
@@ -133,7 +173,15 @@ class LLMClient:
                 if resp.usage is not None:
                     self.usage.prompt_tokens += resp.usage.prompt_tokens or 0
                     self.usage.completion_tokens += resp.usage.completion_tokens or 0
-                return (resp.choices[0].message.content or "") if resp.choices else ""
+                if not resp.choices:
+                    return Reply("")
+                message = resp.choices[0].message
+                calls = tuple(
+                    ToolCall(c.id, c.function.name, c.function.arguments or "")
+                    for c in message.tool_calls or ()
+                    if getattr(c, "function", None) is not None
+                )
+                return Reply(message.content or "", calls)
             if attempt + 1 < self.cfg.llm_max_attempts:
                 delay = self.cfg.llm_backoff_s * 2**attempt * (0.75 + 0.5 * random.random())
                 log.debug("LLM attempt %d failed (%s); retrying in %.1fs", attempt + 1, type(last).__name__, delay)

@@ -52,8 +52,26 @@ def _schema_summary(schema: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _store_system_prompt(task: Mapping[str, Any]) -> str:
+    tools = "\n".join(
+        f"- {t['name']}: {t.get('description', '')} Arguments: {compact_json(t['parameters'])}"
+        for t in task.get("tools") or []
+    )
+    return (
+        f"You are a customer-support agent for an online store, working one ticket.\n"
+        f"Task: {task['id']} — {task.get('title', '')} ({task.get('family')}, {task.get('difficulty')}).\n\n"
+        f"INSTRUCTIONS\n{task.get('instructions', '')}\n\n"
+        f"TOOLS (each with the JSON schema of its arguments)\n{tools}\n\n"
+        "Answer every turn with exactly one JSON object — one tool call — and nothing else: no prose, no code "
+        'fences. Example: {"tool": "search_policy", "arguments": {"query": "damaged item"}}'
+    )
+
+
 def system_prompt(task: Mapping[str, Any], action_schema: Mapping[str, Any]) -> str:
-    """The task's instructions and the action schema, as ``GET /tasks`` describes them."""
+    """The task's instructions and the action schema, as ``GET /tasks`` describes them (the store desk, which
+    takes tool calls only: its tools and their schemas)."""
+    if task.get("family") == "store" and task.get("tools"):
+        return _store_system_prompt(task)
     return (
         f"You are a customer-support agent for an online store, working one ticket.\n"
         f"Task: {task['id']} — {task.get('title', '')} ({task.get('family')}, {task.get('difficulty')}).\n\n"
@@ -97,7 +115,8 @@ def _past_actions(past: Sequence[PastTurn]) -> str:
 
 
 def render_turn(obs: Mapping[str, Any], lookups: Mapping[str, Any], past: Sequence[PastTurn]) -> str:
-    """The user message of one turn: the ticket's state, the conversation, lookups, past actions."""
+    """The user message of one turn: the ticket's state, the conversation, lookups, the latest tool result,
+    past actions."""
     parts = [
         f"TICKET {obs.get('ticket_id')} (task_id: {obs.get('task_id')}) — step_count: {obs.get('step_count')} "
         f"of max_steps: {obs.get('max_steps')}; status: {obs.get('status')}; queue: {obs.get('current_queue')}; "
@@ -112,12 +131,93 @@ def render_turn(obs: Mapping[str, Any], lookups: Mapping[str, Any], past: Sequen
             "LOOKUP RESULTS\n"
             + "\n".join(f"{k}: {_clip(v, LOOKUP_CHARS.get(k, OTHER_LOOKUP_CHARS))}" for k, v in lookups.items())
         )
+    latest = obs.get("tool_result")
+    if latest is not None and latest not in lookups.values():  # a lookup's result is shown above
+        parts.append(f"LATEST TOOL RESULT (of your last action)\n{_clip(latest, OTHER_LOOKUP_CHARS * 2)}")
     if past:
         parts.append(_past_actions(past))
     if obs.get("last_action_error"):
         parts.append(f"LAST ACTION NOTE: {obs['last_action_error']}")
     parts.append("Your next action, as one JSON object:")
     return "\n\n".join(parts)
+
+
+# ------------------------------------------------------------------- native tool calling (and TRL)
+
+# What an agent is never shown of an observation: the grade, in any form (rewards ride beside the
+# observation on the wire; a final observation carries its score and verdict).
+HIDDEN_FIELDS = frozenset({"reward", "score", "resolved", "grade", "final", "breakdown"})
+# What the first message already showed and never changes: left out of every tool message.
+STATIC_FIELDS = frozenset({"ticket", "customer_message", "instructions", "ticket_id", "task_id", "episode_id"})
+TOOL_TEXT_CHARS = 4000  # the longest text of a tool message (a policy section is shorter; a long reply is cut)
+
+
+# The ticket tasks' instructions name the action's fields; their tools stand for those fields.
+TICKET_TOOLS_NOTE = (
+    "The instructions name the action's fields; each is a tool here: `decision` (with its `reply`) is decide, a "
+    "`reply` alone is reply(text), `reassign_queue` is route, `add_tag` is tag, `lookup` is lookup and "
+    "`close_ticket: true` is close."
+)
+
+
+def tool_instructions(task: Mapping[str, Any]) -> str:
+    """The system prompt of an agent that calls tools natively: the task's instructions (``GET /tasks``), how the
+    ticket tasks' fields map to their tools, and the rule of one call per turn."""
+    note = "" if task.get("family") == "store" else f"\n\n{TICKET_TOOLS_NOTE}"
+    return (
+        f"You are a customer-support agent for an online store, working one ticket.\n"
+        f"Task: {task['id']} — {task.get('title', '')} ({task.get('family')}, {task.get('difficulty')}).\n\n"
+        f"INSTRUCTIONS\n{task.get('instructions', '')}{note}\n\n"
+        "Act by calling the tools, exactly one per turn (only the first call of a turn is played); what it "
+        "did comes back as the tool's answer (what the customer wrote since, in its new_messages). You have at "
+        "most the step budget shown."
+    )
+
+
+def function_tools(specs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A task's tools (``GET /tasks``' ``tools``: name, description, JSON schema) in the shape the OpenAI
+    chat API takes as ``tools=[...]``."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": s["name"], "description": s.get("description", ""), "parameters": s["parameters"]},
+        }
+        for s in specs
+    ]
+
+
+def first_message(obs: Mapping[str, Any]) -> str:
+    """The situation at the start of an episode, as text: the ticket as the desk receives it and the budget.
+    The task's instructions go in the system prompt (inference.py) or the trainer's prompt (TRL)."""
+    return (
+        f"TICKET {obs.get('ticket_id')} (task_id: {obs.get('task_id')}) — step_count: {obs.get('step_count')} of "
+        f"max_steps: {obs.get('max_steps')}\n\n{obs.get('ticket', '')}"
+    )
+
+
+def tool_view(obs: Mapping[str, Any], seen_history: int = 0) -> dict[str, Any]:
+    """What a tool call returns to the model: the observation after the step without the grade (reward,
+    score, resolved) and without what the first message showed, its history cut to the entries after the
+    first ``seen_history`` (the new messages)."""
+    view = {k: v for k, v in obs.items() if k not in HIDDEN_FIELDS | STATIC_FIELDS and k != "history"}
+    view["new_messages"] = list(obs.get("history") or [])[seen_history:]
+    return view
+
+
+def _bounded(value: Any) -> Any:
+    """``value`` with every text longer than ``TOOL_TEXT_CHARS`` cut (and saying so): still valid JSON."""
+    if isinstance(value, str):
+        return _clip(value, TOOL_TEXT_CHARS)
+    if isinstance(value, list):
+        return [_bounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _bounded(v) for k, v in value.items()}
+    return value
+
+
+def tool_message_text(obs: Mapping[str, Any], seen_history: int = 0) -> str:
+    """:func:`tool_view` as one JSON text, every long text in it cut."""
+    return compact_json(_bounded(tool_view(obs, seen_history)))
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)

@@ -35,11 +35,21 @@ log = logging.getLogger("inference")
 # The old meaning of success, kept for servers that report no "resolved" verdict.
 SUCCESS_THRESHOLD = 0.5
 # Consecutive turns without an accepted action (unparseable answer, action rejected with 422)
-# before the runner plays FALLBACK_ACTION for the model. A lookup decides nothing, earns nothing
-# and costs nothing, so the fallback never answers the ticket on the model's behalf; it only
-# moves the episode towards its step limit, so a broken model cannot loop forever.
+# before the runner plays the task family's fallback action for the model. A lookup (on the store
+# desk, a policy search) decides nothing, earns nothing and costs nothing, so the fallback never
+# answers the ticket on the model's behalf; it only moves the episode towards its step limit, so a
+# broken model cannot loop forever.
 MAX_INVALID_TURNS = 3
 FALLBACK_ACTION: dict[str, Any] = {"lookup": "policy"}
+FALLBACK_ACTIONS: dict[str, dict[str, Any]] = {
+    "store": {"tool": "search_policy", "arguments": {"query": "store policy"}},  # takes tool calls only
+}
+
+
+def fallback_action(family: str | None) -> dict[str, Any]:
+    """The fallback action of a task family (``GET /tasks``' ``family``)."""
+    return dict(FALLBACK_ACTIONS.get(family or "", FALLBACK_ACTION))
+
 
 Sink = Callable[[str], None]
 
@@ -113,7 +123,9 @@ class _Episode:
         self.lines.append(step_line(len(self.rewards), action, reward, done, error))
 
 
-async def _turn(env: EnvClient, agent: EpisodeAgent, start: Started, ep: _Episode) -> bool:
+async def _turn(
+    env: EnvClient, agent: EpisodeAgent, start: Started, ep: _Episode, fallback: dict[str, Any] | None = None
+) -> bool:
     """One agent turn (at most one step); True when the episode is done."""
     turn: Turn = await agent.act(ep.obs)
     action, note = turn.action, turn.error
@@ -122,7 +134,7 @@ async def _turn(env: EnvClient, agent: EpisodeAgent, start: Started, ep: _Episod
         if ep.invalid_streak < MAX_INVALID_TURNS:
             ep.log_step(None, 0.0, False, note)
             return False
-        action = dict(FALLBACK_ACTION)
+        action = dict(fallback or FALLBACK_ACTION)
         note = f"{note}; fallback action after {ep.invalid_streak} turns without a valid action"
     try:
         result = await env.step(start.episode_id, action)
@@ -154,12 +166,15 @@ async def play_episode(
     deadline: Deadline,
     sink: Sink = emit,
     defer: bool = False,
+    *,
+    fallback: dict[str, Any] | None = None,
 ) -> Outcome:
     """Play one episode to its end; its START/STEP/END lines go to ``sink`` together, as one block,
     when it ends — concurrent episodes never interleave. With ``defer``, a finished episode whose
     verdict the server withholds is not printed: its outcome is ``pending`` (see :func:`settle`).
     Never raises (except cancellation, after printing the block): failures end the episode with
-    success=false."""
+    success=false. ``fallback``: the action played for a model that produced none for a while (the task
+    family's, :func:`fallback_action`)."""
     ep = _Episode([start_line(start.task_id, benchmark, model)], start.observation)
     verdict: tuple[float, bool] | None = None
     finished, failure = start.done, None
@@ -168,7 +183,7 @@ async def play_episode(
         while not done:
             if deadline.passed():
                 raise DeadlineReached("time budget exhausted; the episode was left unfinished (resumable)")
-            done = await _turn(env, agent, start, ep)
+            done = await _turn(env, agent, start, ep, fallback)
         finished = True
         verdict = await _verdict(env, start.episode_id, ep.obs)
     except (FatalAgentError, asyncio.CancelledError):
@@ -346,6 +361,7 @@ class Workers:
     progress: Progress
     sink: Sink = emit
     defer: bool = False  # a run's episodes: verdicts come when the run completes (play_episode)
+    families: dict[str, str] = field(default_factory=dict)  # task id -> family (GET /tasks): the fallback action
     outcomes: list[Outcome] = field(default_factory=list)
     errors: list[ServiceError] = field(default_factory=list)
     fatal: list[BaseException] = field(default_factory=list)
@@ -375,7 +391,15 @@ class Workers:
                 if start is None:
                     return
                 outcome = await play_episode(
-                    env, factory(start), start, self.benchmark, self.model, self.deadline, self.sink, self.defer
+                    env,
+                    factory(start),
+                    start,
+                    self.benchmark,
+                    self.model,
+                    self.deadline,
+                    self.sink,
+                    self.defer,
+                    fallback=fallback_action(self.families.get(start.task_id)),
                 )
                 self.outcomes.append(outcome)
                 self.progress.update(outcome)

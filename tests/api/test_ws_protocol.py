@@ -131,7 +131,8 @@ async def test_mcp_frames_act_on_the_session_episode(settings: Settings) -> None
     with TestClient(create_app(settings)) as client, client.websocket_connect("/ws") as ws:
         ws.send_json({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}})
         frame = ws.receive_json()
-        assert frame["type"] == "mcp" and len(frame["data"]["result"]["tools"]) == 4
+        # no episode yet: the session tools and every task's action tools (tests/api/test_mcp_tools.py)
+        assert frame["type"] == "mcp" and len(frame["data"]["result"]["tools"]) == 4 + 6 + 18
         ws.send_json(
             {
                 "type": "mcp",

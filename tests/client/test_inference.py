@@ -220,6 +220,41 @@ def test_prompt_carries_instructions_schema_and_trimmed_history() -> None:
     assert len(text) < 12_000
 
 
+def test_tool_calling_chat_is_trimmed_by_whole_turns() -> None:
+    """A long episode's chat keeps the first message and the latest turns; a tool answer is never sent
+    without the call it answers (the API refuses that)."""
+    agent = agents.ToolCallingEpisodeAgent(llm=None, system="SYSTEM", tools=[])  # type: ignore[arg-type]
+    agent.chat = [{"role": "user", "content": "FIRST"}]
+    for i in range(30):
+        ids = [f"c{i}_{k}" for k in range(1 + i % 3)]  # turns of one, two and three calls
+        calls = [{"id": c, "type": "function", "function": {"name": "lookup", "arguments": "{}"}} for c in ids]
+        agent.chat.append({"role": "assistant", "content": None, "tool_calls": calls})
+        agent.chat += [{"role": "tool", "tool_call_id": c, "content": "{}"} for c in ids]
+    sent = agent.window()
+    assert [m["content"] for m in sent[:2]] == ["SYSTEM", "FIRST"]
+    assert sent[2]["role"] == "user" and "not shown" in sent[2]["content"]
+    assert len(sent) <= 3 + agents.CHAT_MESSAGES_KEPT and sent[3]["role"] == "assistant"
+    called: set[str] = set()
+    for message in sent:
+        called |= {c["id"] for c in message.get("tool_calls") or []}
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in called
+    assert sent[-1] == agent.chat[-1]  # the latest turn is always there
+
+
+def test_json_mode_shows_the_latest_tool_result() -> None:
+    """Before, only a lookup's result was shown: on the store desk the model never saw what a tool returned."""
+    state, _ = core.reset("store-easy", 0, "dev")
+    result = core.step(state, core.Action(tool="search_policy", arguments={"query": "damaged item"}))
+    obs = result.observation.model_dump(mode="json")
+    past = [prompt.PastTurn({"tool": "search_policy", "arguments": {"query": "damaged item"}}, False, None)]
+    text = prompt.render_turn(obs, {}, past)
+    assert "LATEST TOOL RESULT" in text and '"tool":"search_policy"' in text
+    task = {**core.TASKS["store-easy"].model_dump(mode="json"), "tools": core.tool_specs("store")}
+    system = prompt.system_prompt(task, core.Action.model_json_schema())
+    assert "- refund:" in system and '{"tool": "search_policy"' in system and '"lookup": "policy"' not in system
+
+
 # ------------------------------------------------------------------------- unit: LLM retries
 
 
@@ -260,8 +295,9 @@ def test_llm_agent_without_credentials_exits_2_naming_both_variables(tmp_path: P
 
 
 def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_path: Path) -> None:
-    """Good JSON, fenced JSON, prose, garbage, a rejected action, a 429 and a slow reply: every
-    episode still completes, the problems show up as [STEP] errors, stdout stays pure."""
+    """The JSON-in-text mode (``--action-format json``): good JSON, fenced JSON, prose, garbage, a rejected
+    action, a 429 and a slow reply: every episode still completes, the problems show up as [STEP] errors,
+    stdout stays pure; the store desk is played with tool calls written as JSON."""
     tasks = [
         "decision-easy",
         "decision-medium",
@@ -269,6 +305,7 @@ def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_pa
         "workflow-routing",
         "workflow-resolution",
         "decision-hard",
+        "store-easy",
     ]
     behaviours = {
         ticket_of("decision-easy", 0): ["fenced"],
@@ -277,10 +314,23 @@ def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_pa
         ticket_of("workflow-routing", 0): ["invalid", "json"],  # 422 from the service, then fine
         ticket_of("workflow-resolution", 0): ["429", "json"],
         ticket_of("decision-hard", 0): ["slow", "json"],
+        ticket_of("store-easy", 0): ["fenced", "json"],
     }
     with StubLLM(slow_s=2.0, behaviours=behaviours) as stub:
         proc = run_inference(
-            ["--direct", "--split", "dev", "--tasks", ",".join(tasks), "--limit-per-task", "1", "--concurrency", "1"],
+            [
+                "--direct",
+                "--split",
+                "dev",
+                "--tasks",
+                ",".join(tasks),
+                "--limit-per-task",
+                "1",
+                "--concurrency",
+                "1",
+                "--action-format",
+                "json",
+            ],
             live_server.url,
             extra_env=llm_env(stub, tmp_path),
         )
@@ -300,8 +350,57 @@ def test_direct_mode_scripted_replies_every_line_strict(live_server: Any, tmp_pa
     for task in ("decision-easy", "decision-medium", "workflow-resolution", "decision-hard"):
         assert by_task[task].steps[0]["error"] == "null"
         assert json.loads(by_task[task].steps[0]["action"]) == {"lookup": "order"}
-    assert stub.served["429"] == 1 and stub.served["slow"] == 1
+    store = [json.loads(s["action"]) for s in by_task["store-easy"].steps]
+    assert store == [
+        {"tool": "search_policy", "arguments": {"query": "damaged item replacement"}},
+        {"tool": "end_conversation", "arguments": {}},
+    ]
+    # the JSON mode shows the latest tool result, whatever the tool (not only a lookup's)
+    assert any("LATEST TOOL RESULT" in p and '"tool":"search_policy"' in p for p in stub.prompts)
+    assert stub.served["429"] == 1 and stub.served["slow"] == 1 and stub.with_tools == 0
     assert "per-task summary" in proc.stderr
+
+
+def test_native_tool_calls_every_line_strict(live_server: Any, tmp_path: Path) -> None:
+    """The default mode: the model calls the task's tools (``tools=[...]`` from GET /tasks). Two calls in one
+    message (the second answered "not executed"), an answer without a call, arguments that are not JSON, a
+    call the service rejects, a 429: every episode of a decision, a workflow and a store task completes, each
+    step one tool call, stdout as strict as ever."""
+    tasks = ["decision-easy", "decision-medium", "workflow-triage", "workflow-routing", "workflow-resolution"]
+    tasks += ["store-easy", "store-medium"]
+    behaviours = {
+        ticket_of("decision-easy", 0): ["multi", "json"],
+        ticket_of("decision-medium", 0): ["text", "json"],  # one turn lost, then fine
+        ticket_of("workflow-triage", 0): ["garbage", "json"],  # one turn lost, then fine
+        ticket_of("workflow-routing", 0): ["invalid", "json"],  # 422 from the service, then fine
+        ticket_of("workflow-resolution", 0): ["429", "json"],
+        ticket_of("store-medium", 0): ["multi", "json"],
+    }
+    with StubLLM(behaviours=behaviours) as stub:
+        proc = run_inference(
+            ["--direct", "--split", "dev", "--tasks", ",".join(tasks), "--limit-per-task", "1", "--concurrency", "1"],
+            live_server.url,
+            extra_env=llm_env(stub, tmp_path),
+        )
+    assert proc.returncode == 0, proc.stderr
+    episodes = sequential_episodes(proc.stdout)
+    by_task = {e.task: e for e in episodes}
+    assert [e.task for e in episodes] == tasks and all(e.steps[-1]["done"] == "true" for e in episodes)
+    played = {t: [json.loads(s["action"]) for s in e.steps if s["action"] != "null"] for t, e in by_task.items()}
+    assert all(set(a) == {"tool", "arguments"} for actions in played.values() for a in actions)
+    assert [a["tool"] for a in played["decision-easy"]] == ["lookup", "decide"]  # the extra call was not played
+    assert [a["tool"] for a in played["workflow-resolution"]] == ["lookup", "tag", "reply", "close"]
+    assert [a["tool"] for a in played["store-easy"]] == ["search_policy", "end_conversation"]
+    assert [a["tool"] for a in played["store-medium"]] == ["search_policy", "end_conversation"]
+    assert "the model called no tool" in by_task["decision-medium"].steps[0]["error"]
+    assert "not a JSON object" in by_task["workflow-triage"].steps[0]["error"]
+    routing = by_task["workflow-routing"].steps[0]
+    assert json.loads(routing["action"]) == {"tool": "decide", "arguments": {"decision": "maybe_later"}}
+    assert routing["error"].startswith("action rejected:") and routing["reward"] == "0.00"
+    # what the model was told: every call answered, the extra ones "not executed", the rejection's reason
+    assert any(a.startswith("not executed: one tool call is played per turn") for a in stub.tool_answers)
+    assert any("rejected by the service" in a and "invalid arguments for decide" in a for a in stub.tool_answers)
+    assert stub.served["429"] == 1 and stub.with_tools == stub.calls  # every call offered the tools
 
 
 def test_end_is_printed_after_a_failure_mid_episode(live_server: Any, tmp_path: Path) -> None:
@@ -316,7 +415,7 @@ def test_end_is_printed_after_a_failure_mid_episode(live_server: Any, tmp_path: 
     episodes = sequential_episodes(proc.stdout)
     assert len(episodes) == 3
     failed = episodes[1]
-    assert [json.loads(s["action"]) for s in failed.steps] == [{"lookup": "order"}]
+    assert [json.loads(s["action"]) for s in failed.steps] == [{"tool": "lookup", "arguments": {"target": "order"}}]
     assert failed.end is not None and failed.end["success"] == "false" and failed.end["steps"] == "1"
     assert stub.by_marker[broken] == ["json", "500", "500", "500"]  # bounded retries
     assert episodes[0].steps[-1]["done"] == "true" and episodes[2].steps[-1]["done"] == "true"
@@ -481,7 +580,7 @@ def test_default_concurrency_prints_each_episode_as_one_block(live_server: Any, 
     assert len(episodes) == 32
     assert sorted(e.task for e in episodes) == sorted(tasks * 16)
     for e in episodes:  # the stub's agent: an order lookup, then the decision / the closing step
-        assert [json.loads(s["action"]) for s in e.steps][0] == {"lookup": "order"}
+        assert [json.loads(s["action"]) for s in e.steps][0] == {"tool": "lookup", "arguments": {"target": "order"}}
         assert e.steps[-1]["done"] == "true"
     assert "[START]" not in proc.stderr and "episodes" in proc.stderr  # progress stays on stderr
 
@@ -533,17 +632,22 @@ def test_without_env_url_a_local_service_is_started(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ integrity: what the model sees
 
 
-def test_the_model_never_sees_rewards(live_server: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("action_format", ["tools", "json"])
+def test_the_model_never_sees_rewards(live_server: Any, tmp_path: Path, action_format: str) -> None:
+    """Nothing the model is sent after the system prompt — user messages, tool answers — carries a reward, a
+    score or a verdict, in either mode, on the ticket tasks and on the store desk."""
     with StubLLM() as stub:
         proc = run_inference(
             [
                 "--direct",
                 "--tasks",
-                "workflow-resolution,decision-medium",
+                "workflow-resolution,decision-medium,store-easy",
                 "--limit-per-task",
                 "2",
                 "--concurrency",
                 "1",
+                "--action-format",
+                action_format,
             ],
             live_server.url,
             extra_env=llm_env(stub, tmp_path),
@@ -551,9 +655,14 @@ def test_the_model_never_sees_rewards(live_server: Any, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     episodes = hackathon_blocks(proc.stdout)
     assert any(float(s["reward"]) != 0.0 for e in episodes for s in e.steps)  # there were rewards to leak
-    assert len(stub.prompts) >= 8 and any("YOUR PREVIOUS ACTIONS" in p for p in stub.prompts)
-    for sent in stub.prompts:
-        assert not re.search(r"reward", sent, re.IGNORECASE), sent
+    if action_format == "json":
+        assert len(stub.prompts) >= 8 and any("YOUR PREVIOUS ACTIONS" in p for p in stub.prompts)
+    else:  # every step's result came back as a tool answer: the observation without the grade
+        assert len(stub.tool_answers) >= 8 and stub.with_tools == stub.calls
+        for answer in set(stub.tool_answers):
+            assert not {"reward", "score", "resolved", "final", "grade"} & set(json.loads(answer)), answer
+    for sent in stub.prompts + stub.tool_answers:
+        assert not re.search(r"reward|\bscore\b|resolved", sent, re.IGNORECASE), sent
 
 
 # -------------------------------------------------------- success means the episode was resolved
@@ -623,6 +732,53 @@ def test_success_is_resolved_when_the_server_says_so(
     assert lines[-1].startswith(f"[END] success={'true' if success else 'false'} steps=1 ")
     if final.get("resolved") is not None:
         assert env.grader_calls == 0  # the final observation was enough
+
+
+class _SilentAgent:
+    """A model that never produces an action."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[dict[str, Any], bool]] = []
+
+    async def act(self, obs: dict[str, Any]) -> agents.Turn:
+        return agents.Turn(None, "the model called no tool")
+
+    def observe_result(self, action: dict[str, Any], rejected: bool, note: str | None) -> None:
+        self.told.append((action, rejected))
+
+
+class _RecordingEnv(_ScriptedEnv):
+    def __init__(self) -> None:
+        super().__init__([{"observation": _obs(), "reward": 0.0, "done": True}], {"score": 0.1, "resolved": False})
+        self.actions: list[dict[str, Any]] = []
+
+    async def step(self, episode_id: str, action: dict[str, Any]) -> dict[str, Any]:
+        self.actions.append(action)
+        return await super().step(episode_id, action)
+
+
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [
+        ("store", {"tool": "search_policy", "arguments": {"query": "store policy"}}),  # tool calls only
+        ("decision", {"lookup": "policy"}),
+        ("workflow", {"lookup": "policy"}),
+    ],
+)
+def test_the_fallback_action_is_the_task_familys(family: str, expected: dict[str, Any]) -> None:
+    """After three turns without an action the runner plays the family's fallback (before: a lookup everywhere,
+    which the store desk refuses) and tells the agent what was played."""
+    import asyncio
+
+    env, agent, lines = _RecordingEnv(), _SilentAgent(), []
+    start = runner.Started("ep-1", f"{family}-easy", 0, 0, {"step_count": 0}, False, "dev")
+    fallback = runner.fallback_action(family)
+    asyncio.run(
+        runner.play_episode(env, agent, start, "b", "m", runner.Deadline(None), lines.append, fallback=fallback)  # type: ignore[arg-type]
+    )
+    assert env.actions == [expected] and agent.told == [(expected, False)]
+    steps = [line for line in lines if line.startswith("[STEP]")]
+    assert len(steps) == 3 and "fallback action after 3 turns" in steps[-1]
 
 
 def test_inference_says_which_board_its_default_plays_for() -> None:

@@ -1,4 +1,12 @@
-"""MCP over JSON-RPC 2.0 (``POST /mcp`` and WebSocket ``mcp`` frames): tools reset, step, state, grade.
+"""MCP over JSON-RPC 2.0 (``POST /mcp`` and WebSocket ``mcp`` frames): one tool per action, and the
+session tools reset, step, state, grade.
+
+The action tools are the tasks' own (``service.env.tool_specs``, the specs ``GET /tasks`` shows): the six
+ticket tasks share decide, reply, route, tag, lookup and close; the store desk has its eighteen. A session
+with an episode lists its task's tools; one without lists both sets (their names differ), so a client that
+lists once, before its first reset, still knows every tool. A call plays the tool as one step of the
+session's episode — the same step as ``{"tool": name, "arguments": {...}}`` on ``POST /step`` — after its
+arguments pass the tool's model (field errors come back as a tool error, and nothing is played).
 
 Always answers with a JSON-RPC object (HTTP 200); errors are JSON-RPC error objects, and a tool
 that fails on its input returns ``isError: true`` with the problem detail as text. A successful
@@ -27,9 +35,11 @@ from typing import Any, NamedTuple
 import msgspec
 from litestar import Request, post
 from litestar.di import NamedDependency
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from service import env as core
 from service.db import mcp_store
+from service.db import repository as repo
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.db.models import utcnow
@@ -77,10 +87,45 @@ TOOL_MODELS: dict[str, tuple[str, type[ClosedBody]]] = {
     ),
     "grade": ("Resolved, score in [0, 1] and breakdown of a finished episode.", EpisodeArguments),
 }
-TOOLS: list[dict[str, Any]] = [
+SESSION_TOOLS: list[dict[str, Any]] = [
     {"name": name, "description": description, "inputSchema": model.model_json_schema()}
     for name, (description, model) in TOOL_MODELS.items()
 ]
+
+
+def _desk(family: str) -> str:
+    """Which set of action tools a task family plays with: the store desk's, or the ticket tasks' six."""
+    return "store" if family == "store" else "ticket"
+
+
+# The action tools of each desk, as GET /tasks shows them (one source: the tools' pydantic models).
+DESK_TOOLS: dict[str, list[dict[str, Any]]] = {
+    _desk(family): [
+        {"name": spec["name"], "description": spec["description"], "inputSchema": spec["parameters"]}
+        for spec in core.tool_specs(family)
+    ]
+    for family in ("decision", "store")
+}
+ACTION_TOOLS: dict[str, tuple[str, type[BaseModel]]] = {
+    tool.name: (_desk(family), tool.args) for family in ("decision", "store") for tool in core.tools_for(family)
+}
+assert not set(ACTION_TOOLS) & set(TOOL_MODELS), "an action tool may not shadow a session tool"
+
+
+def listed_tools(desk: str | None) -> list[dict[str, Any]]:
+    """``tools/list``: the session tools, then the action tools of the episode's desk (every desk's
+    when there is no episode yet)."""
+    if desk is None:
+        return SESSION_TOOLS + DESK_TOOLS["ticket"] + DESK_TOOLS["store"]
+    return SESSION_TOOLS + DESK_TOOLS[desk]
+
+
+class NoEpisode(Problem):
+    """An action tool called in a session that has no episode (or without a session)."""
+
+    status = 409
+    slug = "no-episode"
+    title = "No episode to act on"
 
 
 def _error(code: int, message: str, id_: Any = None, data: Any = None) -> JsonRpcResponse:
@@ -113,6 +158,7 @@ class McpSession:
     episode_id: str | None
     run_token: str | None  # from the reset that started a run episode
     episode_token: str | None  # the session owns what it reset (a client-chosen id's token)
+    task_id: str | None  # the episode's task, once known (not stored: a stored session looks it up)
 
     def with_secrets(self, params: ResetParams) -> ResetParams:
         """A resume of the episode this session already holds needs no token resent."""
@@ -130,12 +176,24 @@ class McpSession:
         self.episode_id = result.episode_id
         self.run_token = params.run_token
         self.episode_token = result.metadata.get("episode_token") or params.episode_token
+        self.task_id = result.metadata.get("task_id") or result.observation.get("task_id")
+
+    async def desk(self, episodes: EpisodeService) -> str | None:
+        """The desk of this session's episode (``store`` or ``ticket``); None without an episode (or when it
+        is gone). A session loaded from the database reads its episode's task once."""
+        if self.episode_id is None:
+            return None
+        if self.task_id is None:
+            record = await repo.get_episode(episodes.db, self.episode_id)
+            self.task_id = record.task_id if record is not None else None
+        return None if self.task_id is None else _desk(core.get_task(self.task_id).family)
 
     def __init__(self, episode_id: str | None = None, session_id: str | None = None, stored: bool = False) -> None:
         self.id = session_id or uuid.uuid4().hex
         self.episode_id = episode_id
         self.run_token = None
         self.episode_token = None
+        self.task_id = None
         self.stored = stored  # an HTTP MCP session (McpSessions): changes are written back
         self.saved: tuple[str | None, ...] = self.snapshot()
 
@@ -275,9 +333,7 @@ async def _tools_call(
     try:
         payload = await _call_tool(name, args, episodes, session, address)
     except KeyError:
-        return _error(
-            INVALID_PARAMS, f"unknown tool {clip(name)!r}; tools/list shows reset, step, state, grade", req.id
-        )
+        return _error(INVALID_PARAMS, f"unknown tool {clip(name)!r}; tools/list shows every tool", req.id)
     except Problem as exc:
         return _result(req.id, _tool_result(exc.body(), is_error=True))
     except DatabaseFault as exc:  # the tool's problem, as over HTTP: outcome-unknown is its own type
@@ -322,7 +378,12 @@ async def handle_jsonrpc(
             unknown = f"Unknown session_id: {clip(str(requested))}; create one with openenv/session/create"
             return _error(INVALID_PARAMS, unknown, req.id)
     if req.method == "tools/list":
-        return _result(req.id, {"tools": TOOLS})
+        try:
+            desk = None if session is None else await session.desk(episodes)
+        except DatabaseFault as exc:
+            episodes.db.faults.failure(log, "mcp tools/list", exc)
+            return _error(INTERNAL_ERROR, exc.detail, req.id, data=fault_body(exc))
+        return _result(req.id, {"tools": listed_tools(desk)})
     if req.method == "tools/call":
         return await _tools_call(req, episodes, session, sessions, client)
     return _error(
@@ -333,13 +394,42 @@ async def handle_jsonrpc(
     )
 
 
-def _arguments(name: str, args: dict[str, Any]) -> Any:
-    """The tool's arguments, validated by its model (a 4xx-style tool error otherwise)."""
+def _arguments(name: str, args: dict[str, Any], model: type[BaseModel] | None = None) -> Any:
+    """The tool's arguments, validated by its model (a 4xx-style tool error naming the fields otherwise)."""
     try:
-        return TOOL_MODELS[name][1].model_validate(args)
+        return (model or TOOL_MODELS[name][1]).model_validate(args)
     except ValidationError as exc:
         errors = validation_errors(exc, "arguments")
         raise InvalidInput(f"invalid {name} arguments: {listed(errors)}", errors=errors) from exc
+
+
+async def _play_tool(
+    name: str, args: dict[str, Any], episodes: EpisodeService, session: McpSession | None
+) -> dict[str, Any]:
+    """An action tool: its arguments checked by its model, then played as one step of the session's episode
+    (``{"tool": name, "arguments": args}``, as over ``POST /step``). Returns what the step tool returns."""
+    desk, model = ACTION_TOOLS[name]
+    if session is None or session.episode_id is None:
+        how = (
+            "call the reset tool first"
+            if session is not None
+            else ("call it in a session: openenv/session/create, then reset and the tools with its session_id")
+        )
+        raise NoEpisode(f"{name} acts on the session's episode and there is none: {how}")
+    _arguments(name, args, model)
+    episode_desk = await session.desk(episodes)
+    if episode_desk is not None and episode_desk != desk:
+        tools = ", ".join(t["name"] for t in DESK_TOOLS[episode_desk])
+        raise InvalidInput(
+            f"{name} is a tool of the {'store desk' if desk == 'store' else 'ticket'} tasks; this episode "
+            f"({session.task_id}) takes: {tools}",
+            errors=[{"field": "name", "message": f"not a tool of {session.task_id}", "type": "tool_of_other_task"}],
+        )
+    payload = {"tool": name, "arguments": args}
+    result = await episodes.step(
+        session.episode_id, payload, run_token=session.run_token, episode_token=session.episode_token
+    )
+    return result.wire()
 
 
 async def _call_tool(
@@ -350,6 +440,8 @@ async def _call_tool(
     client_address: str | None = None,
 ) -> dict[str, Any]:
     """Run one tool (KeyError: no such tool). A session supplies its episode and its secrets."""
+    if name in ACTION_TOOLS:
+        return await _play_tool(name, args, episodes, session)
     if name not in TOOL_MODELS:
         raise KeyError(name)
     parsed = _arguments(name, args)
@@ -372,16 +464,37 @@ async def _call_tool(
     return msgspec.structs.asdict(await episodes.grade(episode_id, token))
 
 
+# The tools that do episode work: a reset, a step, every action tool (their payload is a step's result).
+PLAYING_TOOLS = frozenset({"reset", "step", *ACTION_TOOLS})
+
+
+def _episode_work(name: Any, arguments: Any) -> bool:
+    resumed = name == "reset" and isinstance(arguments, dict) and arguments.get("resume") is True
+    return name in PLAYING_TOOLS and not resumed
+
+
+def jsonrpc_activity(request: Any, response: JsonRpcResponse) -> bool:
+    """Whether an ``mcp`` frame was episode work that succeeded (a ``tools/call`` of reset — not a resume —,
+    step or an action tool): WS activity, like the same work sent as reset and step frames."""
+    if not isinstance(request, dict) or request.get("method") != "tools/call":
+        return False
+    params = request.get("params")
+    result = response.get("result")
+    return (
+        isinstance(params, dict)
+        and _episode_work(params.get("name"), params.get("arguments"))
+        and isinstance(result, dict)
+        and result.get("isError") is False
+    )
+
+
 def mcp_style_activity(data: dict[str, Any], answered: dict[str, Any]) -> bool:
     """Whether the request ``data`` answered by :func:`mcp_style_step` was episode work that succeeded — a
-    reset that started an episode (not a resume) or a step — the only WS activity."""
+    reset that started an episode (not a resume), a step or an action tool — the only WS activity."""
     observation = answered["observation"]
     result = observation.get("result") or {}
-    raw = data.get("arguments")
-    arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return (
-        observation.get("tool_name") in ("reset", "step")
-        and not (observation.get("tool_name") == "reset" and arguments.get("resume") is True)
+        _episode_work(observation.get("tool_name"), data.get("arguments"))
         and observation.get("error") is None
         and not result.get("isError")
     )
@@ -390,14 +503,16 @@ def mcp_style_activity(data: dict[str, Any], answered: dict[str, Any]) -> bool:
 async def mcp_style_step(
     data: dict[str, Any], episodes: EpisodeService, session: McpSession, client_address: str | None = None
 ) -> dict[str, Any] | None:
-    """openenv-core 0.3.0's MCPToolClient sends its requests as WebSocket step frames:
+    """openenv-core 0.3.0's MCPToolClient (and openenv 0.10's ``env.step(ListToolsAction())`` /
+    ``env.step(CallToolAction(...))``) send their requests as WebSocket step frames:
     ``{"type": "list_tools"}`` and ``{"type": "call_tool", "tool_name": ..., "arguments": {...}}``.
     No action of this environment has a ``type`` field, so such a step is an MCP request: answered
     with the observation payload that client parses (``tools``, or ``tool_name`` + ``result`` /
-    ``error``). Returns None for anything else (an ordinary action)."""
+    ``error``); a call that played a step (reset, step, an action tool) carries the step's reward and done
+    on the frame. Returns None for anything else (an ordinary action)."""
     kind = data.get("type")
     if kind == "list_tools" and set(data) <= {"type", "metadata"}:
-        return {"observation": {"tools": TOOLS}, "reward": None, "done": False}
+        return {"observation": {"tools": listed_tools(await session.desk(episodes))}, "reward": None, "done": False}
     if kind != "call_tool" or not set(data) <= {"type", "tool_name", "arguments", "metadata"}:
         return None
     name, args = data.get("tool_name"), data.get("arguments") or {}
@@ -411,7 +526,7 @@ async def mcp_style_step(
     try:
         payload = await _call_tool(name, args, episodes, session, client_address)
     except KeyError:
-        return failed("tool_not_found", f"unknown tool {clip(name)!r}; list_tools shows reset, step, state, grade")
+        return failed("tool_not_found", f"unknown tool {clip(name)!r}; list_tools shows every tool")
     except (Problem, DatabaseFault) as exc:  # the tool ran and failed: a tool-level result, as over JSON-RPC
         body = exc.body() if isinstance(exc, Problem) else fault_body(exc)
         return {
@@ -419,10 +534,12 @@ async def mcp_style_step(
             "reward": None,
             "done": False,
         }
+    # a reset, a step or an action tool: its reward and done are the frame's too (openenv's StepResult reads them)
+    played = name in PLAYING_TOOLS
     return {
         "observation": {"tool_name": name, "result": _tool_result(payload), "error": None},
-        "reward": None,
-        "done": False,
+        "reward": payload.get("reward") if played else None,
+        "done": bool(payload.get("done")) if played else False,
     }
 
 

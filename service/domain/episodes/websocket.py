@@ -5,7 +5,8 @@ re-attaches to a stored episode), ``step`` (``data`` = the action), ``state``, `
 Errors: INVALID_JSON, UNKNOWN_TYPE, VALIDATION_ERROR, EXECUTION_ERROR keep the connection open;
 CAPACITY_REACHED (also a handshake over the address's budget, with ``status: 429``), FACTORY_ERROR,
 SESSION_ERROR (also sent when an idle session is reaped) close it. Only episode work that succeeded — a
-reset that starts an episode, a step — keeps a session alive (a resume, a state frame, MCP calls do not).
+reset that starts an episode, a step, an MCP call of reset, step or an action tool — keeps a session alive
+(a resume, a state frame, other MCP calls do not).
 With ``?session_id=`` the socket shares an HTTP MCP session (stored in the
 database): it is read before and written after each frame, so HTTP tool calls and the socket agree.
 """
@@ -29,6 +30,7 @@ from service.domain.episodes.mcp import (
     McpSession,
     McpSessions,
     handle_jsonrpc,
+    jsonrpc_activity,
     mcp_style_activity,
     mcp_style_step,
 )
@@ -191,8 +193,9 @@ async def _handle(
     frame: dict[str, Any], session: McpSession, episodes: EpisodeService, client_address: str | None = None
 ) -> tuple[str | None, bool]:
     """Answer one decoded frame: the reply text (None for ``close``), and whether it was activity — a
-    reset that started an episode or a step, that succeeded: the only things that keep a session alive
-    (a resume, state, mcp, invalid or refused frames do not)."""
+    reset that started an episode or a step (a frame, or an MCP call of reset, step or an action tool), that
+    succeeded: the only things that keep a session alive (a resume, state, other MCP calls, invalid or refused
+    frames do not)."""
     kind = frame.get("type")
     model = FRAMES.get(kind) if isinstance(kind, str) else None
     if model is None:
@@ -238,7 +241,8 @@ async def _handle(
             return _frame("state", data), False
         assert isinstance(msg, McpFrame)
         client = None if client_address is None else Client(client_address, exempt=False)
-        return _frame("mcp", await handle_jsonrpc(msg.data, episodes, session, client=client)), False
+        answer = await handle_jsonrpc(msg.data, episodes, session, client=client)
+        return _frame("mcp", answer), jsonrpc_activity(msg.data, answer)
     except Problem as exc:
         if exc.status == 422:
             return _error(exc.detail, "VALIDATION_ERROR", errors=exc.extra.get("errors", [])), False
