@@ -202,12 +202,12 @@ class ReferenceEpisodeAgent:
         pass
 
 
-def reference_agent(name: str, split: str, seed: int, trial: int) -> ReferenceEpisodeAgent:
-    """``heuristic`` or ``random`` for one episode."""
-    from service.env.agents import HeuristicAgent, RandomAgent
+def reference_agent(name: str, family: str, split: str, seed: int, trial: int) -> ReferenceEpisodeAgent:
+    """``heuristic`` or ``random`` of the task's family (``GET /tasks``' ``family``) for one episode."""
+    from service.env.agents import family_agent
 
     if name == "heuristic":
-        return ReferenceEpisodeAgent(HeuristicAgent(seed))
+        return ReferenceEpisodeAgent(family_agent(name, family, seed))
     # Each (split, ticket seed, trial) gets its own random stream — k trials are k independent
     # draws — and the same stream every time, so random baselines are reproducible.
-    return ReferenceEpisodeAgent(RandomAgent(zlib.crc32(f"{split}:{seed}:{trial}".encode())))
+    return ReferenceEpisodeAgent(family_agent(name, family, zlib.crc32(f"{split}:{seed}:{trial}".encode())))

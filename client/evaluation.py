@@ -35,6 +35,7 @@ from client.runner import (
     Progress,
     RunSource,
     Sink,
+    Started,
     Workers,
     settle,
 )
@@ -224,7 +225,11 @@ def _agents(
         async def nothing() -> None:
             return None
 
-        return (lambda s: reference_agent(agent, s.split or plan.split, s.seed, s.trial)), nothing
+        def scripted(s: Started) -> EpisodeAgent:
+            family = str(tasks[s.task_id].get("family") or "")
+            return reference_agent(agent, family, s.split or plan.split, s.seed, s.trial)
+
+        return scripted, nothing
 
     return make
 

@@ -513,21 +513,19 @@ AGENT_NAMES = ("random", "heuristic")
 
 
 def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) -> Agent:
-    if ticket_id.startswith(STORE_TICKET_PREFIX):
-        return _store_agent(name, seed)
+    """The reference agent ``name`` for the ticket ``ticket_id`` (its family's own agent)."""
+    return family_agent(name, "store" if ticket_id.startswith(STORE_TICKET_PREFIX) else "ticket", seed)
+
+
+def family_agent(name: str, family: str, seed: int) -> Agent:
+    """The reference agent ``name`` (``random`` or ``heuristic``) of a task family: the store desk's
+    plays tool calls, every other family's the ticket actions."""
+    store = family == "store"
     if name == "random":
-        return RandomAgent(seed)
+        return StoreRandomAgent(seed) if store else RandomAgent(seed)
     if name == "heuristic":
-        return HeuristicAgent(seed)
+        return StoreHeuristicAgent(seed) if store else HeuristicAgent(seed)
     raise ValueError(f"unknown agent {name!r}; choose one of: {', '.join(AGENT_NAMES)}")
-
-
-def _store_agent(name: str, seed: int) -> Agent:
-    if name == "random":
-        return StoreRandomAgent(seed)
-    if name == "heuristic":
-        return StoreHeuristicAgent(seed)
-    raise ValueError(f"no {name!r} agent for the store desk; choose random or heuristic")
 
 
 def play(agent: Agent, task_id: str, seed: int, split: str, dataset: Dataset = PUBLIC) -> tuple[Grade, list[Action]]:

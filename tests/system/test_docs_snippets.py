@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from bench.harness import free_port
+from service.env import TASKS
 from tests.client.test_clients_envclient import SNIPPET_SYNC
 from tests.client.test_inference import END_RE
 from tests.conftest import LiveServer
@@ -102,7 +103,7 @@ def test_the_readmes_try_it_block_runs_literally(live_server: LiveServer, workdi
     assert lookup["observation"]["episode_id"] == decide["observation"]["episode_id"] == episode
     assert decide["done"] is True and 0.0 <= grade["score"] <= 1.0 and grade["episode_id"] == episode
     ends = [m for line in outputs[4].splitlines() if (m := END_RE.match(line))]
-    assert len(ends) == 18, outputs[4][-2000:]  # 3 tickets of each of the 6 tasks
+    assert len(ends) == 3 * len(TASKS), outputs[4][-2000:]  # 3 tickets of each task
 
 
 def test_the_cookie_jar_example_of_the_client_table_ends_graded(live_server: LiveServer, workdir: Path) -> None:

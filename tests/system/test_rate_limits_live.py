@@ -26,6 +26,7 @@ import pytest
 
 from bench.limits_fit import refused_429s, trainer
 from bench.stub_openai import StubLLM
+from service.env import TASKS
 from service.settings import Settings
 from tests.client.test_inference import END_RE, llm_env, run_inference
 from tests.conftest import LiveServer
@@ -65,9 +66,9 @@ def test_inference_at_its_default_concurrency_meets_no_429(limited_server: LiveS
         )
     ends = [END_RE.match(line) for line in proc.stdout.splitlines() if line.startswith("[END]")]
     rejected = http_429s(limited_server)
-    print(f"inference.py --limit-per-task 10 (60 episodes, concurrency 16): {rejected} HTTP 429s")
+    print(f"inference.py --limit-per-task 10 ({10 * len(TASKS)} episodes, concurrency 16): {rejected} HTTP 429s")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len(ends) == 60 and all(ends), proc.stdout[-2000:]
+    assert len(ends) == 10 * len(TASKS) and all(ends), proc.stdout[-2000:]
     assert rejected == 0, proc.stderr[-3000:]
 
 
