@@ -1,0 +1,174 @@
+"""How support agents say the store desk's facts, for the tests of the store's reply reading
+(``tests/env/test_store_reasons.py``).
+
+Two sets of the same classes. ``BLIND`` was written before the reader was changed and is never used to
+tune it: it measures how the reader does on wordings nobody fitted it to. ``TUNED`` is what the reader
+was fitted on. Each class has sentences that tell the fact (``says``) and sentences that do not — the
+fact negated, the words in another sense, another fact (``not``).
+
+Reasons are the codes of :data:`service.env.store.policy.STORE_REASONS`; ``timeline:card`` and
+``timeline:paypal`` are the refund timelines of P32; ``amount:<cents>`` an amount stated.
+"""
+
+from __future__ import annotations
+
+BLIND: dict[str, dict[str, tuple[str, ...]]] = {
+    "window": {
+        "says": (
+            "I'm sorry, but it's been more than 30 days since it was delivered, so we can't take it back.",
+            "Our returns window is 30 days from delivery and that has now passed.",
+            "Unfortunately the 30-day period for reporting this ended last week.",
+        ),
+        "not": (
+            "You're still well within the 30-day return window, so that's no problem.",
+            "Thanks for getting in touch so quickly.",
+        ),
+    },
+    "used": {
+        "says": (
+            "As the item has been worn, we're unable to accept it back.",
+            "Since you've used it, it can't be returned for a change of mind.",
+            "Items that have been used don't qualify for a return, I'm afraid.",
+        ),
+        "not": (
+            "As it's unused, I can take it back.",
+            "I've used the details you gave me to find your account.",
+        ),
+    },
+    "final_sale": {
+        "says": (
+            "This was a final-sale item, so it can't be returned.",
+            "For hygiene reasons we can't accept earrings back once they've been delivered.",
+            "Perishable goods like this can't be sent back, I'm afraid.",
+        ),
+        "not": ("The item isn't marked final sale, so a return is fine.",),
+    },
+    "warranty": {
+        "says": (
+            "The one-year warranty on the kettle ran out before the fault appeared.",
+            "Unfortunately it's no longer covered by its warranty.",
+            "The guarantee period has ended, so we can't replace it free of charge.",
+        ),
+        "not": ("It's still under warranty, so I'll send a replacement.",),
+    },
+    "normal_wear": {
+        "says": (
+            "Looking at the photos, this is normal wear and tear rather than a fault.",
+            "The scuffing in your pictures comes from everyday use, which isn't a defect.",
+        ),
+        "not": ("The photos clearly show the damage, thank you.",),
+    },
+    "in_transit": {
+        "says": (
+            "The tracking shows your parcel is still with the courier and due in the next couple of days.",
+            "It's on its way to you and hasn't been delayed enough for us to treat it as lost.",
+            "Your order is still in transit with DPD.",
+        ),
+        "not": ("The parcel has been confirmed lost by the carrier.",),
+    },
+    "parcel_found": {
+        "says": (
+            "Glad to hear the parcel turned up with your neighbour!",
+            "Since you've now found the package, there's nothing to refund.",
+        ),
+        "not": ("I'm sorry it still hasn't turned up.",),
+    },
+    "not_charged_twice": {
+        "says": (
+            "I've checked the payments and you were only charged once for this order.",
+            "There's just one charge on the order; the second line on your statement is a pending hold that will drop off.",
+            "Our records show a single payment, not two.",
+        ),
+        "not": ("I can see the order was charged twice, so I'll refund the duplicate.",),
+    },
+    "unverifiable": {
+        "says": (
+            "I'm afraid we're unable to verify this claim, so I can't approve it.",
+            "Unfortunately I'm not able to approve this claim.",
+            "We can't confirm the claim from the order or carrier information, so it can't be accepted.",
+        ),
+        "not": ("I've verified your identity, thank you.",),
+    },
+    "shipped": {
+        "says": (
+            "That item has already left our warehouse, so it can't be cancelled now.",
+            "It was dispatched yesterday, so cancelling it isn't possible.",
+            "The order has been handed to the courier already, so we can't change where it goes.",
+            "Since it's already been sent out, the address can't be updated.",
+        ),
+        "not": (
+            "It hasn't shipped yet, so I can cancel it for you.",
+            "Nothing has been dispatched, so changing the address is fine.",
+        ),
+    },
+    "not_late": {
+        "says": (
+            "The tracking shows it was delivered two days after the estimated date, which doesn't qualify for a credit.",
+            "It arrived on the day we estimated, so there's no late-delivery credit here.",
+            "Your parcel came only a day after the estimate, within our three-day allowance.",
+            "The delivery was not more than three days late, so I can't offer a goodwill credit.",
+        ),
+        "not": (
+            "The parcel arrived six days after the estimate, so you're due a credit.",
+            "It was very late and I'm sorry.",
+        ),
+    },
+    "already_credited": {
+        "says": (
+            "A goodwill credit was already added for this order back in May.",
+            "You've previously received a late-delivery credit on that order, so I can't add another.",
+            "We credited your account for this delay last month already.",
+        ),
+        "not": (
+            "I've added a goodwill credit of $8.50 to your account.",
+            "You haven't had a credit for this order before, so I've added one.",
+        ),
+    },
+    "not_holder": {
+        "says": (
+            "I can only discuss the account with the account holder, so your mother will need to contact us herself.",
+            "As the account isn't in your name, I'm not able to make changes to it.",
+            "For security, the person who owns the account has to get in touch directly.",
+        ),
+        "not": ("Thanks for confirming you're the account holder.",),
+    },
+    "original_payment": {
+        "says": (
+            "Refunds can only go back to the card the order was paid with.",
+            "I'm not able to send the money to a different card; it has to return to the original payment method.",
+            "The refund will go back to your PayPal account, as that's how the order was paid — we can't send it elsewhere.",
+        ),
+        "not": ("You paid with a Visa card.",),
+    },
+    "already_settled": {
+        "says": (
+            "We already sent you a replacement for that lamp on 3 May, so I can't refund it as well.",
+            "That unit was refunded back in April, so there's nothing left to refund on it.",
+            "Our records show this item was already replaced.",
+        ),
+        "not": ("I've sent a replacement for the lamp today.",),
+    },
+    "timeline:card": {
+        "says": (
+            "It should reach your card within 5 to 10 business days.",
+            "Please allow five to ten working days for it to appear on your card.",
+            "You'll see it on your statement within 10 business days.",
+        ),
+        "not": ("It should be with you in 3-5 business days.",),
+    },
+    "timeline:paypal": {
+        "says": (
+            "It'll be back in your PayPal account in 3 to 5 business days.",
+            "Expect it in your PayPal within three to five working days.",
+        ),
+        "not": ("Please allow 5-10 business days.",),
+    },
+    "amount:8670": {
+        "says": (
+            "I've refunded $86.70.",
+            "A refund of USD 86.70 is on its way.",
+            "You'll get 86.70 dollars back.",
+        ),
+        "not": ("I've refunded $68.70.",),
+    },
+}
