@@ -228,7 +228,7 @@ class Tool:
 
     @property
     def description(self) -> str:
-        return (self.args.__doc__ or "").split("\n\n")[0].replace("\n", " ").strip()
+        return " ".join((self.args.__doc__ or "").split("\n\n")[0].split())  # docstring indentation is not text
 
     def schema(self) -> dict[str, Any]:
         return self.args.model_json_schema()
@@ -467,9 +467,9 @@ class Backend:
         if lines or a.include_shipping:
             cap = sum(paid_for(order, n, q) for n, q in lines) + (order.shipping_fee if a.include_shipping else 0)
             if total > cap:
-                raise ToolError(  # no cap in the message: the amount is the agent's to work out (P18), not to probe
+                raise ToolError(  # no cap in the message: the amount is the agent's to work out, not to probe
                     f"{money(total)} is more than those items{' and the shipping fee' if a.include_shipping else ''} "
-                    "were paid; work the refund out from the order (P18)"
+                    "were paid"
                 )
         else:
             over = sum(p.amount for p in order.payments) - order.total - self._overcharge_refunded(order)
