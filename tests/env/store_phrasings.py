@@ -76,7 +76,8 @@ BLIND: dict[str, dict[str, tuple[str, ...]]] = {
     "not_charged_twice": {
         "says": (
             "I've checked the payments and you were only charged once for this order.",
-            "There's just one charge on the order; the second line on your statement is a pending hold that will drop off.",
+            "There's just one charge on the order; the second line on your statement is a pending hold "
+            "that will drop off.",
             "Our records show a single payment, not two.",
         ),
         "not": ("I can see the order was charged twice, so I'll refund the duplicate.",),
@@ -103,7 +104,8 @@ BLIND: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "not_late": {
         "says": (
-            "The tracking shows it was delivered two days after the estimated date, which doesn't qualify for a credit.",
+            "The tracking shows it was delivered two days after the estimated date, which doesn't qualify "
+            "for a credit.",
             "It arrived on the day we estimated, so there's no late-delivery credit here.",
             "Your parcel came only a day after the estimate, within our three-day allowance.",
             "The delivery was not more than three days late, so I can't offer a goodwill credit.",
@@ -136,7 +138,8 @@ BLIND: dict[str, dict[str, tuple[str, ...]]] = {
         "says": (
             "Refunds can only go back to the card the order was paid with.",
             "I'm not able to send the money to a different card; it has to return to the original payment method.",
-            "The refund will go back to your PayPal account, as that's how the order was paid — we can't send it elsewhere.",
+            "The refund will go back to your PayPal account, as that's how the order was paid — we can't "
+            "send it elsewhere.",
         ),
         "not": ("You paid with a Visa card.",),
     },

@@ -82,3 +82,67 @@ def test_answers_are_deterministic() -> None:
         a = reply(t, "Could you send a photo, and your postcode?", (), FRESH)
         b = reply(t, "Could you send a photo, and your postcode?", (), FRESH)
         assert a == b
+
+
+PLAN = "I'll refund $45.00 to your Visa ending 4242 for the lamp and open a prepaid return. "
+ASKS_FOR_A_YES = (
+    "Would that work for you?",
+    "Are you OK with that?",
+    "Can you confirm?",
+    "Let me know if you agree.",
+    "Does that sound OK?",
+    "Is that alright with you?",
+    "Happy for me to go ahead?",
+    "Shall I proceed?",
+    "Do I have your go-ahead?",
+    "Could you confirm you're happy with this?",
+    "Please reply yes to confirm.",
+    "Just say the word and I'll process it.",
+    "If you're happy with that, let me know and I'll do it.",
+    "Would you like me to do that?",
+    "Are you happy for me to process this refund?",
+    "Okay to go ahead?",
+    "Can I go ahead and process that?",
+    "Does this work for you?",
+    "Is this acceptable?",
+    "Do you agree to this?",
+    "Let me know if that's OK.",
+    "Please confirm and I'll get it done.",
+    "Are you happy with this plan?",
+    "Would you like to proceed?",
+    "Do you want me to go ahead?",
+    "Can I take that as a yes?",
+    "Is that what you'd like?",
+    "Would that be OK?",
+    "May I proceed with this?",
+    "Please let me know if you'd like me to proceed.",
+    "Shall I?",
+    "Good to go?",
+    "Is that fine by you?",
+    "Sound good?",
+    "Are you comfortable with that?",
+    "I just need your OK before I make the change.",
+)
+ASKS_SOMETHING_ELSE = (
+    ("Could you confirm your email address and postcode?", {"identity"}),
+    ("Can you send me a photo of the damage?", {"photos"}),
+    ("Is there anything else I can help you with?", set()),
+    ("Would you prefer a refund or a replacement?", {"preference"}),
+    ("Which size would you like instead?", {"preference"}),
+    ("Thanks, I've now processed the refund.", set()),
+    ("Let me know if you have any other questions.", set()),
+    ("Can I help with anything else today?", set()),
+    ("Do you have the order number?", {"order"}),
+    ("I hope that helps!", set()),
+)
+
+
+@pytest.mark.parametrize("question", ASKS_FOR_A_YES)
+def test_a_request_for_a_yes_is_understood_in_natural_words(question: str) -> None:
+    assert "confirmation" in topics_in(PLAN + question), question
+
+
+@pytest.mark.parametrize(("text", "topics"), ASKS_SOMETHING_ELSE)
+def test_other_questions_and_statements_ask_for_no_yes(text: str, topics: set[str]) -> None:
+    asked = topics_in(text)
+    assert "confirmation" not in asked and topics <= asked, (text, asked)

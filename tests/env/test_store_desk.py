@@ -107,3 +107,20 @@ def test_order_ids_are_found_as_customers_write_them() -> None:
     for written in ("ord81249", "ORD 81249", "#ORD-81249", "ord-81249", " ORD-81249 "):
         assert canonical_order_id(written) == "ORD-81249"
     assert canonical_order_id("ORD-ABC") == "ORD-ABC"
+
+
+@pytest.mark.parametrize("ask", ["Would that work for you?", "Are you OK with that?", "Let me know if you agree."])
+def test_gold_plans_resolve_when_the_yes_is_asked_in_other_words_and_not_listed(ask: str) -> None:
+    """The customer understands a natural request for a yes without ``asking_for``."""
+    failures = []
+    for d in ("easy", "medium", "hard"):
+        pool = PUBLIC.pool("dev", "store", d)
+        for seed, tid in enumerate(pool):
+            oracle = GoldOracle(tid, PUBLIC)
+            for k, (name, args) in enumerate(oracle.plan):
+                if name == "send_message" and args.get("asking_for") == ["confirmation"]:
+                    oracle.plan[k] = (name, {"text": args["text"].replace("Shall I go ahead?", ask)})
+            grade, _ = play(oracle, f"store-{d}", seed, "dev")
+            if not grade.resolved:
+                failures.append((d, seed, [c.detail for c in grade.components if not c.passed]))
+    assert not failures, failures[:3]

@@ -32,7 +32,8 @@ def test_a_tool_description_is_one_plain_line(tool) -> None:
 def test_the_store_instructions_read_as_sentences() -> None:
     for task in (t for t in TASKS.values() if t.family == "store"):
         text = task.instructions
-        assert not _DOUBLE_STOP.search(text) and "  " not in text and "\n" not in text, re.findall(r".{30}(?:\.\.|  ).{30}", text)
+        where = re.findall(r".{30}(?:\.\.|  ).{30}", text)
+        assert not _DOUBLE_STOP.search(text) and "  " not in text and "\n" not in text, where
 
 
 def _step(ticket, state: EpisodeState, name: str, arguments: dict[str, Any]) -> EpisodeState:
@@ -88,8 +89,21 @@ def _probes(ticket) -> list[tuple[str, dict[str, Any]]]:
                         ("exchange_item", {"order_id": order.order_id, "line_no": ln.line_no, "new_sku": v.sku})
                     )
         calls.append(("refund", {"order_id": order.order_id, "amounts": [{"to": "store_credit", "amount": 1}]}))
-        calls.append(("change_address", {"order_id": order.order_id, "line1": "1 Road", "city": "X", "postal_code": "Y"}))
+        address = {"order_id": order.order_id, "line1": "1 Road", "city": "X", "postal_code": "Y"}
+        calls.append(("change_address", address))
     return calls
+
+
+class _Watch:
+    """A player that keeps every observation it is shown."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seen: list[Observation] = []
+
+    def act(self, obs: Observation) -> Action:
+        self.seen.append(obs)
+        return self.inner.act(obs)
 
 
 def test_no_tool_output_names_a_policy_clause() -> None:
@@ -104,18 +118,9 @@ def test_no_tool_output_names_a_policy_clause() -> None:
         pool = PUBLIC.pool("dev", "store", d)
         for seed, tid in enumerate(pool[:20]):
             for agent in (GoldOracle(tid, PUBLIC), make_agent("heuristic", seed, tid), make_agent("random", seed, tid)):
-                seen: list[Observation] = []
-
-                class Watch:
-                    def __init__(self, inner) -> None:
-                        self.inner = inner
-
-                    def act(self, obs: Observation) -> Action:
-                        seen.append(obs)
-                        return self.inner.act(obs)
-
-                play(Watch(agent), f"store-{d}", seed, "dev")
-                for obs in seen:
+                watch = _Watch(agent)
+                play(watch, f"store-{d}", seed, "dev")
+                for obs in watch.seen:
                     result = obs.tool_result or {}
                     if result.get("tool") not in POLICY_TOOLS and CLAUSE_ID.search(str(result)):
                         named.append((tid, result.get("tool"), str(result)[:200]))

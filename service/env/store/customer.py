@@ -25,24 +25,50 @@ from functools import lru_cache
 
 from service.env.customer import topics_asked
 from service.env.generator import stable_seed
+from service.env.language import Phrases, lemmas
 from service.env.replies import meaning
 from service.env.store import messages
 from service.env.store.world import StoreTicket
 
 TOPICS = ("identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation")
 
-_CONFIRM = re.compile(
-    r"\b(?:shall i|should i (?:go ahead|proceed|process)|can i (?:go ahead|proceed)|may i (?:go ahead|proceed)|"
-    r"is it (?:ok|okay|alright|all right|fine)|(?:ok|okay|alright|all right) (?:if i|for me to)|want me to|"
-    r"happy for (?:me|us) to|(?:do you|would you) (?:agree|approve)|let me know if (?:you(?:'d| would) like me to|"
-    r"(?:that|this) (?:works|is ok|is okay|is fine))|confirm (?:that|this|if|whether) (?:is|works|you)|"
-    r"do you want me to|would you like me to|are you happy (?:for me to|with (?:this|that)|to go ahead)|"
-    r"is (?:that|this) (?:ok|okay|alright|all right|fine|acceptable)|(?:ok|okay) (?:with you|to proceed|to go ahead)|"
-    r"please confirm(?! your (?:email|identity|postcode|address))|can you confirm (?:that )?(?:you(?:'d| would) like|"
-    r"this|that|you want|you're happy)|confirm (?:you(?:'d| would) like|you want|that you want|you're happy)|"
-    r"(?:go ahead|proceed)\s*\?|sound good|does that work|reply (?:with )?yes|yes or no|do i have your (?:ok|okay|"
-    r"go-ahead|permission|consent)|with your (?:ok|okay|permission|consent))",
+# A request for a yes, read on lemmas (whole tokens): assent asked for ("are you OK with that", "would
+# that work for you", "can you confirm", "let me know if you agree", "do I have your go-ahead") or an act
+# offered ("shall I", "want me to", "happy for me to"). "Confirm" is a yes only when it confirms no detail
+# of the account (that is identity), and "can I" only before an act ("can I go ahead", not "can I help").
+_ASSENT = Phrases(
+    "ok|okay|alright|all right|fine|acceptable|agree|approve|accept|happy with|happy for me|happy for us|"
+    "happy to proceed|happy to go ahead|happy if|comfortable with|go ahead|go-ahead|proceed|good to go|"
+    "work for you|that work|this work|sound good|sound right|sound ok|sound okay|sound fine|sound alright|"
+    "want me to|like me to|shall i|should i|permission|consent|say yes|reply yes|answer yes|a yes|yes or no|"
+    "say the word|what you would like|what you want|let me know and i|confirm"
 )
+_NOT_ASSENT = Phrases(  # assent words that ask nothing of the kind: "is there anything else", "fine print"
+    "confirm your|confirm the email|confirm the e-mail|confirm the postcode|confirm the postal|confirm the address|"
+    "confirm the order number|confirm which|confirm what|confirm whether it|confirm that it|if you be not happy"
+)
+_CAN_I = Phrases("can i|may i|could i")
+_ACTS = frozenset(
+    "go proceed process issue refund send arrange do book cancel change open set put make exchange replace apply "  # noqa: SIM905 - a word list reads best as words
+    "add start finalise finalize complete action sort get take".split()
+)
+
+
+def asks_for_a_yes(sentence: str) -> bool:
+    """Whether a request sentence asks the customer to agree to what the agent proposed."""
+    tokens = lemmas(sentence)
+    if _NOT_ASSENT.in_(tokens) and not _ASSENT.in_(_without(tokens, _NOT_ASSENT)):
+        return False
+    if _ASSENT.in_(tokens):
+        return True
+    return any(end < len(tokens) and tokens[end] in _ACTS for _, end in _CAN_I.find(tokens))
+
+
+def _without(tokens: tuple[str, ...], phrases: Phrases) -> tuple[str, ...]:
+    drop = {i for start, end in phrases.find(tokens) for i in range(start, end)}
+    return tuple(t for i, t in enumerate(tokens) if i not in drop)
+
+
 _IDENTITY = re.compile(
     r"\b(?:(?:your|the|account'?s?) e-?mail(?: address)?|post ?code|postal code|zip(?: code)?|verify|verification|"
     r"your identity|who you are)\b"
@@ -59,8 +85,9 @@ _QUANTITY = re.compile(r"\bhow many\b")
 # A sentence asks something when it is a question or a request ("could you", "please send", "let me know whether").
 _REQUEST = re.compile(
     r"\?|\b(?:could you|can you|would you|will you|kindly|tell me|send me|confirm|do you|are you|shall i|should i|"
-    r"may i|can i|let me know (?:if|whether|what|which|how|when)|please (?:send|share|attach|upload|check|confirm|"
-    r"tell|describe|let me know|reply|give|provide|take a (?:photo|picture)))\b"
+    r"may i|can i|let me know\b|please (?:send|share|attach|upload|check|confirm|"
+    r"tell|describe|let me know|reply|give|provide|take a (?:photo|picture)))\b|\b(?:say the word|"
+    r"(?:need|have) your (?:ok|okay|go-ahead|yes|permission|consent|agreement))\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 GOVERNED = ("photos", "condition", "delivery")  # the policy says when these may be asked (P1, P5, P11)
@@ -82,7 +109,7 @@ def topics_in(text: str, explicit: tuple[str, ...] = ()) -> frozenset[str]:
         low = sentence.lower()
         if _IDENTITY.search(low):
             asked.add("identity")
-        elif _CONFIRM.search(low):
+        elif asks_for_a_yes(sentence):
             asked.add("confirmation")
         if _ORDER.search(low):
             asked.add("order")
