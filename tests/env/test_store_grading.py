@@ -242,3 +242,39 @@ def test_a_line_that_shipped_or_arrived_is_told_as_the_reason_it_cannot_be_cance
     from service.env.store.policy import Fact
 
     assert told(text, Fact(kind="reason", value="shipped"), two_damaged)
+
+
+def test_a_refund_split_per_unit_or_made_in_one_call_grades_the_same() -> None:
+    """Issue 19: equivalent write sequences count the same — for confirmed (the yes covers the writes its
+    message described, taken together), final_state and told."""
+    two_lamps = ticket(
+        db(order((line(1, 7040, qty=2, name="Brass Lamp"),), fee=0), stock=0),
+        Request(kind="damaged", order_id="ORD-10001", lines=((1, 2),), wants="refund"),
+    )
+    ask = (
+        "send_message",
+        {
+            "text": "I'll refund $140.80 for the two brass lamps to your Visa and email a prepaid return label. "
+            "Shall I go ahead?",
+            "asking_for": ["confirmation"],
+        },
+    )
+    tell = ("send_message", {"text": "Done: $140.80 is on its way back to your card, in 5-10 business days."})
+
+    def back(units: int) -> tuple[str, dict]:
+        items = [{"line_no": 1, "quantity": units}]
+        return "open_return", {"order_id": "ORD-10001", "items": items, "label": "prepaid"}
+
+    def refund(units: int, amount: float) -> tuple[str, dict]:
+        items = [{"line_no": 1, "quantity": units}]
+        return "refund", {"order_id": "ORD-10001", "items": items, "amounts": [{"to": "pay_card", "amount": amount}]}
+
+    merged, _ = play(two_lamps, ID + READ + [ask, refund(2, 140.80), back(2), tell] + END)
+    split, _ = play(two_lamps, ID + READ + [ask, refund(1, 70.40), refund(1, 70.40), back(1), back(1), tell] + END)
+    assert merged.resolved and split.resolved, (failed(merged), failed(split))
+    for check in ("confirmed", "final_state", "told"):
+        assert next(c for c in merged.components if c.name == check).passed
+        assert next(c for c in split.components if c.name == check).passed
+    # and a yes to $140.80 does not cover refunds that add up to something else
+    wrong, _ = play(two_lamps, ID + READ + [ask, refund(1, 70.40), refund(1, 60.00), back(2), tell] + END)
+    assert "confirmed" in failed(wrong)

@@ -48,6 +48,7 @@ from service.env.store.ledger import (
 )
 from service.env.store.money import discount_shares, paid_for, percent_of
 from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide
+from service.env.store.reading import stated_amounts
 from service.env.store.state import StoreProgress, ToolCall
 from service.env.store.tools import WRITE_TOOLS
 from service.env.store.world import StoreTicket, canonical_order_id, per_ticket
@@ -330,15 +331,18 @@ def _needless(e: _Episode) -> _Check:
 
 def _confirmed(e: _Episode) -> _Check:
     """Each change follows a yes to a message describing it: of the messages before it that asked for
-    confirmation and describe it (:func:`describes`), the latest got the customer's yes — so a change of
-    mind instead of a yes withdraws it, and a yes to "shall I go ahead?" alone agrees to nothing."""
+    confirmation and describe it (:func:`describes`, with the writes made after the message taken
+    together), the latest got the customer's yes — so a change of mind instead of a yes withdraws it, and
+    a yes to "shall I go ahead?" alone agrees to nothing."""
     for w in e.writes:
         if w.tool == "escalate":
             continue
         asked = [
             c
             for c in e.messages
-            if c.step < w.step and "confirmation" in c.asked and describes(str(c.arguments.get("text", "")), w, e.t)
+            if c.step < w.step
+            and "confirmation" in c.asked
+            and describes(str(c.arguments.get("text", "")), w, e.t, [x for x in e.writes if x.step > c.step])
         ]
         if not asked or not asked[-1].confirmed:
             said = "a yes" if asked else "a yes to a message describing it"
@@ -350,20 +354,24 @@ _ORDER_REF = re.compile(r"\b(?:ord(?:er)?)?[\s#_-]*(\d{4,6})\b", re.I)
 _NAME_STOP = frozenset({"the", "and", "with", "pack", "set", "for", "size", "colour", "color"})
 
 
-def describes(text: str, call: ToolCall, t: StoreTicket) -> bool:
+def describes(text: str, call: ToolCall, t: StoreTicket, after: list[ToolCall] | None = None) -> bool:
     """Whether a confirmation message describes the write ``call``, as the customer would need to agree
-    to it: money by its amount (a refund's total or each of its parts, a credit's amount); any other
-    change by its order id, its item's name, or what it changes to (the new variant, the new address)."""
+    to it: money by its amount — the call's total or each of its parts, or what the writes of its kind
+    made after the message (``after``) come to together, on its order or in all, so that a refund split
+    per unit is described by the sum it adds up to; any other change by its order id, its item's name,
+    or what it changes to (the new variant, the new address)."""
     low = text.lower()
     args = call.arguments
-    stated = meaning(text).amounts
-    if call.tool == "refund":
-        parts = [round(float(p["amount"]), 2) for p in args.get("amounts", [])]
-        return any(abs(a - round(sum(parts), 2)) < 0.005 for a in stated) or all(
-            any(abs(a - p) < 0.005 for a in stated) for p in parts
-        )
-    if call.tool == "issue_store_credit":
-        return any(abs(a - float(args.get("amount", 0))) < 0.005 for a in stated)
+    stated = stated_amounts(text)
+    if call.tool in ("refund", "issue_store_credit"):
+        same = [c for c in (after or []) if c.tool == call.tool]
+        on_order = [c for c in same if _order_of(c) == _order_of(call)]
+        sums = {_call_money(call), _call_money(on_order), _call_money(same)} | set(_call_parts(call))
+        if call.tool == "refund":
+            parts = _call_parts(call)
+            if parts and all(p in stated for p in parts):
+                return True
+        return bool(sums & stated)
     order_id = canonical_order_id(str(args.get("order_id", "")))
     if any(f"ORD-{m.group(1)}" == order_id for m in _ORDER_REF.finditer(text)):
         return True
@@ -380,6 +388,18 @@ def describes(text: str, call: ToolCall, t: StoreTicket) -> bool:
         )
     words = {w for name in names for w in re.findall(r"[a-z]{3,}", name.lower())} - _NAME_STOP
     return any(re.search(rf"\b{re.escape(w)}s?\b", low) for w in words)
+
+
+def _call_parts(call: ToolCall) -> list[int]:
+    """A money write's amounts in cents: a refund's parts, a credit's amount (malformed parts: none)."""
+    if call.tool == "issue_store_credit":
+        return [round(float(call.arguments.get("amount", 0)) * 100)]
+    return [round(float(p.get("amount", 0)) * 100) for p in call.arguments.get("amounts", []) if isinstance(p, dict)]
+
+
+def _call_money(calls: ToolCall | list[ToolCall]) -> int:
+    """What one money write, or several taken together, come to in cents."""
+    return sum(sum(_call_parts(c)) for c in ([calls] if isinstance(calls, ToolCall) else calls))
 
 
 def _told(e: _Episode) -> _Check:
