@@ -44,7 +44,7 @@ REASON_TEXT = {
     "parcel_found": "you have found the parcel, so there is nothing to refund",
     "not_charged_twice": "the payment record shows the order was charged once, so there is no duplicate to refund",
     "unverifiable": "we are unable to verify the claim, so we cannot approve it",
-    "shipped": "it has already shipped and is on its way",
+    "shipped": "it has already shipped",
     "not_late": "the tracking shows it arrived only two days after the estimate, which is not late enough for a credit",
     "already_credited": "a goodwill credit was already given for this order",
     "not_holder": "only the account holder can make changes, so they will need to contact us themselves",

@@ -175,3 +175,167 @@ BLIND: dict[str, dict[str, tuple[str, ...]]] = {
         "not": ("I've refunded $68.70.",),
     },
 }
+
+
+TUNED: dict[str, dict[str, tuple[str, ...]]] = {
+    "window": {
+        "says": (
+            "Unfortunately this is outside our 30-day return window.",
+            "It arrived 41 days ago, which is past the 30 days we allow for returns.",
+        ),
+        "not": ("It's within our 30-day window, so I've opened a return.",),
+    },
+    "used": {
+        "says": ("The item has been used, and only unused items can be returned.",),
+        "not": (
+            "I used the email address you gave me to find the account.",
+            "Please use the prepaid label in your inbox.",
+        ),
+    },
+    "final_sale": {
+        "says": ("Final-sale, hygiene and perishable items cannot be returned.",),
+        "not": ("It's not a final-sale item, so it can come back.", "This isn't a hygiene item."),
+    },
+    "warranty": {"says": ("The warranty on it has ended.",), "not": ("The warranty still covers it.",)},
+    "normal_wear": {
+        "says": ("The photos show ordinary wear and tear rather than a defect, so we can't accept the claim.",),
+        "not": ("Thanks for the photos of the crack.",),
+    },
+    "in_transit": {
+        "says": ("Your parcel is still in transit and on its way to you, so we can't refund it yet.",),
+        "not": (
+            "It will reach your card in 5-10 business days.",
+            "The refund should reach your PayPal account within 3-5 business days.",
+        ),
+    },
+    "parcel_found": {
+        "says": ("You have found the parcel, so there is nothing to refund.",),
+        "not": ("I'm sorry the parcel hasn't been found.",),
+    },
+    "not_charged_twice": {
+        "says": ("The payment record shows the order was charged once, so there is no duplicate to refund.",),
+        "not": ("There were two identical charges, and I've refunded the second.",),
+    },
+    "unverifiable": {
+        "says": ("I can't approve this claim.", "We are unable to verify the claim, so we cannot approve it."),
+        "not": ("Thanks, your details are verified.",),
+    },
+    "shipped": {
+        "says": (
+            "It's already with the courier.",
+            "I can't cancel it: it has already shipped.",
+            "That line has already been delivered, so it can't be cancelled — you can return it instead.",
+            "It's already arrived, so cancelling isn't possible.",
+            "The order is already on its way, so the address can't be changed.",
+        ),
+        "not": ("It hasn't shipped yet, so I've cancelled it.", "None of the order has been dispatched."),
+    },
+    "not_late": {
+        "says": (
+            "It was delivered within three days of the estimate, so it doesn't qualify for a credit.",
+            "The delay was under our 3-day threshold.",
+            "The tracking shows it arrived only two days after the estimate, which is not late enough for a credit.",
+            "It arrived on time according to the tracking.",
+            "It was only a day late.",
+        ),
+        "not": ("It arrived five days after the estimated date, so I've added a credit.",),
+    },
+    "already_credited": {
+        "says": (
+            "We already gave you a goodwill credit for this order.",
+            "A goodwill credit was already given for this order.",
+            "This order has already had a late-delivery credit.",
+        ),
+        "not": ("I've added a goodwill credit for the delay.",),
+    },
+    "not_holder": {
+        "says": (
+            "Only the account holder can make changes, so they will need to contact us themselves.",
+            "I'm afraid I can only help the account holder directly — could your husband get in touch himself?",
+        ),
+        "not": ("As the account holder, you can change the address.",),
+    },
+    "original_payment": {
+        "says": (
+            "It has to go back to the Visa used for the order.",
+            "Refunds can only be made to the payment method you used.",
+            "Refunds can only go back to the original payment method.",
+            "I can't send it to a different card.",
+        ),
+        "not": ("I've refunded it to your Visa ending 4242.", "The order was paid with PayPal."),
+    },
+    "already_settled": {
+        "says": (
+            "We already sent a replacement for it.",
+            "That item was already refunded in March.",
+            "Our records show it was replaced already, so there is nothing more to refund.",
+        ),
+        "not": ("I've refunded the lamp.", "The replacement will ship in two days."),
+    },
+    "timeline:card": {
+        "says": (
+            "It arrives in 5-10 business days.",
+            "You should see it in five to ten business days.",
+            "It will be back on your card within ten business days.",
+            "Allow 5 to 10 working days.",
+        ),
+        "not": ("It arrives in 3-5 business days.",),
+    },
+    "timeline:paypal": {
+        "says": ("It will reach your PayPal account in 3-5 business days.", "Three to five business days on PayPal."),
+        "not": ("5-10 business days.",),
+    },
+    "amount:8670": {
+        "says": ("The amount is $86.70.", "That's USD 86.70 in total.", "$86.70 is on its way."),
+        "not": ("$86.07",),
+    },
+}
+
+
+# Written after the reader was fitted and measured once, unseen before: a second out-of-sample check.
+BLIND_LATER: dict[str, dict[str, tuple[str, ...]]] = {
+    "window": {
+        "says": (
+            "Sadly we can only accept claims like this within 30 days of delivery, and yours came in after that.",
+        ),
+        "not": ("Delivery was 12 days ago, so you're fine.",),
+    },
+    "used": {"says": ("I'm afraid we can't take back items that show signs of use.",), "not": ()},
+    "final_sale": {"says": ("Clearance items like this one are non-returnable.",), "not": ()},
+    "warranty": {"says": ("Your warranty expired in March, so this repair isn't covered.",), "not": ()},
+    "in_transit": {
+        "says": ("The courier still has it and expects to deliver it on Thursday.",),
+        "not": ("Your refund is on its way to your card.",),
+    },
+    "parcel_found": {"says": ("Great that it showed up in the end!",), "not": ()},
+    "not_charged_twice": {"says": ("Only one payment was taken for this order.",), "not": ()},
+    "shipped": {
+        "says": ("I'm sorry, it went out to the courier this morning, so it can't be stopped.",),
+        "not": ("Good news: the order is still being packed, so I've cancelled it.",),
+    },
+    "not_late": {
+        "says": ("According to the tracking it turned up one day after the estimate, so no credit applies.",),
+        "not": ("It came a full week after the date we gave you.",),
+    },
+    "already_credited": {"says": ("You were already given $10.00 of store credit for this delay.",), "not": ()},
+    "not_holder": {
+        "says": ("Your dad will need to get in touch with us himself, as it's his account.",),
+        "not": (),
+    },
+    "original_payment": {
+        "says": ("The money can only be returned to the Mastercard you paid with.",),
+        "not": ("I've sent the money to your Mastercard.",),
+    },
+    "already_settled": {
+        "says": ("We previously refunded that unit, so there's nothing more to refund on it.",),
+        "not": (),
+    },
+    "unverifiable": {"says": ("We're not able to validate this claim, so it can't go ahead.",), "not": ()},
+    "normal_wear": {
+        "says": ("What the pictures show is ordinary wear from use, not a manufacturing fault.",),
+        "not": (),
+    },
+    "timeline:card": {"says": ("It takes 5–10 business days to show on your card.",), "not": ()},
+    "timeline:paypal": {"says": ("PayPal refunds take three to five business days.",), "not": ()},
+    "amount:8670": {"says": ("You'll receive 86.70 USD.",), "not": ()},
+}

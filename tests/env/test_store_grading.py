@@ -278,3 +278,25 @@ def test_a_refund_split_per_unit_or_made_in_one_call_grades_the_same() -> None:
     # and a yes to $140.80 does not cover refunds that add up to something else
     wrong, _ = play(two_lamps, ID + READ + [ask, refund(1, 70.40), refund(1, 60.00), back(2), tell] + END)
     assert "confirmed" in failed(wrong)
+
+
+@pytest.mark.parametrize(
+    ("text", "untrue"),
+    [
+        ("I've refunded $54.95 to your card: 5-10 business days. Sadly it's also outside our 30-day window.", "window"),
+        ("I've refunded $54.95 to your card (5-10 business days). Only the account holder can do this.", "not holder"),
+        (
+            "I've refunded $54.95 to your card: 5-10 business days. It has already been replaced before.",
+            "already settled",
+        ),
+        ("I've refunded $54.95 to your card: 5-10 business days. Our records show one charge only.", None),
+    ],
+)
+def test_a_reason_that_is_not_true_of_the_ticket_fails_told(two_damaged: StoreTicket, text: str, untrue) -> None:
+    """Listing every reason there is to be sure of the right one tells the customer something untrue."""
+    tell = [("send_message", {"text": text})]
+    grade, _ = play(two_damaged, ID + READ + YES + [_refund([1, 2], 54.95, shipping=True)] + tell + END)
+    if untrue is None:
+        assert "told" not in failed(grade), failed(grade)
+    else:
+        assert f"a reason that is not true here: {untrue}" in failed(grade).get("told", ""), failed(grade)

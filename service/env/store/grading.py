@@ -25,6 +25,7 @@ counting the share of fields right; it is what step rewards are the changes of.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from functools import cache, cached_property
 
 from service.env.models import EpisodeState, Grade, GradeComponent
 from service.env.replies import meaning
-from service.env.store.clauses import RESTOCKING_PERCENT, TIMELINES, render_store_policy
+from service.env.store.clauses import LATE_CREDIT_PERCENT, RESTOCKING_PERCENT, TIMELINES, render_store_policy
 from service.env.store.ledger import (
     AddressEffect,
     CancelEffect,
@@ -47,8 +48,8 @@ from service.env.store.ledger import (
     normalize_address,
 )
 from service.env.store.money import discount_shares, paid_for, percent_of
-from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide
-from service.env.store.reading import stated_amounts
+from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide, true_reasons
+from service.env.store.reading import asserted_reasons, stated_amounts, stated_reasons, stated_timelines
 from service.env.store.state import StoreProgress, ToolCall
 from service.env.store.tools import WRITE_TOOLS
 from service.env.store.world import StoreTicket, canonical_order_id, per_ticket
@@ -423,49 +424,89 @@ def _told(e: _Episode) -> _Check:
 
 def _untrue(e: _Episode, text: str) -> list[str]:
     """What the replies state that no record, write or rule bears out: an amount found nowhere (not in
-    the account, the orders, the policy, the customer's words or the writes made) or a refund timeline
-    for a payment method no refund goes back to."""
+    the account, the orders, the policy's arithmetic on them, the customer's words or the writes made —
+    a note to a team proves nothing), a refund timeline for a payment method no refund goes back to, or a
+    reason that is not true of this ticket's requests (:func:`service.env.store.policy.true_reasons`, with
+    what the customer has said)."""
     out = []
-    stated = meaning(text).amounts
+    stated = stated_amounts(text)
     if stated:
-        made = [effect for effect in e.progress.effects if not isinstance(effect, EscalateEffect)]  # notes: free text
-        true = _ticket_amounts(e.t) | {c for effect in made for c in (*_money_of(effect), sum(_money_of(effect)))}
-        out += [f"${a:.2f}, an amount nothing bears out" for a in sorted(stated) if round(a * 100) not in true]
+        made = [effect for effect in e.progress.effects if not isinstance(effect, EscalateEffect)]
+        true = _ticket_amounts(e.t) | _sums(made)
+        out += [f"${a / 100:.2f}, an amount nothing bears out" for a in sorted(stated) if a not in true]
     told_kinds = {f.value for o in e.gold.outcomes for f in o.tell if f.kind == "timeline"}
-    low = text.lower()
+    spans = stated_timelines(text)
+    told_spans = {s for k in told_kinds for s in (TIMELINES[k], (0, TIMELINES[k][1]))}
     for kind, (lo, hi) in TIMELINES.items():
-        if kind not in told_kinds and any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low)):
+        if kind not in told_kinds and spans & {(lo, hi), (0, hi)} - told_spans:
             out.append(f"the {kind} refund timeline ({lo}–{hi} business days), which no refund here follows")
+    false = sorted(asserted_reasons(text) - true_reasons(e.t, e.revealed_by(10**9)))
+    if false:
+        out.append("a reason that is not true here: " + ", ".join(r.replace("_", " ") for r in false))
     return out
+
+
+def _sums(effects: list[Effect]) -> set[int]:
+    """Each money write's parts and total, and what they come to together, per order and in all."""
+    out: set[int] = set()
+    by_order: dict[str, int] = {}
+    for effect in effects:
+        money_ = _money_of(effect)
+        out |= {*money_, sum(money_)}
+        order_id = getattr(effect, "order_id", None) or ""
+        by_order[order_id] = by_order.get(order_id, 0) + sum(money_)
+    return out | set(by_order.values()) | {sum(by_order.values())}
 
 
 @per_ticket
 def _ticket_amounts(t: StoreTicket) -> frozenset[int]:
-    """Every sum in cents an honest reply might state about ``t``: from the records, the policy's rules,
-    the customer's own message and the gold outcome."""
+    """Every sum in cents an honest reply might state about ``t``: the records' amounts; P18's arithmetic
+    on every line and unit count (the price, the discount share, what was paid, a restocking fee, and any
+    choice of lines and units taken together, with or without the shipping fee); the policy's own
+    numbers; the customer's words; and the gold outcome, its parts and their sums."""
     db = t.db
     cents = {db.account.store_credit, *(c.amount for c in db.credits), *(v.price for v in db.catalog)}
     for o in db.orders:
         shares = discount_shares(o)
         cents |= {o.goods, o.total, o.discount, o.shipping_fee, o.goods - o.discount, *(p.amount for p in o.payments)}
         cents |= {c for r in o.refunds for _, c in r.amounts} | {sum(c for _, c in r.amounts) for r in o.refunds}
+        choices: list[list[tuple[int, int]]] = []  # per line: (paid, list price) for 0..quantity units
         for ln in o.lines:
             cents |= {ln.unit_price, ln.subtotal, shares.get(ln.line_no, 0)}
             cents |= {abs(v.price - ln.unit_price) for v in db.catalog if v.product_id == ln.product_id}
+            cents |= {abs(v.price - ln.unit_price) * ln.quantity for v in db.catalog if v.product_id == ln.product_id}
+            options = [(0, 0)]
             for q in range(1, ln.quantity + 1):
                 paid = paid_for(o, ln.line_no, q)
                 fee = percent_of(paid, RESTOCKING_PERCENT)
-                cents |= {paid, paid + o.shipping_fee, fee, paid - fee, ln.unit_price * q}
+                listed = ln.unit_price * q
+                cents |= {paid, paid + o.shipping_fee, fee, paid - fee, paid - fee + o.shipping_fee}
+                cents |= {listed, listed - paid}
+                options.append((paid, listed))
+            choices.append(options)
+        for combo in itertools.islice(itertools.product(*choices), 4096):
+            paid, listed = sum(p for p, _ in combo), sum(x for _, x in combo)
+            cents |= {paid, paid + o.shipping_fee, listed, listed + o.shipping_fee}
     gold = decide(t)
     for effect in gold.effects:
         cents |= {*_money_of(effect), sum(_money_of(effect))}
     told = [int(f.value) for o in gold.outcomes for f in o.tell if f.kind == "amount"]
-    cents |= {*told, sum(told)}
-    return frozenset(cents) | _policy_cents() | {round(a * 100) for a in meaning(t.message).amounts}
+    for k in range(1, len(told) + 1):
+        cents |= {sum(c) for c in itertools.combinations(told, k)}
+    return frozenset(cents) | _policy_cents() | stated_amounts(t.message) | _late_arithmetic(t)
+
+
+def _late_arithmetic(t: StoreTicket) -> set[int]:
+    """P27's numbers for each order: what the goods were paid and each tier's share of it."""
+    out = set()
+    for o in t.db.orders:
+        base = o.goods - o.discount
+        out |= {base} | {percent_of(base, p) for p in set(LATE_CREDIT_PERCENT.values())}
+    return out
 
 
 def _money_of(effect: Effect) -> list[int]:
-    if isinstance(effect, RefundEffect):
+    if isinstance(effect, RefundEffect | CancelEffect):
         return [c for _, c in effect.amounts]
     if isinstance(effect, CreditEffect):
         return [effect.amount]
@@ -496,46 +537,16 @@ def _fact_words(f: Fact) -> str:
     return "that a replacement is on its way"
 
 
-_RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to|and)\s*(\d+)\s*(?:business|working)?\s*days?")
-_REASON_WORDS = {
-    "shipped": re.compile(
-        r"\b(?:shipped|dispatched|on (?:its|their) way|in transit|left (?:our|the) warehouse|"
-        r"already (?:gone|sent|out|(?:been )?delivered|arrived)|(?:has|have) (?:already )?arrived|was delivered)\b"
-    ),
-    "not_late": re.compile(
-        r"\b(?:on time|only (?:\w+ )?days? (?:late|after)|(?:one|two|three|\d) days? (?:late|"
-        r"after the (?:estimate|estimated))|not late enough|within (?:the|our) (?:estimate|"
-        r"window|delivery)|more than three days|3 days)\b"
-    ),
-    "already_credited": re.compile(
-        r"\b(?:already|previously) (?:been )?(?:given|issued|received|credited|had|"
-        r"applied|added)\b"
-    ),
-    "not_holder": re.compile(
-        r"\b(?:account holder|account owner|(?:him|her|them)sel(?:f|ves)|(?:she|he|they) "
-        r"(?:will )?(?:need|needs|has|have) to (?:contact|get in touch|reach)|own behalf|"
-        r"on (?:her|his|their) behalf)\b"
-    ),
-    "original_payment": re.compile(
-        r"\b(?:original (?:payment|card|method)|same (?:card|payment|method)|card (?:you|"
-        r"it was) (?:used|paid)|paid with|back to (?:the|your) (?:card|paypal|original))\b"
-    ),
-}
-
-
 def told(text: str, fact: Fact, t: StoreTicket) -> bool:
     """Whether ``text`` tells the customer ``fact`` (amounts and timelines exactly, the rest on meaning)."""
     if not text:
         return False
     low = text.lower()
     if fact.kind == "amount":
-        return any(abs(a * 100 - int(fact.value)) < 0.5 for a in meaning(text).amounts)
-    if fact.kind == "timeline":  # "5-10 business days", "5 to 10 working days", "within 10 business days"
+        return int(fact.value) in stated_amounts(text)
+    if fact.kind == "timeline":  # "5-10 business days", "five to ten working days", "within 10 business days"
         lo, hi = TIMELINES[fact.value]
-        within = re.search(
-            rf"\b(?:within|up to|no more than|in about|at most)\s+{hi}\s+(?:business\s+|working\s+)?days", low
-        )
-        return within is not None or any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low))
+        return any(span in ((lo, hi), (0, hi)) for span in stated_timelines(text))
     if fact.kind == "holding":
         m = meaning(text)
         return m.holds or fact.value in m.teams or "escalat" in low
@@ -543,10 +554,7 @@ def told(text: str, fact: Fact, t: StoreTicket) -> bool:
         return "replacement" in meaning(text).grants or bool(re.search(r"\b(?:replacement|new one|another one)\b", low))
     if fact.kind == "variant":
         return all(part.lower() in low for part in fact.value.split(" · ") if part)
-    words = _REASON_WORDS.get(fact.value)
-    if words is not None:
-        return bool(words.search(low))
-    return fact.value in meaning(text).reasons
+    return fact.value in stated_reasons(text)
 
 
 # What P7 and P32 keep from the customer: the account's risk assessment and what it rests on. Whole words

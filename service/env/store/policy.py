@@ -190,6 +190,77 @@ def settle_to(order: Order) -> str:
     return next((p.payment_id for p in order.payments if p.method in ("card", "paypal")), STORE_CREDIT)
 
 
+def true_reasons(ticket: StoreTicket, revealed: frozenset[str]) -> frozenset[str]:
+    """The refusal reasons whose facts hold for some request of ``ticket`` — on its records, and on what the
+    customer has told (``revealed`` topics): what a reply may assert without telling something untrue."""
+    db, out = ticket.db, {"original_payment"}  # P21's rule itself is true of every refund
+    if not ticket.writer.holder:
+        out.add("not_holder")
+    if db.account.high_risk:
+        out.add("unverifiable")
+    for r in ticket.requests:
+        order = db.order(r.order_id)
+        if order is not None:
+            out |= _request_facts(ticket, r, order, revealed)
+            for n in [n for n, _ in r.lines] or [ln.line_no for ln in order.lines]:
+                out |= _line_facts(db, order, n)
+    return frozenset(out)
+
+
+def _request_facts(ticket: StoreTicket, r: Request, order: Order, revealed: frozenset[str]) -> set[str]:
+    """What holds of a request as a whole: the customer's own facts, the order's payments and credits."""
+    hidden, out = ticket.hidden, set()
+    condition = ticket.stated_condition or (hidden.condition if "condition" in revealed else None)
+    if r.kind in ("change_of_mind", "exchange") and condition == "used":
+        out.add("used")
+    if r.kind in ("damaged", "defective") and hidden.photos_show == "normal_wear" and "photos" in revealed:
+        out.add("normal_wear")
+    if r.kind == "missing" and hidden.parcel_found and "delivery" in revealed:
+        out.add("parcel_found")
+    if duplicate_capture(order) is None:
+        out.add("not_charged_twice")
+    if any(c.order_id == order.order_id for c in ticket.db.credits):
+        out.add("already_credited")
+    if r.kind == "address" and _any_shipped(order):
+        out.add("shipped")
+    return out
+
+
+def _line_facts(db: StoreDB, order: Order, line_no: int) -> set[str]:
+    """What holds of one line of a request: its flags, its days, its parcel, what was settled on it."""
+    line, out = order.line(line_no), set()
+    if line is None:
+        return out
+    days = days_since_delivery(db, order, line_no)
+    shipment = shipment_of(order, line_no)
+    late = days_late(shipment) if shipment is not None else None
+    facts = {
+        "final_sale": line.final_sale or line.hygiene or line.perishable,
+        "window": days is not None and days > RETURN_WINDOW_DAYS,
+        "warranty": days is not None and days > line.warranty_days,
+        "shipped": line.status != "processing",
+        "in_transit": shipment is not None
+        and shipment.delivered_on is None
+        and not carrier_confirms_loss(db, shipment),
+        "not_late": late is not None and late <= LATE_DELIVERY_DAYS,
+        "already_settled": settled_units(order).get(line_no, 0) > 0,
+    }
+    return {name for name, holds in facts.items() if holds}
+
+
+def _any_shipped(order: Order) -> bool:
+    return any(line.status != "processing" for line in order.lines)
+
+
+def settled_units(order: Order) -> dict[int, int]:
+    """Units of each line settled before this conversation: refunded or replaced (P18)."""
+    units: dict[int, int] = {}
+    for r in order.refunds:
+        for n, q in r.lines:
+            units[n] = units.get(n, 0) + q
+    return units
+
+
 # ----------------------------------------------------------------------------------- deciding
 
 
