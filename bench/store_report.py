@@ -53,7 +53,7 @@ def report() -> dict[str, Any]:
         for difficulty in DIFFICULTIES:
             tickets = [t for t in PUBLIC.store_tickets(split) if t.difficulty == difficulty]
             golds = [decide(t) for t in tickets]
-            rules = [max((o.rules for o in g.outcomes), default=0) for g in golds]
+            rules = [max((len(o.rules) for o in g.outcomes), default=0) for g in golds]
             pool = PUBLIC.pool(split, "store", difficulty)
             agents = {}
             for name in ("random", "heuristic"):

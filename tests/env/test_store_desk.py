@@ -4,6 +4,7 @@ gold write, and a perfect conversation resolves every train and dev ticket."""
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 
 import pytest
 
@@ -124,3 +125,31 @@ def test_gold_plans_resolve_when_the_yes_is_asked_in_other_words_and_not_listed(
             if not grade.resolved:
                 failures.append((d, seed, [c.detail for c in grade.components if not c.passed]))
     assert not failures, failures[:3]
+
+
+def test_the_step_cap_leaves_a_careful_agent_a_dozen_steps_beyond_a_perfect_conversation() -> None:
+    """Reading the policy, a question more, a retried call: a perfect conversation plus 12 fits the cap."""
+    from bench.store_report import perfect_calls
+    from service.env.store.policy import decide
+    from service.env.tasks import STORE_MAX_STEPS
+
+    longest = max(perfect_calls(t, decide(t)) for split in ("train", "dev") for t in PUBLIC.store_tickets(split))
+    assert longest + 12 <= STORE_MAX_STEPS, (longest, STORE_MAX_STEPS)
+
+
+def test_the_public_stores_hold_earlier_returns_replacements_and_store_credit_payments_that_decide_tickets() -> None:
+    """Issue 19 item 2: account history with earlier refunds, returns and replacements, and orders paid in
+    part with store credit — some of them deciding a ticket (a claim settled already, a refund split)."""
+    from service.env.store.policy import decide
+
+    tickets = [t for split in ("train", "dev") for t in PUBLIC.store_tickets(split)]
+    orders = [o for t in tickets for o in t.db.orders]
+    assert sum(bool(o.returns) for o in orders) >= 20 and sum(bool(o.replacements) for o in orders) >= 20
+    assert sum(any(p.method == "store_credit" for p in o.payments) for o in orders) >= 50
+    golds = [decide(t) for t in tickets]
+    assert sum(any(o.reason == "already_settled" for o in g.outcomes) for g in golds) >= 10
+    split = [e for g in golds for e in g.effects if getattr(e, "amounts", None) and len(e.amounts) > 1]  # type: ignore[arg-type]
+    assert len(split) >= 10
+    for t in tickets:  # the account's returns count includes what its orders show
+        year_ago = (date.fromisoformat(t.db.today) - timedelta(days=365)).isoformat()
+        assert t.db.account.returns_12m >= sum(1 for o in t.db.orders for r in o.returns if r.date >= year_ago)

@@ -300,3 +300,52 @@ def test_a_reason_that_is_not_true_of_the_ticket_fails_told(two_damaged: StoreTi
         assert "told" not in failed(grade), failed(grade)
     else:
         assert f"a reason that is not true here: {untrue}" in failed(grade).get("told", ""), failed(grade)
+
+
+@pytest.fixture
+def big_refund() -> StoreTicket:
+    """A $400 damaged item, refunded with the $4.95 shipping fee: $404.95 is over P28's threshold."""
+    return ticket(
+        db(order((line(1, 40000, name="Oak Desk"),)), stock=0),
+        Request(kind="damaged", order_id="ORD-10001", lines=((1, 1),), wants="refund"),
+    )
+
+
+HOLD = ("send_message", {"text": "I've passed this to our Escalations team, who will be in touch about it."})
+
+
+@pytest.mark.parametrize(
+    ("note", "right"),
+    [
+        ("ORD-10001: damaged oak desk, refund of $404.95 with shipping", True),
+        ("Refund for order ord10001, $404.95", True),
+        ("ORD-10001 damaged desk, refund $400.00", False),  # the amount without the shipping fee
+        ("Damaged desk, refund $404.95", False),  # no order id
+    ],
+)
+def test_an_escalation_note_quotes_the_order_and_the_amount_to_the_cent(big_refund, note: str, right: bool) -> None:
+    escalate = ("escalate", {"queue": "Escalations", "note": note, "order_id": "ORD-10001"})
+    grade, _ = play(big_refund, ID + READ + [escalate, HOLD] + END)
+    assert ("final_state" not in failed(grade)) is right, failed(grade)
+    if not right:
+        assert "note to Escalations on ORD-10001" in failed(grade)["final_state"]
+
+
+def test_an_amount_written_in_a_note_is_not_borne_out_when_told_unless_it_is_true(big_refund) -> None:
+    escalate = ("escalate", {"queue": "Escalations", "note": "ORD-10001 $404.95 (customer asked for $999.00)"})
+    tell = ("send_message", {"text": "Our Escalations team will look at your $999.00 refund."})
+    grade, _ = play(big_refund, ID + READ + [escalate, tell] + END)
+    assert "$999.00, an amount nothing bears out" in failed(grade).get("told", ""), failed(grade)
+
+
+def test_the_backend_refuses_to_refund_or_replace_a_unit_replaced_before() -> None:
+    from service.env.store.world import PastReplacement
+
+    done = PastReplacement(replacement_id="R1", date="2026-06-22", line_no=1, quantity=1, reason="arrived damaged")
+    o = order((line(1, 3000), line(2, 2000))).model_copy(update={"replacements": (done,)})
+    t = ticket(db(o), Request(kind="damaged", order_id="ORD-10001", lines=((1, 1),), wants="refund"))
+    for call in (_refund([1], 30.00), ("replace_item", {"order_id": "ORD-10001", "line_no": 1})):
+        _, state = play(t, [call])
+        assert "0 unit(s) left" in (state.last_action_error or ""), state.last_action_error
+    _, state = play(t, [("get_order", {"order_id": "ORD-10001"})])
+    assert state.tool_result["result"]["replacements"][0]["date"] == "2026-06-22"  # type: ignore[index]

@@ -28,7 +28,8 @@ from service.env.generator import stable_seed
 from service.env.language import Phrases, lemmas
 from service.env.replies import meaning
 from service.env.store import messages
-from service.env.store.world import StoreTicket
+from service.env.store.policy import shipment_of
+from service.env.store.world import DELIVERED_WHERE, Line, Request, StoreTicket
 
 TOPICS = ("identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation")
 
@@ -168,13 +169,14 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
         if topic not in asked:
             continue
         if topic == "confirmation":
-            pending = any(r.mind_change for r in ticket.requests) and not mind_changed
-            if pending:
-                change = next(r.mind_change for r in ticket.requests if r.mind_change)
-                said.append(answer(f"mind_change_{change}"))
+            proposed = None if mind_changed else _proposes_changed(ticket, text)
+            if proposed is not None:  # the agent describes the change the customer has changed their mind on
+                r, offers_new = proposed
                 mind_changed = True
-                revealed.add("preference")
-                continue
+                if not offers_new:
+                    said.append(answer(f"mind_change_{r.mind_change}", {"item": _the_items(rng, ticket, r)}))
+                    revealed.add("preference")
+                    continue
             reluctant = any(r.to_other_card for r in ticket.requests) and memory.round < 3
             said.append(answer("confirm_reluctant" if reluctant else "confirm_yes"))
             confirmed = True
@@ -203,6 +205,68 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
     )
 
 
+_REMEDY_WORDS = {
+    "replacement": Phrases("replace|replacement|new one|another one|send another|fresh one|resend|reship"),
+    "refund": Phrases("refund|money back|reimburse|your money|credit * card|back to your|back to the"),
+}
+_PARTS = re.compile(r"[;\n]|(?<=[.!?])\s+")  # the parts of a message that each propose one thing
+_LINE_REFS = re.compile(r"\blines?\s*#?\s*((?:\d+\s*(?:,|and|&)?\s*)+)")  # "line 2", "lines 1, 2 and 3"
+_NAME_STOP = frozenset({"the", "and", "with", "pack", "set", "for", "size", "colour", "color", "of", "a", "in"})
+
+
+def _proposes_changed(ticket: StoreTicket, text: str) -> tuple[Request, bool] | None:
+    """The request whose change of mind the message brings up — its item named (by name, by what people
+    call it, or by its line of its order) in a message asking for a yes — with whether the message already
+    offers what the customer now wants instead (then there is nothing to change: they agree)."""
+    for r in ticket.requests:
+        if r.mind_change is None:
+            continue
+        order = ticket.db.order(r.order_id)
+        assert order is not None
+        for line_no, _ in r.lines:
+            line = order.line(line_no)
+            assert line is not None
+            said = [lemmas(part) for part in _PARTS.split(text) if _names(part, order.order_id, line)]
+            if not said:
+                continue
+            first = "replacement" if r.mind_change == "refund" else "refund"
+            offers_first = any(_REMEDY_WORDS[first].in_(part) for part in said)
+            offers_new = any(_REMEDY_WORDS[r.mind_change].in_(part) for part in said)
+            return r, offers_new and not offers_first
+    return None
+
+
+def _names(text: str, order_id: str, line: Line) -> bool:
+    """Whether ``text`` names an order line: a word of its name or of what people call it, or "line N" with
+    its order's number."""
+    low = text.lower()
+    words = {w for n in (line.name, *messages.nouns().get(line.name, ())) for w in re.findall(r"[a-z]{3,}", n.lower())}
+    if any(re.search(rf"\b{re.escape(w)}(?:e?s)?\b", low) for w in words - _NAME_STOP):
+        return True
+    digits = order_id.split("-")[-1]
+    return digits in low and any(str(line.line_no) in re.findall(r"\d+", m.group(1)) for m in _LINE_REFS.finditer(low))
+
+
+def _delivered_where(ticket: StoreTicket) -> str:
+    """Where the carrier says the parcel of the missing request was left ("locker", "neighbour", …)."""
+    for r in ticket.requests:
+        order = ticket.db.order(r.order_id)
+        if r.kind == "missing" and order is not None and r.lines:
+            shipment = shipment_of(order, r.lines[0][0])
+            event = next((e for e in reversed(shipment.events) if e.status == "delivered"), None) if shipment else None
+            if event is not None:
+                return DELIVERED_WHERE.get(event.detail, "door")
+    return "door"
+
+
+def _the_items(rng: random.Random, ticket: StoreTicket, r: Request) -> str:
+    """How the customer names the items of a request in passing: "the mug", "the lamp and the rug"."""
+    order = ticket.db.order(r.order_id)
+    assert order is not None
+    names = ["the " + messages.item_noun(rng, line.name) for n, _ in r.lines if (line := order.line(n)) is not None]
+    return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _answer_slot(ticket: StoreTicket, topic: str, memory: Memory) -> tuple[str, bool]:
     """The answer slot for ``topic`` and whether it states the fact the topic is about."""
     h = ticket.hidden
@@ -227,7 +291,8 @@ def _answer_slot(ticket: StoreTicket, topic: str, memory: Memory) -> tuple[str, 
         if h.parcel_found is None:  # nothing to check: still on its way, or not about a parcel at all
             waiting = any(r.kind == "missing" for r in ticket.requests)
             return ("delivery_still_waiting" if waiting else "delivery_none"), False
-        return ("delivery_found" if h.parcel_found else "delivery_missing"), True
+        where = _delivered_where(ticket)  # the customer's account agrees with the carrier's delivery event
+        return (f"delivery_found_{where}" if h.parcel_found else f"delivery_missing_{where}"), True
     # preference
     hidden = next((r for r in ticket.requests if not r.wants_stated), None)
     if hidden is None:

@@ -47,7 +47,7 @@ from service.env.store.ledger import (
     final_state,
     normalize_address,
 )
-from service.env.store.money import discount_shares, paid_for, percent_of
+from service.env.store.money import discount_shares, money, paid_for, percent_of
 from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide, true_reasons
 from service.env.store.reading import asserted_reasons, stated_amounts, stated_reasons, stated_timelines
 from service.env.store.state import StoreProgress, ToolCall
@@ -141,8 +141,8 @@ def _order_of(call: ToolCall) -> str | None:
 
 
 def _final_state(e: _Episode) -> _Check:
-    want = final_state(e.t.db, _gold_normalized(e.gold))
-    got = final_state(e.t.db, _normalized(e.progress))
+    want = final_state(e.t.db, _gold_normalized(e.gold)) | _notes_wanted(e.gold)
+    got = final_state(e.t.db, _normalized(e.progress)) | _notes_written(e.gold, e.progress)
     keys = sorted(set(want) | set(got))
     wrong = [k for k in keys if want.get(k) != got.get(k)]
     clauses = tuple(dict.fromkeys(c for o in e.gold.outcomes for c in o.clauses))
@@ -163,6 +163,29 @@ def _final_state(e: _Episode) -> _Check:
     more = f"; and {len(wrong) - 6} more" if len(wrong) > 6 else ""
     share = max(0.0, (len(keys) - len(wrong)) / len(keys)) if keys else 0.0
     return _Check(share, "; ".join(parts) + more, clauses)
+
+
+def _notes_wanted(gold: Gold) -> dict[str, str]:
+    """P28: each escalated refund's note quotes its order id and its amount to the cent."""
+    return {f"note to Escalations on {o.order_id}": money(o.escalated) for o in gold.outcomes if o.escalated}
+
+
+def _notes_written(gold: Gold, progress: StoreProgress) -> dict[str, str]:
+    """What the episode's notes to Escalations say of each escalated order: the amount, when one quoting the
+    order id states it (or what they state instead)."""
+    out = {}
+    notes = [e.note for e in progress.effects if isinstance(e, EscalateEffect) and e.queue == "Escalations"]
+    for o in gold.outcomes:
+        if not o.escalated:
+            continue
+        quoting = [n for n in notes if any(f"ORD-{m.group(1)}" == o.order_id for m in _ORDER_REF.finditer(n))]
+        stated = {a for n in quoting for a in stated_amounts(n)}
+        if o.escalated in stated:
+            out[f"note to Escalations on {o.order_id}"] = money(o.escalated)
+        elif quoting:
+            said = ", ".join(money(a) for a in sorted(stated)) or "no amount"
+            out[f"note to Escalations on {o.order_id}"] = f"states {said}"
+    return out
 
 
 def _normalized(progress: StoreProgress) -> tuple[Effect, ...]:

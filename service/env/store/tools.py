@@ -448,6 +448,8 @@ class Backend:
 
     def _units_used(self, order: Order) -> Counter[int]:
         used = refunded_units(order, self.effects)
+        for earlier in order.replacements:
+            used[earlier.line_no] += earlier.quantity
         folded = changes(self.effects).of(order.order_id)
         for line_no, qty in folded.replaced.items():
             used[line_no] += qty
@@ -699,7 +701,22 @@ def order_record(db: StoreDB, order: Order, effects: tuple[Effect, ...]) -> dict
             {"shipment_id": s.shipment_id, "line_nos": list(s.line_nos), "status": s.status} for s in order.shipments
         ],
         "refunds": refunds,
-        "returns": [{"line_no": n, "quantity": q, "label": label} for n, (q, label) in sorted(folded.returned.items())],
+        "returns": [
+            {"date": r.date, "lines": [list(x) for x in r.lines], "label": r.label, "status": "received"}
+            for r in order.returns
+        ]
+        + [
+            {"date": db.today, "lines": [[n, q]], "label": label, "status": "opened"}
+            for n, (q, label) in sorted(folded.returned.items())
+        ],
+        "replacements": [
+            {"date": p.date, "line_no": p.line_no, "quantity": p.quantity, "reason": p.reason}
+            for p in order.replacements
+        ]
+        + [
+            {"date": db.today, "line_no": n, "quantity": q, "reason": "sent today"}
+            for n, q in sorted(folded.replaced.items())
+        ],
     }
 
 
