@@ -153,3 +153,16 @@ def test_the_public_stores_hold_earlier_returns_replacements_and_store_credit_pa
     for t in tickets:  # the account's returns count includes what its orders show
         year_ago = (date.fromisoformat(t.db.today) - timedelta(days=365)).isoformat()
         assert t.db.account.returns_12m >= sum(1 for o in t.db.orders for r in o.returns if r.date >= year_ago)
+
+
+@pytest.mark.parametrize("difficulty", ["medium", "hard"])
+def test_refusing_is_right_for_a_minority_of_tickets_and_no_plan_shape_dominates(difficulty: str) -> None:
+    """A desk where declining everything is usually right measures little (issue 19's audit: 44 % of easy
+    and 30 % of medium dev tickets had nothing to write)."""
+    from bench.store_report import shapes
+    from service.env.store.policy import decide
+
+    for split in ("train", "dev"):
+        golds = [decide(t) for t in PUBLIC.store_tickets(split) if t.difficulty == difficulty]
+        report = shapes(golds)
+        assert report["no_write_share"] <= 0.2 and report["largest_plan_shape"]["share"] <= 0.25, (split, report)

@@ -427,16 +427,20 @@ def _call_money(calls: ToolCall | list[ToolCall]) -> int:
 
 
 def _told(e: _Episode) -> _Check:
+    """Each outcome's facts told in some message after verification (each message read on its own, so that
+    grading a step reads only what is new), and nothing untrue told in any."""
     texts = [
         str(c.arguments.get("text", ""))
         for c in e.messages
         if e.verified_at is None or c.step > e.verified_at or not e.t.writer.holder
     ]
-    text = " ".join(texts)
     missing = [
-        f"{_fact_words(f)} (request {o.request + 1})" for o in e.gold.outcomes for f in o.tell if not told(text, f, e.t)
+        f"{_fact_words(f)} (request {o.request + 1})"
+        for o in e.gold.outcomes
+        for f in o.tell
+        if not any(told(text, f, e.t) for text in texts)
     ]
-    untrue = _untrue(e, " ".join(str(c.arguments.get("text", "")) for c in e.messages))
+    untrue = _untrue(e, [str(c.arguments.get("text", "")) for c in e.messages])
     if missing or untrue:
         said = (["not told: " + "; ".join(missing)] if missing else []) + (
             ["told " + "; ".join(untrue)] if untrue else []
@@ -445,25 +449,26 @@ def _told(e: _Episode) -> _Check:
     return _Check(1.0, "told the customer every outcome", ("P32",))
 
 
-def _untrue(e: _Episode, text: str) -> list[str]:
+def _untrue(e: _Episode, texts: list[str]) -> list[str]:
     """What the replies state that no record, write or rule bears out: an amount found nowhere (not in
     the account, the orders, the policy's arithmetic on them, the customer's words or the writes made —
     a note to a team proves nothing), a refund timeline for a payment method no refund goes back to, or a
     reason that is not true of this ticket's requests (:func:`service.env.store.policy.true_reasons`, with
     what the customer has said)."""
     out = []
-    stated = stated_amounts(text)
+    stated = frozenset().union(*(stated_amounts(t) for t in texts))
     if stated:
         made = [effect for effect in e.progress.effects if not isinstance(effect, EscalateEffect)]
         true = _ticket_amounts(e.t) | _sums(made)
         out += [f"${a / 100:.2f}, an amount nothing bears out" for a in sorted(stated) if a not in true]
     told_kinds = {f.value for o in e.gold.outcomes for f in o.tell if f.kind == "timeline"}
-    spans = stated_timelines(text)
+    spans = frozenset().union(*(stated_timelines(t) for t in texts))
     told_spans = {s for k in told_kinds for s in (TIMELINES[k], (0, TIMELINES[k][1]))}
     for kind, (lo, hi) in TIMELINES.items():
         if kind not in told_kinds and spans & {(lo, hi), (0, hi)} - told_spans:
             out.append(f"the {kind} refund timeline ({lo}–{hi} business days), which no refund here follows")
-    false = sorted(asserted_reasons(text) - true_reasons(e.t, e.revealed_by(10**9)))
+    asserted = frozenset().union(*(asserted_reasons(t) for t in texts))
+    false = sorted(asserted - true_reasons(e.t, e.revealed_by(10**9)))
     if false:
         out.append("a reason that is not true here: " + ", ".join(r.replace("_", " ") for r in false))
     return out
