@@ -271,7 +271,10 @@ def _settled(d: _Decider, i: int, r: Request, order: Order, reads: tuple[tuple[s
     done = settled_units(order)
     if not any(q > _line(order, n).quantity - done.get(n, 0) for n, q in r.lines):
         return None
-    return d.refuse(i, r, "already_settled", ("P18",), "Those units were refunded or replaced already.", reads=reads)
+    order_only = tuple(x for x in reads if x[0] == "order")  # the order's records decide it, not the delivery
+    return d.refuse(
+        i, r, "already_settled", ("P18",), "Those units were refunded or replaced already.", reads=order_only
+    )
 
 
 # ----------------------------------------------------------------------------------- deciding
