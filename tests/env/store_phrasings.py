@@ -339,3 +339,33 @@ BLIND_LATER: dict[str, dict[str, tuple[str, ...]]] = {
     "timeline:paypal": {"says": ("PayPal refunds take three to five business days.",), "not": ()},
     "amount:8670": {"says": ("You'll receive 86.70 USD.",), "not": ()},
 }
+
+
+# What agents write when they grant, hold or ask: none of it asserts a refusal reason.
+OUTCOMES: tuple[str, ...] = (
+    "A replacement is on its way.",
+    "The new one (size 9 · navy) is on its way.",
+    "It will reach your card in 5-10 business days.",
+    "I've refunded $20.00; the refund should reach your PayPal account within 3-5 business days.",
+    "I've cancelled it and refunded what you paid.",
+    "I have passed this to our Escalations team, who will be in touch.",
+    "Good news: your order hadn't shipped yet, so I've cancelled it and refunded $45.00.",
+    "I've cancelled the lamp before it was dispatched; $45.00 is on its way back to your card.",
+    "Since nothing has shipped yet, I've changed the delivery address to 5 Mill Lane.",
+    "I caught it before it left the warehouse and cancelled it.",
+    "Once it ships you will get a tracking email.",
+    "It will be dispatched to the new address.",
+    "I'm sorry your lamp arrived damaged.",
+    "Your replacement will be dispatched within two days.",
+    "I've issued a $8.50 goodwill credit because the parcel was 6 days late.",
+    "Since it arrived 5 days after the estimate, I've added a credit.",
+    "You can return it once it has been delivered.",
+    "Has the item been used or opened?",
+    "Could you check with your neighbours whether the parcel turned up?",
+    "I used the email address you gave me to find your account.",
+    "Thanks for confirming you're the account holder.",
+    "I've refunded the duplicate charge of $34.99 to your Visa.",
+    "Your exchange for a size 10 is on its way, and the return label is in your inbox.",
+    "I've opened a prepaid return for the speaker and refunded $72.00 to your card.",
+    "The refund will go back to the Mastercard you paid with, in 5-10 business days.",
+)

@@ -11,7 +11,7 @@ from service.env.store.policy import STORE_REASONS, Fact
 from service.env.store.reading import asserted_reasons, stated_reasons
 from service.env.store.world import Request
 from tests.env.store_fixtures import db, line, order, ticket
-from tests.env.store_phrasings import BLIND, BLIND_LATER, TUNED
+from tests.env.store_phrasings import BLIND, BLIND_LATER, OUTCOMES, TUNED
 
 TICKET = ticket(
     db(order((line(1, 3000),))), Request(kind="damaged", order_id="ORD-10001", lines=((1, 1),), wants="refund")
@@ -58,21 +58,13 @@ def test_wordings_nobody_fitted_the_reader_to_are_read_right_nineteen_times_in_t
     assert right / total >= 0.95, misses
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "A replacement is on its way.",
-        "The new one (size 9 · navy) is on its way.",
-        "It will reach your card in 5-10 business days.",
-        "I've refunded $20.00; the refund should reach your PayPal account within 3-5 business days.",
-        "I've cancelled it and refunded what you paid.",
-        "I have passed this to our Escalations team, who will be in touch.",
-    ],
-)
-def test_an_outcome_told_asserts_no_refusal_reason(text: str) -> None:
-    assert not asserted_reasons(text), (text, asserted_reasons(text))
-
-
 def test_a_bare_refusal_to_approve_tells_p7s_reason_but_asserts_no_fact() -> None:
     text = "I'm sorry, but I can't approve this claim."
     assert "unverifiable" in stated_reasons(text) and "unverifiable" not in asserted_reasons(text)
+
+
+@pytest.mark.parametrize("text", OUTCOMES)
+def test_granting_holding_and_asking_assert_no_refusal_reason_beyond_the_refund_rule(text: str) -> None:
+    """'The refund goes back to the card you paid with' states P21's rule (true of every refund); nothing
+    else here is a refusal reason."""
+    assert asserted_reasons(text) <= {"original_payment"}, (text, asserted_reasons(text))

@@ -183,8 +183,16 @@ def _asserted(phrases: Phrases, tokens: tuple[str, ...]) -> bool:
     return any(not _negated(tokens, s) for s, _ in phrases.find(tokens))
 
 
+_NOT_YET = frozenset({"will", "would", "shall", "going", "before", "until", "till", "once", "when", "if", "after"})
+
+
 def _shipped(c: Clause) -> bool:
-    return _asserted(_SHIPPED, c.lemmas) and not _NOT_A_PARCEL.in_(c.lemmas)
+    """Shipped as a fact: not negated, not a condition or a plan ("once it ships", "it will be dispatched",
+    "before it left the warehouse")."""
+    tokens = c.lemmas
+    return not _NOT_A_PARCEL.in_(tokens) and any(
+        not _negated(tokens, s) and not _NOT_YET & set(tokens[:s]) for s, _ in _SHIPPED.find(tokens)
+    )
 
 
 def _not_late(c: Clause, sentence: str) -> bool:
