@@ -6,10 +6,13 @@ has something for, in varied words (``phrases/answers.json``), never restating i
 
 - **identity**: the account's email and postal code (someone writing for a relative gives the
   relative's, and says whose account it is; a customer who moved gives an old postcode first);
-- **order**: the order number; **photos**, **condition**, **delivery**: the hidden facts;
+- **order**: the order number; **photos**, **condition**, **delivery**: the hidden facts (a parcel is
+  looked for where the tracking says it was left);
 - **preference**: refund or replacement, when the message did not say; the size or colour wanted;
-- **confirmation**: yes — except that a customer who changes their mind asks for something else the
-  first time, and one pushed to the original payment agrees reluctantly.
+- **confirmation**: yes to a request for a yes (read on lemmas: "would that work for you", "are you OK
+  with that", "let me know if you agree", "shall I …") — except that a customer who changes their mind
+  about one request asks for the other remedy, naming the items, when the agent proposes that request's
+  change with the remedy first asked for; and one pushed to the original payment agrees reluctantly.
 
 A customer who insists pushes back once after the first refusal. Everything is deterministic: the
 answer's wording is seeded by the ticket, the round and the topics asked, and each answer records the

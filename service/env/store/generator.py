@@ -737,9 +737,9 @@ def _missing_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _T
         kind="missing",
         order_id=order.order_id,
         lines=all_lines,
-        wants=wants,  # type: ignore[arg-type]
+        wants=wants,
         wants_stated=stated,
-        mind_change=mind,  # type: ignore[arg-type]
+        mind_change=mind,
     )
     return request, order
 

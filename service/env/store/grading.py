@@ -4,9 +4,9 @@
 
 - ``final_state``: the store's state after the episode's writes equals the state the policy's gold
   effects reach, on every field that matters (which orders and lines, amounts to the cent per
-  destination, shipping, variant, label, cancellations, address, store credit, queue) — however the
-  writes were split (:func:`service.env.store.ledger.final_state`); the detail names each field that
-  differs;
+  destination, shipping, variant, label, cancellations, address, store credit, queue, and each note to
+  Escalations quoting its order id and amount) — however the writes were split
+  (:func:`service.env.store.ledger.final_state`); the detail names each field that differs;
 - ``no_unsafe_write``: no write the policy does not make happened at any point (money beyond the gold
   amount, a write on a declined request or for someone else's account, an address that is not the
   customer's);
@@ -15,8 +15,11 @@
 - ``reads``: the records each decision rests on were read before its writes (P15);
 - ``information``: what the policy needs from the customer was learned before the writes it decides;
 - ``no_needless_question``: nothing the policy decides on was asked when the policy did not need it;
-- ``confirmed``: every change was preceded by the customer's yes to the message describing it (P17);
-- ``told``: the customer was told each outcome's facts (amount, timeline, reason, …), read on meaning;
+- ``confirmed``: every change was preceded by the customer's yes to the message describing it (P17) —
+  money writes taken together, so a refund split per unit is described by its sum;
+- ``told``: the customer was told each outcome's facts (amount, timeline, reason, …), read on meaning
+  (:mod:`service.env.store.reading`), and nothing untrue: no amount nothing bears out, no timeline of a
+  payment no refund goes to, no refusal reason that is not true of the ticket;
 - ``conduct``: no reply is rude or mentions internal risk notes; ``ended``: the conversation was ended.
 
 The partial ``score`` (for RL shaping) is the weighted share of checks passed, ``final_state``
@@ -28,6 +31,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 
@@ -474,7 +478,7 @@ def _untrue(e: _Episode, texts: list[str]) -> list[str]:
     return out
 
 
-def _sums(effects: list[Effect]) -> set[int]:
+def _sums(effects: Sequence[Effect]) -> set[int]:
     """Each money write's parts and total, and what they come to together, per order and in all."""
     out: set[int] = set()
     by_order: dict[str, int] = {}

@@ -230,7 +230,7 @@ def _request_facts(ticket: StoreTicket, r: Request, order: Order, revealed: froz
 
 def _line_facts(db: StoreDB, order: Order, line_no: int) -> set[str]:
     """What holds of one line of a request: its flags, its days, its parcel, what was settled on it."""
-    line, out = order.line(line_no), set()
+    line, out = order.line(line_no), set[str]()
     if line is None:
         return out
     days = days_since_delivery(db, order, line_no)
