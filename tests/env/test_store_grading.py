@@ -349,3 +349,34 @@ def test_the_backend_refuses_to_refund_or_replace_a_unit_replaced_before() -> No
         assert "0 unit(s) left" in (state.last_action_error or ""), state.last_action_error
     _, state = play(t, [("get_order", {"order_id": "ORD-10001"})])
     assert state.tool_result["result"]["replacements"][0]["date"] == "2026-06-22"  # type: ignore[index]
+
+
+def test_a_correct_breakdown_of_the_amount_is_borne_out_in_every_part() -> None:
+    """Prices, discount shares per line and per unit, what each unit was paid, the shipping fee and the
+    partial sums of a breakdown are all true amounts (issue 19 audit: 'less its $25.50 share of the SAVE20
+    discount' failed as an amount nothing bears out)."""
+    # two lines: 2 x $63.75 and $45.00, 20 % off the goods ($34.50): line 1's share $25.50, $12.75 a unit
+    o = order((line(1, 6375, qty=2, name="Brass Lamp"), line(2, 4500, name="Wool Rug")), discount=3450, fee=495)
+    t = ticket(db(o, stock=0), Request(kind="damaged", order_id="ORD-10001", lines=((1, 2),), wants="refund"))
+    ask = ("send_message", {"text": "I'll refund $102.00 and $4.95 shipping for the lamps. Shall I go ahead?"})
+    ask[1]["asking_for"] = ["confirmation"]  # type: ignore[index]
+    refund = (
+        "refund",
+        {
+            "order_id": "ORD-10001",
+            "items": [{"line_no": 1, "quantity": 2}],
+            "include_shipping": True,
+            "amounts": [{"to": "pay_card", "amount": 106.95}],
+        },
+    )
+    back = ("open_return", {"order_id": "ORD-10001", "items": [{"line_no": 1, "quantity": 2}], "label": "prepaid"})
+    tell = (
+        "send_message",
+        {
+            "text": "The two lamps were $63.75 each, $127.50 in all, less their $25.50 share of the SAVE "
+            "discount ($12.75 a lamp), so each lamp was paid $51.00 and both $102.00; with the $4.95 shipping "
+            "fee that is $106.95, back on your card in 5-10 business days."
+        },
+    )
+    grade, _ = play(t, ID + READ + [ask, refund, back, tell] + END)
+    assert grade.resolved, failed(grade)

@@ -399,7 +399,9 @@ def describes(text: str, call: ToolCall, t: StoreTicket, after: list[ToolCall] |
             parts = _call_parts(call)
             if parts and all(p in stated for p in parts):
                 return True
-        return bool(sums & stated)
+        # the message may state the sum, or its parts ("$102.00 and $4.95 shipping")
+        told = {sum(c) for k in range(1, min(len(stated), 3) + 1) for c in itertools.combinations(sorted(stated), k)}
+        return bool(sums & told)
     order_id = canonical_order_id(str(args.get("order_id", "")))
     if any(f"ORD-{m.group(1)}" == order_id for m in _ORDER_REF.finditer(text)):
         return True
