@@ -7,6 +7,9 @@ identity); ``bench.gaming`` prints the table.
 - ``ask everything``: asks for every topic at once, then plays like the heuristic;
 - ``never reads the messages``: verifies and acts on the records alone (the newest delivered order);
 - ``header and records``: the subject line's keyword and the records, never the message body;
+- ``refuses with every reason``: verifies, reads every order and shipment, and declines in one message
+  that gives every reason there is (the message body never read beyond the email and postcode);
+- ``refuses with the common reasons``: the same, giving only the four reasons gold refusals give most.
 """
 
 from __future__ import annotations
@@ -114,10 +117,63 @@ class AskEverything(StoreHeuristicAgent):
         return super().act(obs)
 
 
+REASONS = {  # one way to say each refusal reason of the store policy
+    "window": "the 30-day window for this has passed",
+    "used": "the item has been used, and only unused items can be returned",
+    "final_sale": "final-sale, hygiene and perishable items cannot be returned",
+    "warranty": "the warranty has ended",
+    "normal_wear": "the photos show normal wear and tear rather than a defect",
+    "in_transit": "your parcel is still in transit and on its way to you",
+    "parcel_found": "you have found the parcel",
+    "not_charged_twice": "our records show you were charged only once",
+    "unverifiable": "we are unable to verify the claim",
+    "shipped": "it has already shipped",
+    "not_late": "it was delivered no more than three days after the estimate, which is not late enough for a credit",
+    "already_credited": "a goodwill credit was already given for this order",
+    "not_holder": "only the account holder can make changes, so they will need to contact us themselves",
+    "original_payment": "refunds can only go back to the original payment method",
+    "already_settled": "that item was already refunded or replaced before",
+}
+COMMON = ("shipped", "window", "not_holder", "not_charged_twice")  # the most frequent gold refusals (train)
+
+
+class RefusesWithReasons:
+    """Verifies identity and reads every order and shipment, then declines everything in one message that
+    gives ``reasons``, and ends: it reads nothing of the message but the email and postcode."""
+
+    reasons: tuple[str, ...] = tuple(REASONS)
+
+    def __init__(self) -> None:
+        self.inner = StoreHeuristicAgent()
+        self.queue: list[tuple[str, dict[str, Any]]] = []
+        self.planned = False
+
+    def act(self, obs: Observation) -> Action:
+        h = self.inner
+        if h.stage in ("start", "verify", "checked", "records") or (h.stage == "understand" and h.queue):
+            return h.act(obs)
+        h._remember(obs)
+        if not self.planned:
+            self.planned = True
+            shipments = sorted({ln["shipment_id"] for o in h.orders.values() for ln in o["lines"] if ln["shipment_id"]})
+            reasons = "; ".join(REASONS[r] for r in self.reasons)
+            text = f"I'm sorry, but I can't help with this: {reasons}."
+            self.queue = [("get_shipment", {"shipment_id": s}) for s in shipments]
+            self.queue += [("send_message", {"text": text}), ("end_conversation", {})]
+        name, args = self.queue.pop(0) if self.queue else ("end_conversation", {})
+        return Action(tool=name, arguments=args)
+
+
+class RefusesWithCommonReasons(RefusesWithReasons):
+    reasons = COMMON
+
+
 STRATEGIES: dict[str, Callable[[], object]] = {
     "constant plan": ConstantPlan,
     "refund everything": RefundEverything,
     "ask everything": AskEverything,
     "never reads the messages": RecordsOnly,
     "header and records only": HeaderAndRecords,
+    "refuses with every reason": RefusesWithReasons,
+    "refuses with the common reasons": RefusesWithCommonReasons,
 }

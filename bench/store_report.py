@@ -2,7 +2,11 @@
 
 - tool calls of a perfect conversation (identity, reads, questions, confirmations, writes, telling, ending);
 - facts combined: the policy sections that decide the ticket plus what the customer must be asked;
-- amount rules: how many rules the largest refund or credit of the ticket combines (P18-P21, P27);
+- amount rules: how many rules the largest refund, credit or escalated amount of the ticket combines (a rule
+  counts where it changes the amount: P18's price, discount share and part of a line, P19, P20, P21's split,
+  P24, P27);
+- the share of tickets the policy answers with no write at all (refusing is right), and the share of the
+  most frequent plan shape (the kinds of write the gold makes);
 - the reference agents' resolved rate per task.
 
     .venv/bin/python -m bench.store_report          # JSON on stdout (public train and dev splits)
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from statistics import median
 from typing import Any
 
@@ -42,6 +47,20 @@ def facts_combined(gold: Gold) -> int:
     return len(clauses) + len(gold.needs)
 
 
+def plan_shape(gold: Gold) -> tuple[str, ...]:
+    """The kinds of write the gold makes ("refund", "return", …): () when it writes nothing."""
+    return tuple(sorted({e.kind for e in gold.effects}))
+
+
+def shapes(golds: list[Gold]) -> dict[str, Any]:
+    counts = Counter(plan_shape(g) for g in golds)
+    top, n = counts.most_common(1)[0]
+    return {
+        "no_write_share": round(counts[()] / len(golds), 3),
+        "largest_plan_shape": {"shape": "+".join(top) or "no write", "share": round(n / len(golds), 3)},
+    }
+
+
 def _dist(values: list[int]) -> dict[str, Any]:
     return {"median": median(values), "min": min(values), "max": max(values)}
 
@@ -53,7 +72,7 @@ def report() -> dict[str, Any]:
         for difficulty in DIFFICULTIES:
             tickets = [t for t in PUBLIC.store_tickets(split) if t.difficulty == difficulty]
             golds = [decide(t) for t in tickets]
-            rules = [max((o.rules for o in g.outcomes), default=0) for g in golds]
+            rules = [max((len(o.rules) for o in g.outcomes), default=0) for g in golds]
             pool = PUBLIC.pool(split, "store", difficulty)
             agents = {}
             for name in ("random", "heuristic"):
@@ -68,6 +87,7 @@ def report() -> dict[str, Any]:
                 "facts_combined": _dist([facts_combined(g) for g in golds]),
                 "amount_rules": _dist(rules),
                 "share_with_an_amount_of_two_rules_or_more": round(sum(r >= 2 for r in rules) / len(rules), 3),
+                **shapes(golds),
                 "resolved": agents,
             }
     return out

@@ -30,7 +30,7 @@ from service.env.store.grading import grade_store_episode
 from service.env.tasks import get_task
 from service.env.world import Ticket
 
-GRADER_VERSION = "3.2.0"  # 3.2: the store desk; a needless question fails a ticket task
+GRADER_VERSION = "3.3.0"  # 3.3: the store desk reads told on meaning (true reasons only), notes and split writes
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
 OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})

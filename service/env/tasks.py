@@ -350,7 +350,7 @@ STORE_RUBRIC = Rubric(
 
 
 def _store_instructions() -> str:
-    tools = "; ".join(f"{t.name} — {t.description}" for t in STORE_TOOLS)
+    tools = "; ".join(f"{t.name} — {t.description.rstrip('.')}" for t in STORE_TOOLS) + "."
     return (
         "You are an agent at an online store's support desk, working on the account of the person who wrote in. "
         'Each step is one tool call: {"tool": <name>, "arguments": {...}} (GET /tasks and MCP tools/list give '
@@ -362,7 +362,7 @@ def _store_instructions() -> str:
         "queues), on how it got there (identity verified, records read, what the customer needed to tell you, their "
         "yes before each change) and on what you told the customer; end with end_conversation. Tools: "
         + tools
-        + ". "
+        + " "
         + _step_limit(STORE_MAX_STEPS)
     )
 

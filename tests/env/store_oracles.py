@@ -23,6 +23,8 @@ from service.env.store.world import (
     Order,
     PastCredit,
     PastRefund,
+    PastReplacement,
+    PastReturn,
     Payment,
     Request,
     Shipment,
@@ -35,6 +37,7 @@ from service.env.store.world import (
 )
 
 REASON_TEXT = {
+    "already_settled": "our records show those items were already refunded or replaced before",
     "window": "this is outside our 30-day return window",
     "used": "the item has been used, and only unused items can be returned",
     "final_sale": "final-sale, hygiene and perishable items cannot be returned",
@@ -44,7 +47,7 @@ REASON_TEXT = {
     "parcel_found": "you have found the parcel, so there is nothing to refund",
     "not_charged_twice": "the payment record shows the order was charged once, so there is no duplicate to refund",
     "unverifiable": "we are unable to verify the claim, so we cannot approve it",
-    "shipped": "it has already shipped and is on its way",
+    "shipped": "it has already shipped",
     "not_late": "the tracking shows it arrived only two days after the estimate, which is not late enough for a credit",
     "already_credited": "a goodwill credit was already given for this order",
     "not_holder": "only the account holder can make changes, so they will need to contact us themselves",
@@ -164,10 +167,17 @@ def gold_plan(t: StoreTicket) -> list[tuple[str, dict[str, Any]]]:
     changes = [e for e in gold.effects if not isinstance(e, L.EscalateEffect)]
     if t.writer.holder and changes:
         plan = describe_plan([write_call(e, account.customer_id) for e in changes])
+        first = plan
+        if any(r.mind_change for r in t.requests):  # what the customer asked for first: they change their mind
+            asked = t.model_copy(
+                update={"requests": tuple(r.model_copy(update={"mind_change": None}) for r in t.requests)}
+            )
+            before = [e for e in decide(asked).effects if not isinstance(e, L.EscalateEffect)]
+            first = describe_plan([write_call(e, account.customer_id) for e in before])
         calls.append(
             (
                 "send_message",
-                {"text": f"Here is what I will do: {plan}. Shall I go ahead?", "asking_for": ["confirmation"]},
+                {"text": f"Here is what I will do: {first}. Shall I go ahead?", "asking_for": ["confirmation"]},
             )
         )
         if any(r.mind_change for r in t.requests):
@@ -497,9 +507,10 @@ class ObservableOracle:
         for c in ("unopened", "opened", "used"):
             if has_slot("answers", f"condition_{c}", said):
                 facts["condition"] = c
-        if has_slot("answers", "delivery_found", said):
+        where = ("door", "neighbour", "locker", "signed")
+        if any(has_slot("answers", f"delivery_found_{w}", said) for w in where):
             facts["parcel_found"] = True
-        elif has_slot("answers", "delivery_missing", said):
+        elif any(has_slot("answers", f"delivery_missing_{w}", said) for w in where):
             facts["parcel_found"] = False
         requests = [self._with_preference(r, said) for r in self.requests]
         message = self.obs0.customer_message
@@ -528,13 +539,21 @@ class ObservableOracle:
                 if has_slot("answers", f"preference_{wants}", said):
                     r = r.model_copy(update={"wants": wants})
         for wants in ("refund", "replacement"):
-            if has_slot("answers", f"mind_change_{wants}", said):
-                r = (
-                    r.model_copy(update={"mind_change": wants})
-                    if r.kind in ("damaged", "defective", "wrong_item", "missing") and r.wants_stated
-                    else r
-                )
+            found = find_slot("answers", f"mind_change_{wants}", said)
+            if found is not None and self._is_about(r, found.get("item", "")):
+                r = r.model_copy(update={"mind_change": wants})
         return r
+
+    def _is_about(self, r: Request, items: str) -> bool:
+        """Whether the customer's words for items ("the mug", "the lamp and the rug") name the lines of
+        request ``r``."""
+        said = {re.sub(r"^the ", "", x.strip().lower()) for x in re.split(r",| and ", items) if x.strip()}
+        order = self.orders[r.order_id]
+        names = set()
+        for n, _ in r.lines:
+            line = next(ln for ln in order["lines"] if ln["line_no"] == n)
+            names |= {x.lower() for x in (line["name"], *text_bank.nouns().get(line["name"], ()))}
+        return bool(said) and said <= names
 
     def _ask(self, obs: Observation) -> None:
         self.requests = self._parse_requests(obs.customer_message)  # again: with the products read
@@ -813,6 +832,27 @@ class ObservableOracle:
                 )
                 for i, r in enumerate(o["refunds"])
             ]
+            returns = [
+                PastReturn(
+                    return_id=f"t{i}",
+                    date=r["date"],
+                    lines=tuple(tuple(x) for x in r["lines"]),
+                    label=r["label"],
+                    reason="",
+                )
+                for i, r in enumerate(o["returns"])
+                if r["status"] == "received"
+            ]
+            replacements = [
+                PastReplacement(
+                    replacement_id=f"p{i}",
+                    date=p["date"],
+                    line_no=p["line_no"],
+                    quantity=p["quantity"],
+                    reason=p["reason"],
+                )
+                for i, p in enumerate(o["replacements"])
+            ]
             orders.append(
                 Order(
                     order_id=o["order_id"],
@@ -834,6 +874,8 @@ class ObservableOracle:
                     ),
                     shipments=tuple(shipments),
                     refunds=tuple(refunds),
+                    returns=tuple(returns),
+                    replacements=tuple(replacements),
                 )
             )
         for p in self.products.values():

@@ -4,6 +4,7 @@ gold write, and a perfect conversation resolves every train and dev ticket."""
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 
 import pytest
 
@@ -107,3 +108,112 @@ def test_order_ids_are_found_as_customers_write_them() -> None:
     for written in ("ord81249", "ORD 81249", "#ORD-81249", "ord-81249", " ORD-81249 "):
         assert canonical_order_id(written) == "ORD-81249"
     assert canonical_order_id("ORD-ABC") == "ORD-ABC"
+
+
+@pytest.mark.parametrize("ask", ["Would that work for you?", "Are you OK with that?", "Let me know if you agree."])
+def test_gold_plans_resolve_when_the_yes_is_asked_in_other_words_and_not_listed(ask: str) -> None:
+    """The customer understands a natural request for a yes without ``asking_for``."""
+    failures = []
+    for d in ("easy", "medium", "hard"):
+        pool = PUBLIC.pool("dev", "store", d)
+        for seed, tid in enumerate(pool):
+            oracle = GoldOracle(tid, PUBLIC)
+            for k, (name, args) in enumerate(oracle.plan):
+                if name == "send_message" and args.get("asking_for") == ["confirmation"]:
+                    oracle.plan[k] = (name, {"text": args["text"].replace("Shall I go ahead?", ask)})
+            grade, _ = play(oracle, f"store-{d}", seed, "dev")
+            if not grade.resolved:
+                failures.append((d, seed, [c.detail for c in grade.components if not c.passed]))
+    assert not failures, failures[:3]
+
+
+def test_the_step_cap_leaves_a_careful_agent_a_dozen_steps_beyond_a_perfect_conversation() -> None:
+    """Reading the policy, a question more, a retried call: a perfect conversation plus 12 fits the cap."""
+    from bench.store_report import perfect_calls
+    from service.env.store.policy import decide
+    from service.env.tasks import STORE_MAX_STEPS
+
+    longest = max(perfect_calls(t, decide(t)) for split in ("train", "dev") for t in PUBLIC.store_tickets(split))
+    assert longest + 12 <= STORE_MAX_STEPS, (longest, STORE_MAX_STEPS)
+
+
+def test_the_public_stores_hold_earlier_returns_replacements_and_store_credit_payments_that_decide_tickets() -> None:
+    """Issue 19 item 2: account history with earlier refunds, returns and replacements, and orders paid in
+    part with store credit — some of them deciding a ticket (a claim settled already, a refund split)."""
+    from service.env.store.policy import decide
+
+    tickets = [t for split in ("train", "dev") for t in PUBLIC.store_tickets(split)]
+    orders = [o for t in tickets for o in t.db.orders]
+    assert sum(bool(o.returns) for o in orders) >= 20 and sum(bool(o.replacements) for o in orders) >= 20
+    assert sum(any(p.method == "store_credit" for p in o.payments) for o in orders) >= 50
+    golds = [decide(t) for t in tickets]
+    assert sum(any(o.reason == "already_settled" for o in g.outcomes) for g in golds) >= 10
+    split = [e for g in golds for e in g.effects if getattr(e, "amounts", None) and len(e.amounts) > 1]  # type: ignore[arg-type]
+    assert len(split) >= 10
+    for t in tickets:  # the account's returns count includes what its orders show
+        year_ago = (date.fromisoformat(t.db.today) - timedelta(days=365)).isoformat()
+        assert t.db.account.returns_12m >= sum(1 for o in t.db.orders for r in o.returns if r.date >= year_ago)
+
+
+@pytest.mark.parametrize("difficulty", ["medium", "hard"])
+def test_refusing_is_right_for_a_minority_of_tickets_and_no_plan_shape_dominates(difficulty: str) -> None:
+    """A desk where declining everything is usually right measures little (issue 19's audit: 44 % of easy
+    and 30 % of medium dev tickets had nothing to write)."""
+    from bench.store_report import shapes
+    from service.env.store.policy import decide
+
+    for split in ("train", "dev"):
+        golds = [decide(t) for t in PUBLIC.store_tickets(split) if t.difficulty == difficulty]
+        report = shapes(golds)
+        assert report["no_write_share"] <= 0.2 and report["largest_plan_shape"]["share"] <= 0.25, (split, report)
+
+
+def _per_unit(ticket, name: str, args: dict) -> list[tuple[str, dict]]:
+    """A refund of several units to one destination as one refund per unit: each unit what it was paid
+    (the shipping fee with the first), the last whatever makes up the same total."""
+    from service.env.store.money import paid_for
+
+    units = [(item["line_no"], item["quantity"]) for item in args.get("items", [])]
+    if name != "refund" or sum(q for _, q in units) < 2 or len(args["amounts"]) != 1:
+        return [(name, args)]
+    order = ticket.db.order(args["order_id"])
+    each = []
+    for n, q in units:
+        one = paid_for(order, n, 1)
+        each += [(n, one)] * (q - 1) + [(n, paid_for(order, n, q) - one * (q - 1))]
+    fee = order.shipping_fee if args.get("include_shipping") else 0
+    total = round(args["amounts"][0]["amount"] * 100)
+    each[-1] = (each[-1][0], total - fee - sum(c for _, c in each[:-1]))
+    each[0] = (each[0][0], each[0][1] + fee)
+    return [
+        (
+            "refund",
+            {
+                "order_id": args["order_id"],
+                "items": [{"line_no": n, "quantity": 1}],
+                "include_shipping": bool(fee) and k == 0,
+                "amounts": [{"to": args["amounts"][0]["to"], "amount": cents / 100}],
+            },
+        )
+        for k, (n, cents) in enumerate(each)
+    ]
+
+
+def test_gold_plans_with_their_refunds_split_per_unit_resolve_as_they_do_whole() -> None:
+    """Equivalent write sequences count the same (issue 19 audit: splitting refunds per unit failed every
+    applicable dev ticket's confirmed check)."""
+    split = 0
+    failures = []
+    for d in ("easy", "medium", "hard"):
+        for seed, tid in enumerate(PUBLIC.pool("dev", "store", d)):
+            oracle = GoldOracle(tid, PUBLIC)
+            ticket = PUBLIC.store_ticket(tid)
+            plan = [call for name, args in oracle.plan for call in _per_unit(ticket, name, args)]
+            if len(plan) == len(oracle.plan):
+                continue
+            oracle.plan = plan
+            split += 1
+            grade, _ = play(oracle, f"store-{d}", seed, "dev")
+            if not grade.resolved:
+                failures.append((d, seed, [c.detail for c in grade.components if not c.passed]))
+    assert split >= 4 and not failures, (split, failures[:3])

@@ -242,3 +242,141 @@ def test_a_line_that_shipped_or_arrived_is_told_as_the_reason_it_cannot_be_cance
     from service.env.store.policy import Fact
 
     assert told(text, Fact(kind="reason", value="shipped"), two_damaged)
+
+
+def test_a_refund_split_per_unit_or_made_in_one_call_grades_the_same() -> None:
+    """Issue 19: equivalent write sequences count the same — for confirmed (the yes covers the writes its
+    message described, taken together), final_state and told."""
+    two_lamps = ticket(
+        db(order((line(1, 7040, qty=2, name="Brass Lamp"),), fee=0), stock=0),
+        Request(kind="damaged", order_id="ORD-10001", lines=((1, 2),), wants="refund"),
+    )
+    ask = (
+        "send_message",
+        {
+            "text": "I'll refund $140.80 for the two brass lamps to your Visa and email a prepaid return label. "
+            "Shall I go ahead?",
+            "asking_for": ["confirmation"],
+        },
+    )
+    tell = ("send_message", {"text": "Done: $140.80 is on its way back to your card, in 5-10 business days."})
+
+    def back(units: int) -> tuple[str, dict]:
+        items = [{"line_no": 1, "quantity": units}]
+        return "open_return", {"order_id": "ORD-10001", "items": items, "label": "prepaid"}
+
+    def refund(units: int, amount: float) -> tuple[str, dict]:
+        items = [{"line_no": 1, "quantity": units}]
+        return "refund", {"order_id": "ORD-10001", "items": items, "amounts": [{"to": "pay_card", "amount": amount}]}
+
+    merged, _ = play(two_lamps, ID + READ + [ask, refund(2, 140.80), back(2), tell] + END)
+    split, _ = play(two_lamps, ID + READ + [ask, refund(1, 70.40), refund(1, 70.40), back(1), back(1), tell] + END)
+    assert merged.resolved and split.resolved, (failed(merged), failed(split))
+    for check in ("confirmed", "final_state", "told"):
+        assert next(c for c in merged.components if c.name == check).passed
+        assert next(c for c in split.components if c.name == check).passed
+    # and a yes to $140.80 does not cover refunds that add up to something else
+    wrong, _ = play(two_lamps, ID + READ + [ask, refund(1, 70.40), refund(1, 60.00), back(2), tell] + END)
+    assert "confirmed" in failed(wrong)
+
+
+@pytest.mark.parametrize(
+    ("text", "untrue"),
+    [
+        ("I've refunded $54.95 to your card: 5-10 business days. Sadly it's also outside our 30-day window.", "window"),
+        ("I've refunded $54.95 to your card (5-10 business days). Only the account holder can do this.", "not holder"),
+        (
+            "I've refunded $54.95 to your card: 5-10 business days. It has already been replaced before.",
+            "already settled",
+        ),
+        ("I've refunded $54.95 to your card: 5-10 business days. Our records show one charge only.", None),
+    ],
+)
+def test_a_reason_that_is_not_true_of_the_ticket_fails_told(two_damaged: StoreTicket, text: str, untrue) -> None:
+    """Listing every reason there is to be sure of the right one tells the customer something untrue."""
+    tell = [("send_message", {"text": text})]
+    grade, _ = play(two_damaged, ID + READ + YES + [_refund([1, 2], 54.95, shipping=True)] + tell + END)
+    if untrue is None:
+        assert "told" not in failed(grade), failed(grade)
+    else:
+        assert f"a reason that is not true here: {untrue}" in failed(grade).get("told", ""), failed(grade)
+
+
+@pytest.fixture
+def big_refund() -> StoreTicket:
+    """A $400 damaged item, refunded with the $4.95 shipping fee: $404.95 is over P28's threshold."""
+    return ticket(
+        db(order((line(1, 40000, name="Oak Desk"),)), stock=0),
+        Request(kind="damaged", order_id="ORD-10001", lines=((1, 1),), wants="refund"),
+    )
+
+
+HOLD = ("send_message", {"text": "I've passed this to our Escalations team, who will be in touch about it."})
+
+
+@pytest.mark.parametrize(
+    ("note", "right"),
+    [
+        ("ORD-10001: damaged oak desk, refund of $404.95 with shipping", True),
+        ("Refund for order ord10001, $404.95", True),
+        ("ORD-10001 damaged desk, refund $400.00", False),  # the amount without the shipping fee
+        ("Damaged desk, refund $404.95", False),  # no order id
+    ],
+)
+def test_an_escalation_note_quotes_the_order_and_the_amount_to_the_cent(big_refund, note: str, right: bool) -> None:
+    escalate = ("escalate", {"queue": "Escalations", "note": note, "order_id": "ORD-10001"})
+    grade, _ = play(big_refund, ID + READ + [escalate, HOLD] + END)
+    assert ("final_state" not in failed(grade)) is right, failed(grade)
+    if not right:
+        assert "note to Escalations on ORD-10001" in failed(grade)["final_state"]
+
+
+def test_an_amount_written_in_a_note_is_not_borne_out_when_told_unless_it_is_true(big_refund) -> None:
+    escalate = ("escalate", {"queue": "Escalations", "note": "ORD-10001 $404.95 (customer asked for $999.00)"})
+    tell = ("send_message", {"text": "Our Escalations team will look at your $999.00 refund."})
+    grade, _ = play(big_refund, ID + READ + [escalate, tell] + END)
+    assert "$999.00, an amount nothing bears out" in failed(grade).get("told", ""), failed(grade)
+
+
+def test_the_backend_refuses_to_refund_or_replace_a_unit_replaced_before() -> None:
+    from service.env.store.world import PastReplacement
+
+    done = PastReplacement(replacement_id="R1", date="2026-06-22", line_no=1, quantity=1, reason="arrived damaged")
+    o = order((line(1, 3000), line(2, 2000))).model_copy(update={"replacements": (done,)})
+    t = ticket(db(o), Request(kind="damaged", order_id="ORD-10001", lines=((1, 1),), wants="refund"))
+    for call in (_refund([1], 30.00), ("replace_item", {"order_id": "ORD-10001", "line_no": 1})):
+        _, state = play(t, [call])
+        assert "0 unit(s) left" in (state.last_action_error or ""), state.last_action_error
+    _, state = play(t, [("get_order", {"order_id": "ORD-10001"})])
+    assert state.tool_result["result"]["replacements"][0]["date"] == "2026-06-22"  # type: ignore[index]
+
+
+def test_a_correct_breakdown_of_the_amount_is_borne_out_in_every_part() -> None:
+    """Prices, discount shares per line and per unit, what each unit was paid, the shipping fee and the
+    partial sums of a breakdown are all true amounts (issue 19 audit: 'less its $25.50 share of the SAVE20
+    discount' failed as an amount nothing bears out)."""
+    # two lines: 2 x $63.75 and $45.00, 20 % off the goods ($34.50): line 1's share $25.50, $12.75 a unit
+    o = order((line(1, 6375, qty=2, name="Brass Lamp"), line(2, 4500, name="Wool Rug")), discount=3450, fee=495)
+    t = ticket(db(o, stock=0), Request(kind="damaged", order_id="ORD-10001", lines=((1, 2),), wants="refund"))
+    ask = ("send_message", {"text": "I'll refund $102.00 and $4.95 shipping for the lamps. Shall I go ahead?"})
+    ask[1]["asking_for"] = ["confirmation"]  # type: ignore[index]
+    refund = (
+        "refund",
+        {
+            "order_id": "ORD-10001",
+            "items": [{"line_no": 1, "quantity": 2}],
+            "include_shipping": True,
+            "amounts": [{"to": "pay_card", "amount": 106.95}],
+        },
+    )
+    back = ("open_return", {"order_id": "ORD-10001", "items": [{"line_no": 1, "quantity": 2}], "label": "prepaid"})
+    tell = (
+        "send_message",
+        {
+            "text": "The two lamps were $63.75 each, $127.50 in all, less their $25.50 share of the SAVE "
+            "discount ($12.75 a lamp), so each lamp was paid $51.00 and both $102.00; with the $4.95 shipping "
+            "fee that is $106.95, back on your card in 5-10 business days."
+        },
+    )
+    grade, _ = play(t, ID + READ + [ask, refund, back, tell] + END)
+    assert grade.resolved, failed(grade)

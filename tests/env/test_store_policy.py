@@ -159,3 +159,75 @@ def test_the_product_record_is_required_only_where_its_stock_decides_the_exchang
     late = order((line(1, 4000),), shipments=(shipment(delivered="2026-05-01", estimated="2026-05-01", lines=(1,)),))
     refused = decide(ticket(db(late), want, hidden=StoreHidden(condition="unopened")))
     assert refused.outcomes[0].effects == () and ("product", "PRD-1") not in refused.outcomes[0].reads
+
+
+def test_every_hard_ticket_needs_an_amount_computed_from_two_rules_or_more() -> None:
+    """Issue 19, counted honestly: a rule counts where it changes the amount (an escalation counts the rules
+    of the refund its note must state, not the threshold), and the amounts that combine them are not the
+    lines' list price — on every public hard ticket and on a fresh key's."""
+    from service.env import PUBLIC, Dataset, derive_test_key
+
+    tickets = [t for split in ("train", "dev") for t in PUBLIC.store_tickets(split) if t.difficulty == "hard"]
+    fresh = Dataset(test_key=derive_test_key("rules"))
+    tickets += [fresh.store_ticket(tid) for tid in fresh.pool("test", "store", "hard")[:30]]
+    for t in tickets:
+        gold = decide(t)
+        best = max(gold.outcomes, key=lambda o: len(o.rules))
+        assert len(best.rules) >= 2, (t.ticket_id, [o.rules for o in gold.outcomes])
+        order = t.db.order(best.order_id)
+        assert order is not None
+        listed = sum(order.line(n).unit_price * q for n, q in t.requests[best.request].lines)  # type: ignore[union-attr]
+        amounts = [c for e in best.effects if isinstance(e, L.RefundEffect) for _, c in e.amounts]
+        amounts += [e.amount for e in best.effects if isinstance(e, L.CreditEffect)] + [best.escalated]
+        parts = sorted(a for a in amounts if a)
+        assert parts and parts != [listed], (t.ticket_id, best.rules, amounts, listed)  # a sum or a split to work out
+
+
+def test_units_refunded_or_replaced_before_are_settled_and_only_the_rest_can_be_claimed() -> None:
+    from service.env.store.world import PastRefund, PastReplacement
+
+    replaced = order((line(1, 4000),)).model_copy(
+        update={
+            "replacements": (
+                PastReplacement(
+                    replacement_id="R1", date="2026-06-22", line_no=1, quantity=1, reason="arrived damaged"
+                ),
+            )
+        }
+    )
+    again = decide(ticket(db(replaced), Request(kind="damaged", order_id="ORD-10001", lines=((1, 1),), wants="refund")))
+    assert again.effects == () and again.outcomes[0].reason == "already_settled"
+    half = order((line(1, 3000, qty=2),)).model_copy(
+        update={
+            "refunds": (
+                PastRefund(
+                    refund_id="F1",
+                    date="2026-06-22",
+                    lines=((1, 1),),
+                    shipping=False,
+                    amounts=(("pay_card", 3000),),
+                    reason="returned: changed mind",
+                ),
+            )
+        }
+    )
+    other = Request(kind="change_of_mind", order_id="ORD-10001", lines=((1, 1),), wants="refund")
+    assert decide(ticket(db(half), other)).outcomes[0].granted
+    both = Request(kind="change_of_mind", order_id="ORD-10001", lines=((1, 2),), wants="refund")
+    assert decide(ticket(db(half), both)).outcomes[0].reason == "already_settled"
+
+
+def test_the_part_of_an_order_paid_with_store_credit_is_refunded_as_store_credit() -> None:
+    lines = (line(1, 6000), line(2, 4000))
+    total = 10000 + 495
+    payments = (
+        Payment(payment_id="pay_card", method="card", label="Visa ending 4242", amount=total - 5000, captured_on="x"),
+        Payment(payment_id="pay_sc", method="store_credit", label="Store credit", amount=5000, captured_on="x"),
+    )
+    o = order(lines, payments=payments)
+    gold = decide(
+        ticket(db(o, stock=0), Request(kind="wrong_item", order_id="ORD-10001", lines=((1, 1), (2, 1)), wants="refund"))
+    )
+    refund = next(e for e in gold.effects if isinstance(e, L.RefundEffect))
+    assert refund.amounts == (("pay_card", total - 5000), ("store_credit", 5000))
+    assert "P21 card then store credit" in gold.outcomes[0].rules

@@ -315,8 +315,11 @@ class StoreHeuristicAgent:
             return self._faulty(r, said)
         if r.kind == "missing":
             ship = self.shipments.get(r.line.get("shipment_id") or "", {})
-            if ship.get("status") == "in_transit" or re.search(r"\b(found|turned up|had it)\b", said):
-                self.told.append("Your parcel is still on its way, or has turned up, so there is nothing to refund.")
+            if ship.get("status") == "in_transit":
+                self.told.append("Your parcel is still on its way, so there is nothing to refund yet.")
+                return []
+            if re.search(r"\b(found|turned up|had it)\b", said):
+                self.told.append("I'm glad the parcel turned up, so there is nothing to refund.")
                 return []
             return self._remedy(r, shipping=True, send_back=False)
         if r.kind in ("change_of_mind", "exchange"):

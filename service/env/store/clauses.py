@@ -61,7 +61,10 @@ STORE_CLAUSES: tuple[PolicyClause, ...] = (
         "subtotals, each share rounded to the cent; the last line of the order takes whatever is left, so the "
         "shares add up to the discount. Refunding part of a line's quantity pays that fraction of what the "
         "line was paid, rounded to the cent. Earlier refunds are never paid twice: a unit refunded already "
-        "cannot be refunded again. Round every amount to the nearest cent, halves up.",
+        "cannot be refunded again, and a unit replaced already had its claim settled by the replacement. A request "
+        "about units refunded or replaced before (the order's refunds and replacements show them) is declined: "
+        "tell the customer they were refunded or replaced already. Round every amount to the nearest cent, "
+        "halves up.",
     ),
     PolicyClause(
         id="P19",

@@ -6,10 +6,13 @@ has something for, in varied words (``phrases/answers.json``), never restating i
 
 - **identity**: the account's email and postal code (someone writing for a relative gives the
   relative's, and says whose account it is; a customer who moved gives an old postcode first);
-- **order**: the order number; **photos**, **condition**, **delivery**: the hidden facts;
+- **order**: the order number; **photos**, **condition**, **delivery**: the hidden facts (a parcel is
+  looked for where the tracking says it was left);
 - **preference**: refund or replacement, when the message did not say; the size or colour wanted;
-- **confirmation**: yes — except that a customer who changes their mind asks for something else the
-  first time, and one pushed to the original payment agrees reluctantly.
+- **confirmation**: yes to a request for a yes (read on lemmas: "would that work for you", "are you OK
+  with that", "let me know if you agree", "shall I …") — except that a customer who changes their mind
+  about one request asks for the other remedy, naming the items, when the agent proposes that request's
+  change with the remedy first asked for; and one pushed to the original payment agrees reluctantly.
 
 A customer who insists pushes back once after the first refusal. Everything is deterministic: the
 answer's wording is seeded by the ticket, the round and the topics asked, and each answer records the
@@ -25,24 +28,51 @@ from functools import lru_cache
 
 from service.env.customer import topics_asked
 from service.env.generator import stable_seed
+from service.env.language import Phrases, lemmas
 from service.env.replies import meaning
 from service.env.store import messages
-from service.env.store.world import StoreTicket
+from service.env.store.policy import shipment_of
+from service.env.store.world import DELIVERED_WHERE, Line, Request, StoreTicket
 
 TOPICS = ("identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation")
 
-_CONFIRM = re.compile(
-    r"\b(?:shall i|should i (?:go ahead|proceed|process)|can i (?:go ahead|proceed)|may i (?:go ahead|proceed)|"
-    r"is it (?:ok|okay|alright|all right|fine)|(?:ok|okay|alright|all right) (?:if i|for me to)|want me to|"
-    r"happy for (?:me|us) to|(?:do you|would you) (?:agree|approve)|let me know if (?:you(?:'d| would) like me to|"
-    r"(?:that|this) (?:works|is ok|is okay|is fine))|confirm (?:that|this|if|whether) (?:is|works|you)|"
-    r"do you want me to|would you like me to|are you happy (?:for me to|with (?:this|that)|to go ahead)|"
-    r"is (?:that|this) (?:ok|okay|alright|all right|fine|acceptable)|(?:ok|okay) (?:with you|to proceed|to go ahead)|"
-    r"please confirm(?! your (?:email|identity|postcode|address))|can you confirm (?:that )?(?:you(?:'d| would) like|"
-    r"this|that|you want|you're happy)|confirm (?:you(?:'d| would) like|you want|that you want|you're happy)|"
-    r"(?:go ahead|proceed)\s*\?|sound good|does that work|reply (?:with )?yes|yes or no|do i have your (?:ok|okay|"
-    r"go-ahead|permission|consent)|with your (?:ok|okay|permission|consent))",
+# A request for a yes, read on lemmas (whole tokens): assent asked for ("are you OK with that", "would
+# that work for you", "can you confirm", "let me know if you agree", "do I have your go-ahead") or an act
+# offered ("shall I", "want me to", "happy for me to"). "Confirm" is a yes only when it confirms no detail
+# of the account (that is identity), and "can I" only before an act ("can I go ahead", not "can I help").
+_ASSENT = Phrases(
+    "ok|okay|alright|all right|fine|acceptable|agree|approve|accept|happy with|happy for me|happy for us|"
+    "happy to proceed|happy to go ahead|happy if|comfortable with|go ahead|go-ahead|proceed|good to go|"
+    "work for you|that work|this work|sound good|sound right|sound ok|sound okay|sound fine|sound alright|"
+    "want me to|like me to|shall i|should i|permission|consent|say yes|reply yes|answer yes|a yes|yes or no|"
+    "say the word|what you would like|what you want|let me know and i|confirm"
 )
+_NOT_ASSENT = Phrases(  # assent words that ask nothing of the kind: "is there anything else", "fine print"
+    "confirm your|confirm the email|confirm the e-mail|confirm the postcode|confirm the postal|confirm the address|"
+    "confirm the order number|confirm which|confirm what|confirm whether it|confirm that it|if you be not happy"
+)
+_CAN_I = Phrases("can i|may i|could i")
+_ACTS = frozenset(
+    "go proceed process issue refund send arrange do book cancel change open set put make exchange replace apply "  # noqa: SIM905 - a word list reads best as words
+    "add start finalise finalize complete action sort get take".split()
+)
+
+
+def asks_for_a_yes(sentence: str) -> bool:
+    """Whether a request sentence asks the customer to agree to what the agent proposed."""
+    tokens = lemmas(sentence)
+    if _NOT_ASSENT.in_(tokens) and not _ASSENT.in_(_without(tokens, _NOT_ASSENT)):
+        return False
+    if _ASSENT.in_(tokens):
+        return True
+    return any(end < len(tokens) and tokens[end] in _ACTS for _, end in _CAN_I.find(tokens))
+
+
+def _without(tokens: tuple[str, ...], phrases: Phrases) -> tuple[str, ...]:
+    drop = {i for start, end in phrases.find(tokens) for i in range(start, end)}
+    return tuple(t for i, t in enumerate(tokens) if i not in drop)
+
+
 _IDENTITY = re.compile(
     r"\b(?:(?:your|the|account'?s?) e-?mail(?: address)?|post ?code|postal code|zip(?: code)?|verify|verification|"
     r"your identity|who you are)\b"
@@ -59,8 +89,9 @@ _QUANTITY = re.compile(r"\bhow many\b")
 # A sentence asks something when it is a question or a request ("could you", "please send", "let me know whether").
 _REQUEST = re.compile(
     r"\?|\b(?:could you|can you|would you|will you|kindly|tell me|send me|confirm|do you|are you|shall i|should i|"
-    r"may i|can i|let me know (?:if|whether|what|which|how|when)|please (?:send|share|attach|upload|check|confirm|"
-    r"tell|describe|let me know|reply|give|provide|take a (?:photo|picture)))\b"
+    r"may i|can i|let me know\b|please (?:send|share|attach|upload|check|confirm|"
+    r"tell|describe|let me know|reply|give|provide|take a (?:photo|picture)))\b|\b(?:say the word|"
+    r"(?:need|have) your (?:ok|okay|go-ahead|yes|permission|consent|agreement))\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 GOVERNED = ("photos", "condition", "delivery")  # the policy says when these may be asked (P1, P5, P11)
@@ -82,7 +113,7 @@ def topics_in(text: str, explicit: tuple[str, ...] = ()) -> frozenset[str]:
         low = sentence.lower()
         if _IDENTITY.search(low):
             asked.add("identity")
-        elif _CONFIRM.search(low):
+        elif asks_for_a_yes(sentence):
             asked.add("confirmation")
         if _ORDER.search(low):
             asked.add("order")
@@ -141,13 +172,14 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
         if topic not in asked:
             continue
         if topic == "confirmation":
-            pending = any(r.mind_change for r in ticket.requests) and not mind_changed
-            if pending:
-                change = next(r.mind_change for r in ticket.requests if r.mind_change)
-                said.append(answer(f"mind_change_{change}"))
+            proposed = None if mind_changed else _proposes_changed(ticket, text)
+            if proposed is not None:  # the agent describes the change the customer has changed their mind on
+                r, offers_new = proposed
                 mind_changed = True
-                revealed.add("preference")
-                continue
+                if not offers_new:
+                    said.append(answer(f"mind_change_{r.mind_change}", {"item": _the_items(rng, ticket, r)}))
+                    revealed.add("preference")
+                    continue
             reluctant = any(r.to_other_card for r in ticket.requests) and memory.round < 3
             said.append(answer("confirm_reluctant" if reluctant else "confirm_yes"))
             confirmed = True
@@ -176,6 +208,68 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
     )
 
 
+_REMEDY_WORDS = {
+    "replacement": Phrases("replace|replacement|new one|another one|send another|fresh one|resend|reship"),
+    "refund": Phrases("refund|money back|reimburse|your money|credit * card|back to your|back to the"),
+}
+_PARTS = re.compile(r"[;\n]|(?<=[.!?])\s+")  # the parts of a message that each propose one thing
+_LINE_REFS = re.compile(r"\blines?\s*#?\s*((?:\d+\s*(?:,|and|&)?\s*)+)")  # "line 2", "lines 1, 2 and 3"
+_NAME_STOP = frozenset({"the", "and", "with", "pack", "set", "for", "size", "colour", "color", "of", "a", "in"})
+
+
+def _proposes_changed(ticket: StoreTicket, text: str) -> tuple[Request, bool] | None:
+    """The request whose change of mind the message brings up — its item named (by name, by what people
+    call it, or by its line of its order) in a message asking for a yes — with whether the message already
+    offers what the customer now wants instead (then there is nothing to change: they agree)."""
+    for r in ticket.requests:
+        if r.mind_change is None:
+            continue
+        order = ticket.db.order(r.order_id)
+        assert order is not None
+        for line_no, _ in r.lines:
+            line = order.line(line_no)
+            assert line is not None
+            said = [lemmas(part) for part in _PARTS.split(text) if _names(part, order.order_id, line)]
+            if not said:
+                continue
+            first = "replacement" if r.mind_change == "refund" else "refund"
+            offers_first = any(_REMEDY_WORDS[first].in_(part) for part in said)
+            offers_new = any(_REMEDY_WORDS[r.mind_change].in_(part) for part in said)
+            return r, offers_new and not offers_first
+    return None
+
+
+def _names(text: str, order_id: str, line: Line) -> bool:
+    """Whether ``text`` names an order line: a word of its name or of what people call it, or "line N" with
+    its order's number."""
+    low = text.lower()
+    words = {w for n in (line.name, *messages.nouns().get(line.name, ())) for w in re.findall(r"[a-z]{3,}", n.lower())}
+    if any(re.search(rf"\b{re.escape(w)}(?:e?s)?\b", low) for w in words - _NAME_STOP):
+        return True
+    digits = order_id.split("-")[-1]
+    return digits in low and any(str(line.line_no) in re.findall(r"\d+", m.group(1)) for m in _LINE_REFS.finditer(low))
+
+
+def _delivered_where(ticket: StoreTicket) -> str:
+    """Where the carrier says the parcel of the missing request was left ("locker", "neighbour", …)."""
+    for r in ticket.requests:
+        order = ticket.db.order(r.order_id)
+        if r.kind == "missing" and order is not None and r.lines:
+            shipment = shipment_of(order, r.lines[0][0])
+            event = next((e for e in reversed(shipment.events) if e.status == "delivered"), None) if shipment else None
+            if event is not None:
+                return DELIVERED_WHERE.get(event.detail, "door")
+    return "door"
+
+
+def _the_items(rng: random.Random, ticket: StoreTicket, r: Request) -> str:
+    """How the customer names the items of a request in passing: "the mug", "the lamp and the rug"."""
+    order = ticket.db.order(r.order_id)
+    assert order is not None
+    names = ["the " + messages.item_noun(rng, line.name) for n, _ in r.lines if (line := order.line(n)) is not None]
+    return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _answer_slot(ticket: StoreTicket, topic: str, memory: Memory) -> tuple[str, bool]:
     """The answer slot for ``topic`` and whether it states the fact the topic is about."""
     h = ticket.hidden
@@ -200,7 +294,8 @@ def _answer_slot(ticket: StoreTicket, topic: str, memory: Memory) -> tuple[str, 
         if h.parcel_found is None:  # nothing to check: still on its way, or not about a parcel at all
             waiting = any(r.kind == "missing" for r in ticket.requests)
             return ("delivery_still_waiting" if waiting else "delivery_none"), False
-        return ("delivery_found" if h.parcel_found else "delivery_missing"), True
+        where = _delivered_where(ticket)  # the customer's account agrees with the carrier's delivery event
+        return (f"delivery_found_{where}" if h.parcel_found else f"delivery_missing_{where}"), True
     # preference
     hidden = next((r for r in ticket.requests if not r.wants_stated), None)
     if hidden is None:

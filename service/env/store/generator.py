@@ -28,6 +28,7 @@ from service.env.store import messages
 from service.env.store.clauses import LATE_DELIVERY_DAYS
 from service.env.store.policy import decide
 from service.env.store.world import (
+    DELIVERED_WHERE,
     Account,
     Address,
     Condition,
@@ -35,6 +36,8 @@ from service.env.store.world import (
     Order,
     PastCredit,
     PastRefund,
+    PastReplacement,
+    PastReturn,
     Payment,
     Remedy,
     Request,
@@ -50,7 +53,7 @@ from service.env.store.world import (
 )
 from service.env.world import CATALOG, DIFFICULTIES, CatalogItem, Split
 
-STORE_GENERATOR_VERSION = "1.1.0"
+STORE_GENERATOR_VERSION = "1.2.0"
 STORE_SPLIT_SIZES: dict[Split, int] = {"train": 300, "dev": 150, "test": 150}
 W = RETURN_WINDOW_DAYS
 _EPOCH = date(2026, 3, 2)
@@ -150,48 +153,60 @@ def _plans(kind: RequestKind, *outcomes: str) -> list[Plan]:
     return out
 
 
-# Each tier's deck of first requests: dealt round-robin through a keyed permutation.
+# Each tier's deck of first requests: dealt round-robin through a keyed permutation. About a third of each
+# deck declines (a desk where refusing is usually right measures nothing), and every kind of request has
+# several outcomes, so no constant plan — and no refusal — is a safe default.
 DECKS: dict[str, tuple[Plan, ...]] = {
     "easy": tuple(
         _plans("damaged", "grant:replacement", "grant:refund", "window")
         + _plans("wrong_item", "grant:replacement", "grant:refund")
         + _plans("missing", "grant:lost", "in_transit")
-        + _plans("change_of_mind", "grant:plain", "window", "final_sale", "used")
+        + _plans("change_of_mind", "grant:plain", "grant:plain", "final_sale")
+        + _plans("exchange", "grant:exchange")
         + _plans("cancel", "grant", "shipped")
-        + _plans("address", "grant", "shipped")
+        + _plans("address", "grant")
         + _plans("late", "grant", "not_late")
         + _plans("duplicate_charge", "grant", "not_charged_twice")
         + _plans("defective", "grant:replacement", "warranty")
     ),
     "medium": tuple(
-        _plans("damaged", "grant:ask_photos", "grant:either", "normal_wear", "risk", "not_holder")
-        + _plans("defective", "grant:warranty", "warranty", "grant:oos")
-        + _plans("wrong_item", "grant:refund", "window")
-        + _plans("missing", "grant:not_found", "parcel_found", "grant:late_transit", "in_transit")
-        + _plans(
-            "change_of_mind", "grant:restocking", "grant:ask_condition", "used", "final_sale", "escalate", "not_holder"
-        )
-        + _plans("exchange", "grant:exchange", "grant:oos", "window")
+        _plans("damaged", "grant:ask_photos", "grant:either", "grant:replacement", "normal_wear", "risk")
+        + _plans("defective", "grant:warranty", "grant:oos")
+        + _plans("wrong_item", "grant:refund", "grant:either", "already_settled")
+        + _plans("missing", "grant:not_found", "grant:late_transit", "parcel_found")
+        + _plans("change_of_mind", "grant:restocking", "grant:ask_condition", "escalate", "used", "not_holder")
+        + _plans("exchange", "grant:exchange", "grant:oos", "grant:price_diff")
         + _plans("cancel", "grant:partial", "shipped")
-        + _plans("late", "grant", "not_late", "already_credited")
-        + _plans("duplicate_charge", "grant", "not_charged_twice")
-        + _plans("address", "grant", "shipped")
+        + _plans("late", "grant", "already_credited")
+        + _plans("duplicate_charge", "grant")
+        + _plans("address", "grant")
     ),
     "hard": tuple(
-        _plans("damaged", "grant:ask_photos", "normal_wear", "window", "risk", "escalate")
-        + _plans("defective", "grant:warranty", "warranty", "grant:either")
-        + _plans("wrong_item", "grant:refund", "risk")
-        + _plans("missing", "grant:not_found", "parcel_found", "grant:late_transit", "in_transit")
-        + _plans("change_of_mind", "grant:restocking", "grant:ask_condition", "used", "window", "escalate")
+        _plans("damaged", "grant:ask_photos", "grant:either", "normal_wear", "risk", "escalate")
+        + _plans("defective", "grant:warranty", "grant:either", "warranty")
+        + _plans("wrong_item", "grant:refund", "grant:either", "already_settled")
+        + _plans("missing", "grant:not_found", "grant:late_transit", "parcel_found")
+        + _plans("change_of_mind", "grant:restocking", "grant:ask_condition", "escalate", "used", "already_settled")
         + _plans("exchange", "grant:exchange", "grant:price_diff", "grant:oos", "final_sale")
         + _plans("cancel", "grant:partial", "shipped")
-        + _plans("late", "grant", "not_late", "already_credited")
+        + _plans("late", "grant", "not_late")
         + _plans("duplicate_charge", "grant", "not_charged_twice")
         + _plans("address", "grant", "shipped")
     ),
 }
-# Second and third requests of medium and hard tickets are drawn from these (any outcome).
+# Second and third requests of medium and hard tickets: any kind not taken yet, granted three times in four
+# (every outcome of every kind can come up, the account-wide ones — P7, P29 — aside).
 _EXTRA = ("late", "cancel", "change_of_mind", "damaged", "missing", "exchange", "address", "duplicate_charge")
+_EXTRA_OUTCOMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # kind → (grants, refusals)
+    "late": (("grant",), ("not_late", "already_credited")),
+    "cancel": (("grant:partial", "grant"), ("shipped",)),
+    "change_of_mind": (("grant:restocking", "grant:ask_condition", "grant:plain"), ("used", "window", "final_sale")),
+    "damaged": (("grant:ask_photos", "grant:either", "grant:refund"), ("normal_wear", "window")),
+    "missing": (("grant:not_found", "grant:late_transit", "grant:lost"), ("parcel_found", "in_transit")),
+    "exchange": (("grant:exchange", "grant:price_diff", "grant:oos"), ("window", "final_sale")),
+    "address": (("grant",), ("shipped",)),
+    "duplicate_charge": (("grant",), ("not_charged_twice",)),
+}
 
 
 @lru_cache(maxsize=64)
@@ -379,6 +394,7 @@ class OrderSpec:
     transit_late_days: int = 0  # in transit: days past the estimate today
     promo: bool = False
     gift_card: bool = False
+    store_credit: bool = False  # part of the order paid with the account's store credit
     paypal: bool = False
     duplicate: bool = False
     shipping_fee: int | None = None
@@ -478,9 +494,7 @@ def _shipment(b: _Builder, spec: OrderSpec, line_nos: tuple[int, ...], placed: i
             events.append(TrackingEvent(date=day(picked - 1), status="in_transit", detail="In transit"))
         if delivered < estimated < picked - 1:  # the day it was due, held up
             events.append(TrackingEvent(date=day(estimated), status="exception", detail="Delayed at sorting centre"))
-        detail = rng.choice(
-            ("Delivered to front door", "Left with neighbour", "Delivered to parcel locker", "Signed for")
-        )
+        detail = rng.choice(tuple(DELIVERED_WHERE))
         events.append(TrackingEvent(date=day(delivered), status="delivered", detail=detail))
     else:
         shipped = max(placed - 1, 1)
@@ -518,19 +532,19 @@ def _payments(b: _Builder, account: Account, spec: OrderSpec, total: int, day: s
     rng = b.rng
     payments: list[Payment] = []
     left = total
-    if spec.gift_card and total > 2000:
-        gift = rng.choice((1000, 1500, 2000, 2500, 5000))
-        gift = min(gift, total - 500)
+    if (spec.gift_card or spec.store_credit) and total > 2000:
+        part = rng.choice((1000, 1500, 2000, 2500, 5000) if spec.gift_card else (500, 1250, 2000, 3000))
+        part = min(part, total - 500)
         payments.append(
             Payment(
                 payment_id=b.uid("pay_", 6, "abcdefghjkmnpqrstuvwxyz23456789"),
-                method="gift_card",
-                label=f"Gift card ending {rng.randrange(1000, 9999)}",
-                amount=gift,
+                method="gift_card" if spec.gift_card else "store_credit",
+                label=f"Gift card ending {rng.randrange(1000, 9999)}" if spec.gift_card else "Store credit",
+                amount=part,
                 captured_on=day,
             )
         )
-        left -= gift
+        left -= part
     if spec.paypal:
         main = Payment(
             payment_id=b.uid("pay_", 6, "abcdefghjkmnpqrstuvwxyz23456789"),
@@ -557,11 +571,14 @@ def _payments(b: _Builder, account: Account, spec: OrderSpec, total: int, day: s
 # ---------------------------------------------------------------------------------- the requests
 
 _TIER = {
-    # (orders in the account lo, hi; lines per order lo, hi; P(promo), P(gift card), P(PayPal), P(quantity > 1))
+    # (orders in the account lo, hi; lines per order lo, hi; P(promo), P(gift card or store credit), P(PayPal),
+    # P(quantity > 1))
     "easy": (1, 2, 1, 2, 0.0, 0.0, 0.2, 0.0),
-    "medium": (2, 3, 1, 3, 0.5, 0.25, 0.25, 0.3),
-    "hard": (3, 5, 2, 5, 0.7, 0.45, 0.25, 0.45),
+    "medium": (2, 3, 1, 3, 0.5, 0.3, 0.25, 0.3),
+    "hard": (3, 5, 2, 5, 0.7, 0.5, 0.25, 0.45),
 }
+# P(a request's order has an earlier return, refund or replacement of another of its lines)
+_HISTORY = {"easy": 0.0, "medium": 0.25, "hard": 0.4}
 
 
 @dataclass
@@ -590,9 +607,16 @@ def _lines(b: _Builder, target: LineSpec, tier: str, *, at: int | None = None) -
 
 
 def _money_facts(b: _Builder, tier: str) -> dict[str, Any]:
-    *_, promo, gift, paypal, _multi = _TIER[tier]
+    *_, promo, other, paypal, _multi = _TIER[tier]
     rng = b.rng
-    return {"promo": rng.random() < promo, "gift_card": rng.random() < gift, "paypal": rng.random() < paypal}
+    part = rng.random() < other
+    credit = part and rng.random() < 0.5
+    return {
+        "promo": rng.random() < promo,
+        "gift_card": part and not credit,
+        "store_credit": credit,
+        "paypal": rng.random() < paypal,
+    }
 
 
 def _quantity(b: _Builder, tier: str) -> tuple[int, int]:
@@ -659,10 +683,12 @@ def _item_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _Tick
     else:
         wants, stated = "replacement", True
     mind = None
-    if tier == "hard" and stated and rng.random() < 0.25:
+    if stated and rng.random() < {"easy": 0.0, "medium": 0.2, "hard": 0.7}[tier]:
         mind = "refund" if wants == "replacement" else "replacement"
     if outcome == "risk":
         t.high_risk = True
+    if outcome == "already_settled":  # the records show a replacement sent for it already (P18)
+        order = _with_history(b, order, line_no, "replacement", units=ordered)
     request = Request(
         kind=kind,
         order_id=order.order_id,
@@ -704,12 +730,16 @@ def _missing_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _T
         if tier == "easy"
         else rng.choice((("refund", True), ("replacement", True), ("either", False)))
     )
+    mind = None
+    if stated and rng.random() < {"easy": 0.0, "medium": 0.2, "hard": 0.7}[tier]:
+        mind = "refund" if wants == "replacement" else "replacement"
     request = Request(
         kind="missing",
         order_id=order.order_id,
         lines=all_lines,
         wants=wants,
         wants_stated=stated,
+        mind_change=mind,
     )
     return request, order
 
@@ -758,6 +788,8 @@ def _return_request(b: _Builder, account: Account, plan: Plan, tier: str, t: _Ti
         b.catalog[target.sku] = target
         exchange_sku = target.sku
     wants: Remedy = "exchange" if kind == "exchange" else "refund"
+    if outcome == "already_settled":  # the records show it sent back and refunded already (P18)
+        order = _with_history(b, order, line_no, "return", units=ordered)
     request = Request(
         kind=kind, order_id=order.order_id, lines=((line_no, wanted),), wants=wants, exchange_sku=exchange_sku
     )
@@ -814,7 +846,7 @@ def _duplicate_request(b: _Builder, account: Account, plan: Plan, tier: str, t: 
         days + 4,
         delivered_days_ago=days,
         duplicate=plan.outcome == "grant",
-        **{**_money_facts(b, tier), "gift_card": False},
+        **{**_money_facts(b, tier), "gift_card": False, "store_credit": False},
     )
     order = _order(b, account, spec)
     return Request(kind="duplicate_charge", order_id=order.order_id, wants="refund"), order
@@ -885,12 +917,11 @@ _REFUNDING = frozenset({"damaged", "defective", "wrong_item", "missing", "change
 
 
 def _extra_plan(rng: random.Random, tier: str, taken: set[RequestKind]) -> Plan:
-    """A further request of a medium or hard ticket: any kind not taken yet, any outcome of its deck but
-    the account-wide ones (P7's risk and P29)."""
-    kinds = [k for k in _EXTRA if k not in taken]
-    kind = rng.choice(kinds)
-    choices = [p for p in DECKS[tier] if p.kind == kind and p.outcome not in ("risk", "not_holder")]
-    return rng.choice(choices) if choices else Plan(kind, "grant")  # type: ignore[arg-type]
+    """A further request of a medium or hard ticket: any kind not taken yet, granted three times in four."""
+    kind = rng.choice([k for k in _EXTRA if k not in taken])
+    grants, refusals = _EXTRA_OUTCOMES[kind]
+    outcome, _, variant = rng.choice(grants if rng.random() < 0.75 else refusals).partition(":")
+    return Plan(kind, outcome, variant)  # type: ignore[arg-type]
 
 
 def _background(b: _Builder, account: Account, tier: str, count: int, like: Variant | None) -> list[Order]:
@@ -916,21 +947,59 @@ def _background(b: _Builder, account: Account, tier: str, count: int, like: Vari
     return out
 
 
-def _with_earlier_refund(b: _Builder, order: Order) -> Order:
-    from service.env.store.money import paid_for
-    from service.env.store.policy import allocate
+_HISTORY_REASONS = {
+    "refund": ("arrived damaged", "not as described", "missing from the parcel"),
+    "return": ("changed mind", "did not fit", "not as expected"),
+    "replacement": ("arrived damaged", "wrong item sent", "stopped working"),
+}
 
-    line = b.rng.choice(order.lines)
-    cents = paid_for(order, line.line_no, 1)
+
+def _with_history(b: _Builder, order: Order, line_no: int, kind: str, units: int | None = None) -> Order:
+    """``order`` with something settled on one of its lines before this conversation: a refund, a return
+    (received, and refunded), or a replacement — of ``units`` units (one unit, or all when None is left to
+    the caller's choice), on a day between the line's delivery and today. P21 reads earlier refunds; P18
+    declines a claim about units settled already."""
+    from service.env.store.money import paid_for
+    from service.env.store.policy import allocate, shipment_of
+
+    line = order.line(line_no)
+    shipment = shipment_of(order, line_no)
+    delivered = shipment.delivered_on if shipment is not None else None
+    since = (b.today - date.fromisoformat(delivered)).days if delivered else 0
+    if line is None or since < 2:
+        return order
+    qty = units or 1
+    day = b.day(b.rng.randrange(1, since))
+    reason = b.rng.choice(_HISTORY_REASONS[kind])
+    if kind == "replacement":
+        done = PastReplacement(replacement_id=b.uid("RPL-", 5), date=day, line_no=line_no, quantity=qty, reason=reason)
+        return order.model_copy(update={"replacements": (*order.replacements, done)})
+    cents = paid_for(order, line_no, qty)
     refund = PastRefund(
         refund_id=b.uid("RFD-", 5),
-        date=b.day(b.rng.randrange(5, 30)),
-        lines=((line.line_no, 1),),
+        date=day,
+        lines=((line_no, qty),),
         shipping=False,
         amounts=allocate(order, cents, ()),
-        reason=b.rng.choice(("damaged", "changed mind", "not as described")),
+        reason=reason if kind == "refund" else f"returned: {reason}",
     )
-    return order.model_copy(update={"refunds": (refund,)})
+    order = order.model_copy(update={"refunds": (*order.refunds, refund)})
+    if kind == "return":
+        back = PastReturn(
+            return_id=b.uid("RTN-", 5),
+            date=day,
+            lines=((line_no, qty),),
+            label=b.rng.choice(("prepaid", "customer_paid")),
+            reason=reason,
+        )
+        order = order.model_copy(update={"returns": (*order.returns, back)})
+    return order
+
+
+def _with_earlier_refund(b: _Builder, order: Order) -> Order:
+    """A background order with something settled on one of its lines."""
+    line = b.rng.choice([ln for ln in order.lines if ln.status == "delivered"] or list(order.lines))
+    return _with_history(b, order, line.line_no, b.rng.choice(("refund", "return", "replacement")))
 
 
 def _draw(
@@ -944,7 +1013,7 @@ def _draw(
     requests: list[Request] = []
     orders: list[Order] = []
     plans = [plan]
-    extra = {"easy": 0, "medium": rng.choice((0, 0, 1)), "hard": rng.choice((1, 1, 2))}[difficulty]
+    extra = {"easy": 0, "medium": rng.choice((0, 1, 1)), "hard": rng.choice((1, 1, 2))}[difficulty]
     taken = {plan.kind}
     for _ in range(extra):
         more = _extra_plan(rng, difficulty, taken)
@@ -955,6 +1024,10 @@ def _draw(
         request, order = _BUILDERS[p.kind](b, account, p, difficulty, t)
         if p is not plan and (t.needs - needs_before) & needs_before:
             return None
+        others = [ln.line_no for ln in order.lines if ln.line_no not in dict(request.lines)]
+        if p.outcome != "already_settled" and others and rng.random() < _HISTORY[difficulty]:
+            kind = rng.choice(("refund", "return", "replacement"))
+            order = _with_history(b, order, rng.choice(others), kind)
         requests.append(request)
         orders.append(order)
     if t.photos_attached and t.photos_show is not None:
@@ -966,6 +1039,12 @@ def _draw(
         like = b.catalog.get(first.sku) if first is not None else None
     background = _background(b, account, difficulty, max(0, rng.randrange(lo, hi + 1) - len(orders)), like)
     every = sorted(orders + background, key=lambda o: o.placed_on)
+    year_ago = b.day(365)
+    returned = sum(1 for o in every for r in o.returns if r.date >= year_ago)
+    if returned > account.returns_12m:  # the account's count includes the returns its orders show
+        if returned >= 5 and plan.outcome != "risk":
+            return None  # that many returns would make the account high-risk (P7): not this plan
+        account = account.model_copy(update={"returns_12m": returned})
     requests = [_pushy(b, r, difficulty) if i == 0 else r for i, r in enumerate(requests)]
     writer, hidden, shared = _writer(b, account, difficulty, plan, requests, t)
     db = StoreDB(
@@ -990,6 +1069,7 @@ def _draw(
         message="",
         recipe=";".join(f"{p.kind}:{p.outcome}{':' + p.variant if p.variant else ''}" for p in plans),
     )
+    ticket = _without_idle_mind_changes(ticket)
     if not _consistent(ticket, plans):
         return None
     shared = _quoted_date(b, ticket, shared)
@@ -1051,6 +1131,41 @@ def _writer(
     return writer, hidden, shared
 
 
+def _without_idle_mind_changes(ticket: StoreTicket) -> StoreTicket:
+    """Keep a change of mind only where it changes something the customer is asked to agree to: a request
+    the policy grants without escalating, whose items it replaces or refunds as the customer first asked
+    and the other way after the change (P23). Anywhere else — a declined or escalated request, an item out
+    of stock — the customer has nothing to change their mind about."""
+    requests = list(ticket.requests)
+    for i, r in enumerate(requests):
+        if r.mind_change is None:
+            continue
+        if any(x.mind_change for x in requests[:i]):  # one change of mind per conversation
+            requests[i] = r.model_copy(update={"mind_change": None})
+            continue
+        before = decide(
+            ticket.model_copy(
+                update={
+                    "requests": tuple(requests[:i])
+                    + (r.model_copy(update={"mind_change": None}),)
+                    + tuple(requests[i + 1 :])
+                }
+            )
+        )
+        after = decide(ticket.model_copy(update={"requests": tuple(requests)}))
+        if _remedy(before.outcomes[i]) is None or _remedy(after.outcomes[i]) in (None, _remedy(before.outcomes[i])):
+            requests[i] = r.model_copy(update={"mind_change": None})
+    return ticket.model_copy(update={"requests": tuple(requests)})
+
+
+def _remedy(outcome: Any) -> str | None:
+    """'replacement' or 'refund' when a granted, unescalated outcome makes only that of the two."""
+    kinds = {e.kind for e in outcome.effects}
+    if not outcome.granted or "escalate" in kinds or ("replace" in kinds) == ("refund" in kinds):
+        return None
+    return "replacement" if "replace" in kinds else "refund"
+
+
 def _consistent(ticket: StoreTicket, plans: list[Plan]) -> bool:
     """The policy's decision for the first request is the plan's outcome, and the ticket is coherent."""
     gold = decide(ticket)
@@ -1090,7 +1205,7 @@ def _consistent(ticket: StoreTicket, plans: list[Plan]) -> bool:
         return False
     if ticket.difficulty == "hard":  # issue 19: four facts combined, an amount from two rules
         clauses = {c for o in gold.outcomes for c in o.clauses} - {"P15", "P16", "P17", "P32"}
-        return len(clauses) + len(gold.needs) >= 4 and max(o.rules for o in gold.outcomes) >= 2
+        return len(clauses) + len(gold.needs) >= 4 and max(len(o.rules) for o in gold.outcomes) >= 2
     return True
 
 

@@ -4,9 +4,9 @@
 
 - ``final_state``: the store's state after the episode's writes equals the state the policy's gold
   effects reach, on every field that matters (which orders and lines, amounts to the cent per
-  destination, shipping, variant, label, cancellations, address, store credit, queue) — however the
-  writes were split (:func:`service.env.store.ledger.final_state`); the detail names each field that
-  differs;
+  destination, shipping, variant, label, cancellations, address, store credit, queue, and each note to
+  Escalations quoting its order id and amount) — however the writes were split
+  (:func:`service.env.store.ledger.final_state`); the detail names each field that differs;
 - ``no_unsafe_write``: no write the policy does not make happened at any point (money beyond the gold
   amount, a write on a declined request or for someone else's account, an address that is not the
   customer's);
@@ -15,8 +15,11 @@
 - ``reads``: the records each decision rests on were read before its writes (P15);
 - ``information``: what the policy needs from the customer was learned before the writes it decides;
 - ``no_needless_question``: nothing the policy decides on was asked when the policy did not need it;
-- ``confirmed``: every change was preceded by the customer's yes to the message describing it (P17);
-- ``told``: the customer was told each outcome's facts (amount, timeline, reason, …), read on meaning;
+- ``confirmed``: every change was preceded by the customer's yes to the message describing it (P17) —
+  money writes taken together, so a refund split per unit is described by its sum;
+- ``told``: the customer was told each outcome's facts (amount, timeline, reason, …), read on meaning
+  (:mod:`service.env.store.reading`), and nothing untrue: no amount nothing bears out, no timeline of a
+  payment no refund goes to, no refusal reason that is not true of the ticket;
 - ``conduct``: no reply is rude or mentions internal risk notes; ``ended``: the conversation was ended.
 
 The partial ``score`` (for RL shaping) is the weighted share of checks passed, ``final_state``
@@ -25,14 +28,16 @@ counting the share of fields right; it is what step rewards are the changes of.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 
 from service.env.models import EpisodeState, Grade, GradeComponent
 from service.env.replies import meaning
-from service.env.store.clauses import RESTOCKING_PERCENT, TIMELINES, render_store_policy
+from service.env.store.clauses import LATE_CREDIT_PERCENT, RESTOCKING_PERCENT, TIMELINES, render_store_policy
 from service.env.store.ledger import (
     AddressEffect,
     CancelEffect,
@@ -46,8 +51,9 @@ from service.env.store.ledger import (
     final_state,
     normalize_address,
 )
-from service.env.store.money import discount_shares, paid_for, percent_of
-from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide
+from service.env.store.money import discount_shares, money, paid_for, percent_of
+from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decide, true_reasons
+from service.env.store.reading import asserted_reasons, stated_amounts, stated_reasons, stated_timelines
 from service.env.store.state import StoreProgress, ToolCall
 from service.env.store.tools import WRITE_TOOLS
 from service.env.store.world import StoreTicket, canonical_order_id, per_ticket
@@ -139,8 +145,8 @@ def _order_of(call: ToolCall) -> str | None:
 
 
 def _final_state(e: _Episode) -> _Check:
-    want = final_state(e.t.db, _gold_normalized(e.gold))
-    got = final_state(e.t.db, _normalized(e.progress))
+    want = final_state(e.t.db, _gold_normalized(e.gold)) | _notes_wanted(e.gold)
+    got = final_state(e.t.db, _normalized(e.progress)) | _notes_written(e.gold, e.progress)
     keys = sorted(set(want) | set(got))
     wrong = [k for k in keys if want.get(k) != got.get(k)]
     clauses = tuple(dict.fromkeys(c for o in e.gold.outcomes for c in o.clauses))
@@ -161,6 +167,29 @@ def _final_state(e: _Episode) -> _Check:
     more = f"; and {len(wrong) - 6} more" if len(wrong) > 6 else ""
     share = max(0.0, (len(keys) - len(wrong)) / len(keys)) if keys else 0.0
     return _Check(share, "; ".join(parts) + more, clauses)
+
+
+def _notes_wanted(gold: Gold) -> dict[str, str]:
+    """P28: each escalated refund's note quotes its order id and its amount to the cent."""
+    return {f"note to Escalations on {o.order_id}": money(o.escalated) for o in gold.outcomes if o.escalated}
+
+
+def _notes_written(gold: Gold, progress: StoreProgress) -> dict[str, str]:
+    """What the episode's notes to Escalations say of each escalated order: the amount, when one quoting the
+    order id states it (or what they state instead)."""
+    out = {}
+    notes = [e.note for e in progress.effects if isinstance(e, EscalateEffect) and e.queue == "Escalations"]
+    for o in gold.outcomes:
+        if not o.escalated:
+            continue
+        quoting = [n for n in notes if any(f"ORD-{m.group(1)}" == o.order_id for m in _ORDER_REF.finditer(n))]
+        stated = {a for n in quoting for a in stated_amounts(n)}
+        if o.escalated in stated:
+            out[f"note to Escalations on {o.order_id}"] = money(o.escalated)
+        elif quoting:
+            said = ", ".join(money(a) for a in sorted(stated)) or "no amount"
+            out[f"note to Escalations on {o.order_id}"] = f"states {said}"
+    return out
 
 
 def _normalized(progress: StoreProgress) -> tuple[Effect, ...]:
@@ -330,15 +359,18 @@ def _needless(e: _Episode) -> _Check:
 
 def _confirmed(e: _Episode) -> _Check:
     """Each change follows a yes to a message describing it: of the messages before it that asked for
-    confirmation and describe it (:func:`describes`), the latest got the customer's yes — so a change of
-    mind instead of a yes withdraws it, and a yes to "shall I go ahead?" alone agrees to nothing."""
+    confirmation and describe it (:func:`describes`, with the writes made after the message taken
+    together), the latest got the customer's yes — so a change of mind instead of a yes withdraws it, and
+    a yes to "shall I go ahead?" alone agrees to nothing."""
     for w in e.writes:
         if w.tool == "escalate":
             continue
         asked = [
             c
             for c in e.messages
-            if c.step < w.step and "confirmation" in c.asked and describes(str(c.arguments.get("text", "")), w, e.t)
+            if c.step < w.step
+            and "confirmation" in c.asked
+            and describes(str(c.arguments.get("text", "")), w, e.t, [x for x in e.writes if x.step > c.step])
         ]
         if not asked or not asked[-1].confirmed:
             said = "a yes" if asked else "a yes to a message describing it"
@@ -350,20 +382,26 @@ _ORDER_REF = re.compile(r"\b(?:ord(?:er)?)?[\s#_-]*(\d{4,6})\b", re.I)
 _NAME_STOP = frozenset({"the", "and", "with", "pack", "set", "for", "size", "colour", "color"})
 
 
-def describes(text: str, call: ToolCall, t: StoreTicket) -> bool:
+def describes(text: str, call: ToolCall, t: StoreTicket, after: list[ToolCall] | None = None) -> bool:
     """Whether a confirmation message describes the write ``call``, as the customer would need to agree
-    to it: money by its amount (a refund's total or each of its parts, a credit's amount); any other
-    change by its order id, its item's name, or what it changes to (the new variant, the new address)."""
+    to it: money by its amount — the call's total or each of its parts, or what the writes of its kind
+    made after the message (``after``) come to together, on its order or in all, so that a refund split
+    per unit is described by the sum it adds up to; any other change by its order id, its item's name,
+    or what it changes to (the new variant, the new address)."""
     low = text.lower()
     args = call.arguments
-    stated = meaning(text).amounts
-    if call.tool == "refund":
-        parts = [round(float(p["amount"]), 2) for p in args.get("amounts", [])]
-        return any(abs(a - round(sum(parts), 2)) < 0.005 for a in stated) or all(
-            any(abs(a - p) < 0.005 for a in stated) for p in parts
-        )
-    if call.tool == "issue_store_credit":
-        return any(abs(a - float(args.get("amount", 0))) < 0.005 for a in stated)
+    stated = stated_amounts(text)
+    if call.tool in ("refund", "issue_store_credit"):
+        same = [c for c in (after or []) if c.tool == call.tool]
+        on_order = [c for c in same if _order_of(c) == _order_of(call)]
+        sums = {_call_money(call), _call_money(on_order), _call_money(same)} | set(_call_parts(call))
+        if call.tool == "refund":
+            parts = _call_parts(call)
+            if parts and all(p in stated for p in parts):
+                return True
+        # the message may state the sum, or its parts ("$102.00 and $4.95 shipping")
+        told = {sum(c) for k in range(1, min(len(stated), 3) + 1) for c in itertools.combinations(sorted(stated), k)}
+        return bool(sums & told)
     order_id = canonical_order_id(str(args.get("order_id", "")))
     if any(f"ORD-{m.group(1)}" == order_id for m in _ORDER_REF.finditer(text)):
         return True
@@ -382,17 +420,33 @@ def describes(text: str, call: ToolCall, t: StoreTicket) -> bool:
     return any(re.search(rf"\b{re.escape(w)}s?\b", low) for w in words)
 
 
+def _call_parts(call: ToolCall) -> list[int]:
+    """A money write's amounts in cents: a refund's parts, a credit's amount (malformed parts: none)."""
+    if call.tool == "issue_store_credit":
+        return [round(float(call.arguments.get("amount", 0)) * 100)]
+    return [round(float(p.get("amount", 0)) * 100) for p in call.arguments.get("amounts", []) if isinstance(p, dict)]
+
+
+def _call_money(calls: ToolCall | list[ToolCall]) -> int:
+    """What one money write, or several taken together, come to in cents."""
+    return sum(sum(_call_parts(c)) for c in ([calls] if isinstance(calls, ToolCall) else calls))
+
+
 def _told(e: _Episode) -> _Check:
+    """Each outcome's facts told in some message after verification (each message read on its own, so that
+    grading a step reads only what is new), and nothing untrue told in any."""
     texts = [
         str(c.arguments.get("text", ""))
         for c in e.messages
         if e.verified_at is None or c.step > e.verified_at or not e.t.writer.holder
     ]
-    text = " ".join(texts)
     missing = [
-        f"{_fact_words(f)} (request {o.request + 1})" for o in e.gold.outcomes for f in o.tell if not told(text, f, e.t)
+        f"{_fact_words(f)} (request {o.request + 1})"
+        for o in e.gold.outcomes
+        for f in o.tell
+        if not any(told(text, f, e.t) for text in texts)
     ]
-    untrue = _untrue(e, " ".join(str(c.arguments.get("text", "")) for c in e.messages))
+    untrue = _untrue(e, [str(c.arguments.get("text", "")) for c in e.messages])
     if missing or untrue:
         said = (["not told: " + "; ".join(missing)] if missing else []) + (
             ["told " + "; ".join(untrue)] if untrue else []
@@ -401,51 +455,92 @@ def _told(e: _Episode) -> _Check:
     return _Check(1.0, "told the customer every outcome", ("P32",))
 
 
-def _untrue(e: _Episode, text: str) -> list[str]:
+def _untrue(e: _Episode, texts: list[str]) -> list[str]:
     """What the replies state that no record, write or rule bears out: an amount found nowhere (not in
-    the account, the orders, the policy, the customer's words or the writes made) or a refund timeline
-    for a payment method no refund goes back to."""
+    the account, the orders, the policy's arithmetic on them, the customer's words or the writes made —
+    a note to a team proves nothing), a refund timeline for a payment method no refund goes back to, or a
+    reason that is not true of this ticket's requests (:func:`service.env.store.policy.true_reasons`, with
+    what the customer has said)."""
     out = []
-    stated = meaning(text).amounts
+    stated = frozenset().union(*(stated_amounts(t) for t in texts))
     if stated:
-        made = [effect for effect in e.progress.effects if not isinstance(effect, EscalateEffect)]  # notes: free text
-        true = _ticket_amounts(e.t) | {c for effect in made for c in (*_money_of(effect), sum(_money_of(effect)))}
-        out += [f"${a:.2f}, an amount nothing bears out" for a in sorted(stated) if round(a * 100) not in true]
+        made = [effect for effect in e.progress.effects if not isinstance(effect, EscalateEffect)]
+        true = _ticket_amounts(e.t) | _sums(made)
+        out += [f"${a / 100:.2f}, an amount nothing bears out" for a in sorted(stated) if a not in true]
     told_kinds = {f.value for o in e.gold.outcomes for f in o.tell if f.kind == "timeline"}
-    low = text.lower()
+    spans = frozenset().union(*(stated_timelines(t) for t in texts))
+    told_spans = {s for k in told_kinds for s in (TIMELINES[k], (0, TIMELINES[k][1]))}
     for kind, (lo, hi) in TIMELINES.items():
-        if kind not in told_kinds and any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low)):
+        if kind not in told_kinds and spans & {(lo, hi), (0, hi)} - told_spans:
             out.append(f"the {kind} refund timeline ({lo}–{hi} business days), which no refund here follows")
+    asserted = frozenset().union(*(asserted_reasons(t) for t in texts))
+    false = sorted(asserted - true_reasons(e.t, e.revealed_by(10**9)))
+    if false:
+        out.append("a reason that is not true here: " + ", ".join(r.replace("_", " ") for r in false))
     return out
+
+
+def _sums(effects: Sequence[Effect]) -> set[int]:
+    """Each money write's parts and total, and what they come to together, per order and in all."""
+    out: set[int] = set()
+    by_order: dict[str, int] = {}
+    for effect in effects:
+        money_ = _money_of(effect)
+        out |= {*money_, sum(money_)}
+        order_id = getattr(effect, "order_id", None) or ""
+        by_order[order_id] = by_order.get(order_id, 0) + sum(money_)
+    return out | set(by_order.values()) | {sum(by_order.values())}
 
 
 @per_ticket
 def _ticket_amounts(t: StoreTicket) -> frozenset[int]:
-    """Every sum in cents an honest reply might state about ``t``: from the records, the policy's rules,
-    the customer's own message and the gold outcome."""
+    """Every sum in cents an honest reply might state about ``t``: the records' amounts; P18's arithmetic
+    on every line and unit count (the price, the discount share, what was paid, a restocking fee, and any
+    choice of lines and units taken together, with or without the shipping fee); the policy's own
+    numbers; the customer's words; and the gold outcome, its parts and their sums."""
     db = t.db
     cents = {db.account.store_credit, *(c.amount for c in db.credits), *(v.price for v in db.catalog)}
     for o in db.orders:
         shares = discount_shares(o)
         cents |= {o.goods, o.total, o.discount, o.shipping_fee, o.goods - o.discount, *(p.amount for p in o.payments)}
         cents |= {c for r in o.refunds for _, c in r.amounts} | {sum(c for _, c in r.amounts) for r in o.refunds}
+        choices: list[list[tuple[int, int]]] = []  # per line: (paid, list price) for 0..quantity units
         for ln in o.lines:
             cents |= {ln.unit_price, ln.subtotal, shares.get(ln.line_no, 0)}
             cents |= {abs(v.price - ln.unit_price) for v in db.catalog if v.product_id == ln.product_id}
+            cents |= {abs(v.price - ln.unit_price) * ln.quantity for v in db.catalog if v.product_id == ln.product_id}
+            options = [(0, 0)]
             for q in range(1, ln.quantity + 1):
                 paid = paid_for(o, ln.line_no, q)
                 fee = percent_of(paid, RESTOCKING_PERCENT)
-                cents |= {paid, paid + o.shipping_fee, fee, paid - fee, ln.unit_price * q}
+                listed = ln.unit_price * q
+                cents |= {paid, paid + o.shipping_fee, fee, paid - fee, paid - fee + o.shipping_fee}
+                cents |= {listed, listed - paid}
+                options.append((paid, listed))
+            choices.append(options)
+        for combo in itertools.islice(itertools.product(*choices), 4096):
+            paid, listed = sum(p for p, _ in combo), sum(x for _, x in combo)
+            cents |= {paid, paid + o.shipping_fee, listed, listed + o.shipping_fee}
     gold = decide(t)
     for effect in gold.effects:
         cents |= {*_money_of(effect), sum(_money_of(effect))}
     told = [int(f.value) for o in gold.outcomes for f in o.tell if f.kind == "amount"]
-    cents |= {*told, sum(told)}
-    return frozenset(cents) | _policy_cents() | {round(a * 100) for a in meaning(t.message).amounts}
+    for k in range(1, len(told) + 1):
+        cents |= {sum(c) for c in itertools.combinations(told, k)}
+    return frozenset(cents) | _policy_cents() | stated_amounts(t.message) | _late_arithmetic(t)
+
+
+def _late_arithmetic(t: StoreTicket) -> set[int]:
+    """P27's numbers for each order: what the goods were paid and each tier's share of it."""
+    out = set()
+    for o in t.db.orders:
+        base = o.goods - o.discount
+        out |= {base} | {percent_of(base, p) for p in set(LATE_CREDIT_PERCENT.values())}
+    return out
 
 
 def _money_of(effect: Effect) -> list[int]:
-    if isinstance(effect, RefundEffect):
+    if isinstance(effect, RefundEffect | CancelEffect):
         return [c for _, c in effect.amounts]
     if isinstance(effect, CreditEffect):
         return [effect.amount]
@@ -476,46 +571,16 @@ def _fact_words(f: Fact) -> str:
     return "that a replacement is on its way"
 
 
-_RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to|and)\s*(\d+)\s*(?:business|working)?\s*days?")
-_REASON_WORDS = {
-    "shipped": re.compile(
-        r"\b(?:shipped|dispatched|on (?:its|their) way|in transit|left (?:our|the) warehouse|"
-        r"already (?:gone|sent|out|(?:been )?delivered|arrived)|(?:has|have) (?:already )?arrived|was delivered)\b"
-    ),
-    "not_late": re.compile(
-        r"\b(?:on time|only (?:\w+ )?days? (?:late|after)|(?:one|two|three|\d) days? (?:late|"
-        r"after the (?:estimate|estimated))|not late enough|within (?:the|our) (?:estimate|"
-        r"window|delivery)|more than three days|3 days)\b"
-    ),
-    "already_credited": re.compile(
-        r"\b(?:already|previously) (?:been )?(?:given|issued|received|credited|had|"
-        r"applied|added)\b"
-    ),
-    "not_holder": re.compile(
-        r"\b(?:account holder|account owner|(?:him|her|them)sel(?:f|ves)|(?:she|he|they) "
-        r"(?:will )?(?:need|needs|has|have) to (?:contact|get in touch|reach)|own behalf|"
-        r"on (?:her|his|their) behalf)\b"
-    ),
-    "original_payment": re.compile(
-        r"\b(?:original (?:payment|card|method)|same (?:card|payment|method)|card (?:you|"
-        r"it was) (?:used|paid)|paid with|back to (?:the|your) (?:card|paypal|original))\b"
-    ),
-}
-
-
 def told(text: str, fact: Fact, t: StoreTicket) -> bool:
     """Whether ``text`` tells the customer ``fact`` (amounts and timelines exactly, the rest on meaning)."""
     if not text:
         return False
     low = text.lower()
     if fact.kind == "amount":
-        return any(abs(a * 100 - int(fact.value)) < 0.5 for a in meaning(text).amounts)
-    if fact.kind == "timeline":  # "5-10 business days", "5 to 10 working days", "within 10 business days"
+        return int(fact.value) in stated_amounts(text)
+    if fact.kind == "timeline":  # "5-10 business days", "five to ten working days", "within 10 business days"
         lo, hi = TIMELINES[fact.value]
-        within = re.search(
-            rf"\b(?:within|up to|no more than|in about|at most)\s+{hi}\s+(?:business\s+|working\s+)?days", low
-        )
-        return within is not None or any((int(a), int(b)) == (lo, hi) for a, b in _RANGE.findall(low))
+        return any(span in ((lo, hi), (0, hi)) for span in stated_timelines(text))
     if fact.kind == "holding":
         m = meaning(text)
         return m.holds or fact.value in m.teams or "escalat" in low
@@ -523,10 +588,7 @@ def told(text: str, fact: Fact, t: StoreTicket) -> bool:
         return "replacement" in meaning(text).grants or bool(re.search(r"\b(?:replacement|new one|another one)\b", low))
     if fact.kind == "variant":
         return all(part.lower() in low for part in fact.value.split(" · ") if part)
-    words = _REASON_WORDS.get(fact.value)
-    if words is not None:
-        return bool(words.search(low))
-    return fact.value in meaning(text).reasons
+    return fact.value in stated_reasons(text)
 
 
 # What P7 and P32 keep from the customer: the account's risk assessment and what it rests on. Whole words

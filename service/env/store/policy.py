@@ -55,6 +55,7 @@ GOVERNED_TOPICS: frozenset[str] = frozenset({"photos", "condition", "delivery"})
 
 # Every reason a refusal can rest on; the reply reader reads each in any words.
 STORE_REASONS = (
+    "already_settled",
     "window",
     "used",
     "final_sale",
@@ -98,7 +99,8 @@ class Outcome(_Frozen):
     reads: tuple[tuple[str, str], ...] = ()  # ("order" | "shipment" | "product", id)
     clauses: tuple[str, ...]
     rationale: str
-    rules: int = 0  # how many amount rules its refund or credit combines (for reports)
+    rules: tuple[str, ...] = ()  # the rules its refund, credit or escalated amount combines (for reports)
+    escalated: int = 0  # cents: the refund P28 escalated instead of making (its note must state it)
 
     @field_serializer("needs")
     def _sorted(self, needs: frozenset[str]) -> list[str]:  # a set's order is not stable across processes
@@ -190,6 +192,91 @@ def settle_to(order: Order) -> str:
     return next((p.payment_id for p in order.payments if p.method in ("card", "paypal")), STORE_CREDIT)
 
 
+def true_reasons(ticket: StoreTicket, revealed: frozenset[str]) -> frozenset[str]:
+    """The refusal reasons whose facts hold for some request of ``ticket`` — on its records, and on what the
+    customer has told (``revealed`` topics): what a reply may assert without telling something untrue."""
+    db, out = ticket.db, {"original_payment"}  # P21's rule itself is true of every refund
+    if not ticket.writer.holder:
+        out.add("not_holder")
+    if db.account.high_risk:
+        out.add("unverifiable")
+    for r in ticket.requests:
+        order = db.order(r.order_id)
+        if order is not None:
+            out |= _request_facts(ticket, r, order, revealed)
+            for n in [n for n, _ in r.lines] or [ln.line_no for ln in order.lines]:
+                out |= _line_facts(db, order, n)
+    return frozenset(out)
+
+
+def _request_facts(ticket: StoreTicket, r: Request, order: Order, revealed: frozenset[str]) -> set[str]:
+    """What holds of a request as a whole: the customer's own facts, the order's payments and credits."""
+    hidden, out = ticket.hidden, set()
+    condition = ticket.stated_condition or (hidden.condition if "condition" in revealed else None)
+    if r.kind in ("change_of_mind", "exchange") and condition == "used":
+        out.add("used")
+    if r.kind in ("damaged", "defective") and hidden.photos_show == "normal_wear" and "photos" in revealed:
+        out.add("normal_wear")
+    if r.kind == "missing" and hidden.parcel_found and "delivery" in revealed:
+        out.add("parcel_found")
+    if duplicate_capture(order) is None:
+        out.add("not_charged_twice")
+    if any(c.order_id == order.order_id for c in ticket.db.credits):
+        out.add("already_credited")
+    if r.kind == "address" and _any_shipped(order):
+        out.add("shipped")
+    return out
+
+
+def _line_facts(db: StoreDB, order: Order, line_no: int) -> set[str]:
+    """What holds of one line of a request: its flags, its days, its parcel, what was settled on it."""
+    line, out = order.line(line_no), set[str]()
+    if line is None:
+        return out
+    days = days_since_delivery(db, order, line_no)
+    shipment = shipment_of(order, line_no)
+    late = days_late(shipment) if shipment is not None else None
+    facts = {
+        "final_sale": line.final_sale or line.hygiene or line.perishable,
+        "window": days is not None and days > RETURN_WINDOW_DAYS,
+        "warranty": days is not None and days > line.warranty_days,
+        "shipped": line.status != "processing",
+        "in_transit": shipment is not None
+        and shipment.delivered_on is None
+        and not carrier_confirms_loss(db, shipment),
+        "not_late": late is not None and late <= LATE_DELIVERY_DAYS,
+        "already_settled": settled_units(order).get(line_no, 0) > 0,
+    }
+    return {name for name, holds in facts.items() if holds}
+
+
+def _any_shipped(order: Order) -> bool:
+    return any(line.status != "processing" for line in order.lines)
+
+
+def settled_units(order: Order) -> dict[int, int]:
+    """Units of each line settled before this conversation: refunded or replaced (P18)."""
+    units: dict[int, int] = {}
+    for r in order.refunds:
+        for n, q in r.lines:
+            units[n] = units.get(n, 0) + q
+    for p in order.replacements:
+        units[p.line_no] = units.get(p.line_no, 0) + p.quantity
+    return units
+
+
+def _settled(d: _Decider, i: int, r: Request, order: Order, reads: tuple[tuple[str, str], ...]) -> Outcome | None:
+    """P18: units refunded or replaced before this conversation were settled; a claim about them again is
+    declined (only the units left on the line can be claimed)."""
+    done = settled_units(order)
+    if not any(q > _line(order, n).quantity - done.get(n, 0) for n, q in r.lines):
+        return None
+    order_only = tuple(x for x in reads if x[0] == "order")  # the order's records decide it, not the delivery
+    return d.refuse(
+        i, r, "already_settled", ("P18",), "Those units were refunded or replaced already.", reads=order_only
+    )
+
+
 # ----------------------------------------------------------------------------------- deciding
 
 
@@ -229,25 +316,31 @@ class _Decider:
             **kw,
         )
 
-    def refund_worth(self, order: Order, r: Request, *, shipping: bool, restocking: bool) -> tuple[int, int, bool]:
-        """(refund in cents, rules combined, shipping included) for the request's lines (P18-P20)."""
-        cents, rules = 0, 1
+    def refund_worth(
+        self, order: Order, r: Request, *, shipping: bool, restocking: bool
+    ) -> tuple[int, tuple[str, ...], bool]:
+        """(refund in cents, the rules it combines, shipping included) for the request's lines (P18-P20). A
+        rule counts only where it changes the amount: the line's price, then each adjustment."""
+        cents, rules = 0, ["P18 price"]
         for line_no, qty in r.lines:
             worth = paid_for(order, line_no, qty)
             if restocking:
                 worth -= percent_of(worth, RESTOCKING_PERCENT)
             cents += worth
-        if order.discount:
-            rules += 1
+        shares = discount_shares(order)
+        if any(shares[n] for n, _ in r.lines):
+            rules.append("P18 discount share")
+            # part of a line's units is that fraction of what the line was paid (without a discount it is the
+            # unit price, no rule at all)
+            if any(shares[n] and qty < order.line(n).quantity for n, qty in r.lines):  # type: ignore[union-attr]
+                rules.append("P18 part of a line")
         if restocking:
-            rules += 1
+            rules.append("P20 restocking fee")
         with_shipping = shipping and order.shipping_fee > 0 and not self._shipping_refunded(order)
         if with_shipping:
             cents += order.shipping_fee
-            rules += 1
-        if any(qty < order.line(n).quantity for n, qty in r.lines):  # type: ignore[union-attr]
-            rules += 1
-        return cents, rules, with_shipping
+            rules.append("P19 shipping fee")
+        return cents, tuple(rules), with_shipping
 
     def _shipping_refunded(self, order: Order) -> bool:
         if any(p.shipping for p in order.refunds):
@@ -274,9 +367,10 @@ class _Decider:
         """A refund of the request's lines (P18-P21), escalated instead above the threshold (P28)."""
         cents, rules, with_shipping = self.refund_worth(order, r, shipping=at_fault, restocking=restocking)
         if cents > ESCALATION_CENTS:
-            return self.escalate(i, r, order, cents, clauses, why, reads, needs)
+            return self.escalate(i, r, order, cents, rules, clauses, why, reads, needs)
         amounts = allocate(order, cents, tuple(self.effects))
-        rules += len(amounts) > 1  # P21 split it between the card and store credit
+        if len(amounts) > 1:  # P21 split it between the card and store credit
+            rules += ("P21 card then store credit",)
         effects: list[Effect] = [
             RefundEffect(order_id=order.order_id, lines=r.lines, shipping=with_shipping, amounts=amounts)
         ]
@@ -302,11 +396,14 @@ class _Decider:
         r: Request,
         order: Order,
         cents: int,
+        rules: tuple[str, ...],
         clauses: tuple[str, ...],
         why: str,
         reads: tuple[tuple[str, str], ...],
         needs: frozenset[str],
     ) -> Outcome:
+        """P28: the refund handed to Escalations, with a note that quotes the order id and the amount (the
+        amount counts as computed: the note must state it to the cent)."""
         effect = EscalateEffect(queue="Escalations", order_id=order.order_id, note=f"{order.order_id} {money(cents)}")
         return self.grant(
             i,
@@ -317,7 +414,8 @@ class _Decider:
             rationale=f"{why} The refund ({money(cents)}) is above the threshold: escalate.",
             reads=reads,
             needs=needs,
-            rules=2,
+            rules=rules,
+            escalated=cents,
         )
 
     def fault_return(self, order: Order, r: Request) -> list[Effect]:
@@ -437,6 +535,9 @@ def _item_claim(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     """Damaged or defective items (P2, P3, P11, P19, P22, P23)."""
     first = r.lines[0][0]
     reads = _delivery_reads(order, first)
+    settled = _settled(d, i, r, order, reads)
+    if settled is not None:
+        return settled
     risky = _risk(d, i, r, order, reads)
     if risky is not None:
         return risky
@@ -485,6 +586,9 @@ def _delivery_reads(order: Order, line_no: int) -> tuple[tuple[str, str], ...]:
 
 def _wrong_item(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     reads = _delivery_reads(order, r.lines[0][0])
+    settled = _settled(d, i, r, order, reads)
+    if settled is not None:
+        return settled
     risky = _risk(d, i, r, order, reads)
     if risky is not None:
         return risky
@@ -554,6 +658,9 @@ def _return(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     line = order.line(first)
     assert line is not None
     reads = _delivery_reads(order, first)
+    settled = _settled(d, i, r, order, reads)
+    if settled is not None:
+        return settled
     risky = _risk(d, i, r, order, reads)
     if risky is not None:
         return risky
@@ -626,7 +733,7 @@ def _exchange(
         rationale=f"Unused, in the window: exchange for {variant.options}.",
         reads=reads,
         needs=needs,
-        rules=1 if difference else 0,
+        rules=("P24 price difference",) if difference else (),
     )
 
 
@@ -644,7 +751,10 @@ def _late(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
         )
     tier = d.db.account.tier
     base = order.goods - order.discount
-    credit = min(LATE_CREDIT_MAX[tier], max(LATE_CREDIT_MIN, percent_of(base, LATE_CREDIT_PERCENT[tier])))
+    share = percent_of(base, LATE_CREDIT_PERCENT[tier])
+    credit = min(LATE_CREDIT_MAX[tier], max(LATE_CREDIT_MIN, share))
+    rules = ("P27 share of the goods",) + (("P27 less the discount",) if order.discount else ())
+    rules += ("P27 limits",) if credit != share else ()
     effect = CreditEffect(order_id=order.order_id, amount=credit, reason="late_delivery")
     return d.grant(
         i,
@@ -654,7 +764,7 @@ def _late(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
         clauses=("P27",),
         rationale=f"Delivered {late} days late: a goodwill credit of {money(credit)}.",
         reads=reads,
-        rules=2 + (1 if order.discount else 0),
+        rules=rules,
     )
 
 

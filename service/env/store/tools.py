@@ -228,7 +228,7 @@ class Tool:
 
     @property
     def description(self) -> str:
-        return (self.args.__doc__ or "").split("\n\n")[0].replace("\n", " ").strip()
+        return " ".join((self.args.__doc__ or "").split("\n\n")[0].split())  # docstring indentation is not text
 
     def schema(self) -> dict[str, Any]:
         return self.args.model_json_schema()
@@ -448,6 +448,8 @@ class Backend:
 
     def _units_used(self, order: Order) -> Counter[int]:
         used = refunded_units(order, self.effects)
+        for earlier in order.replacements:
+            used[earlier.line_no] += earlier.quantity
         folded = changes(self.effects).of(order.order_id)
         for line_no, qty in folded.replaced.items():
             used[line_no] += qty
@@ -467,9 +469,9 @@ class Backend:
         if lines or a.include_shipping:
             cap = sum(paid_for(order, n, q) for n, q in lines) + (order.shipping_fee if a.include_shipping else 0)
             if total > cap:
-                raise ToolError(  # no cap in the message: the amount is the agent's to work out (P18), not to probe
+                raise ToolError(  # no cap in the message: the amount is the agent's to work out, not to probe
                     f"{money(total)} is more than those items{' and the shipping fee' if a.include_shipping else ''} "
-                    "were paid; work the refund out from the order (P18)"
+                    "were paid"
                 )
         else:
             over = sum(p.amount for p in order.payments) - order.total - self._overcharge_refunded(order)
@@ -699,7 +701,22 @@ def order_record(db: StoreDB, order: Order, effects: tuple[Effect, ...]) -> dict
             {"shipment_id": s.shipment_id, "line_nos": list(s.line_nos), "status": s.status} for s in order.shipments
         ],
         "refunds": refunds,
-        "returns": [{"line_no": n, "quantity": q, "label": label} for n, (q, label) in sorted(folded.returned.items())],
+        "returns": [
+            {"date": r.date, "lines": [list(x) for x in r.lines], "label": r.label, "status": "received"}
+            for r in order.returns
+        ]
+        + [
+            {"date": db.today, "lines": [[n, q]], "label": label, "status": "opened"}
+            for n, (q, label) in sorted(folded.returned.items())
+        ],
+        "replacements": [
+            {"date": p.date, "line_no": p.line_no, "quantity": p.quantity, "reason": p.reason}
+            for p in order.replacements
+        ]
+        + [
+            {"date": db.today, "line_no": n, "quantity": q, "reason": "sent today"}
+            for n, q in sorted(folded.replaced.items())
+        ],
     }
 
 

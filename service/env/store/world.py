@@ -46,6 +46,14 @@ RequestKind = Literal[
 Remedy = Literal["refund", "replacement", "either", "exchange", "cancel", "address", "credit"]
 Condition = Literal["unopened", "opened", "used"]
 STORE_CREDIT = "store_credit"  # the refund destination that is not a payment of the order
+# Where the carrier left a delivered parcel (the tracking's last event), and what the customer calls it when
+# they look for it: a customer who checks around looks where the carrier says it was left.
+DELIVERED_WHERE = {
+    "Delivered to front door": "door",
+    "Left with neighbour": "neighbour",
+    "Delivered to parcel locker": "locker",
+    "Signed for": "signed",
+}
 REQUEST_KINDS: tuple[RequestKind, ...] = get_args(RequestKind)
 
 
@@ -126,7 +134,7 @@ class Line(_Frozen):
 class Payment(_Frozen):
     payment_id: str
     method: PaymentMethod
-    label: str  # "Visa ending 4242", "PayPal (a.smith@…)", "Gift card GC-…", "Store credit"
+    label: str  # "Visa ending 4242", "PayPal (a.smith@…)", "Gift card ending 1234", "Store credit"
     amount: int  # captured, cents
     captured_on: str
 
@@ -166,6 +174,26 @@ class PastRefund(_Frozen):
     reason: str
 
 
+class PastReturn(_Frozen):
+    """Units sent back before this conversation (their refund is a :class:`PastRefund` of the order)."""
+
+    return_id: str
+    date: str  # the day the return was received
+    lines: tuple[tuple[int, int], ...]  # (line_no, quantity)
+    label: Literal["prepaid", "customer_paid"]
+    reason: str
+
+
+class PastReplacement(_Frozen):
+    """Units replaced before this conversation: the claim about them was settled by the replacement."""
+
+    replacement_id: str
+    date: str  # the day the replacement was sent
+    line_no: int
+    quantity: int
+    reason: str
+
+
 class PastCredit(_Frozen):
     """A goodwill store credit issued before this conversation."""
 
@@ -187,6 +215,8 @@ class Order(_Frozen):
     payments: tuple[Payment, ...]
     shipments: tuple[Shipment, ...]
     refunds: tuple[PastRefund, ...] = ()
+    returns: tuple[PastReturn, ...] = ()
+    replacements: tuple[PastReplacement, ...] = ()
 
     @property
     def goods(self) -> int:
