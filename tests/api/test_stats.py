@@ -167,3 +167,42 @@ def test_pages_print_numbers_with_the_same_rule() -> None:
 
     assert rate(0.645, 2) == "0.65" == f"{ladder(0.645, None):.2f}"
     assert rate(0.6445) == "0.645" and rate(None) == "–"
+
+
+def test_the_baseline_and_the_episode_page_round_as_the_service_does() -> None:
+    """#21.6 follow-up: ``baseline.py`` rounded with Python's round() (0.64375 → 0.6437: its binary value is
+    below the half) and the episode page with "%.2f" (0.125 → 0.12, half to even): one rule everywhere now,
+    half up on the decimal value (service.stats.rounded)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from jinja2 import Environment, FileSystemLoader
+
+    from client.baseline import _row
+    from service.lib.formatting import rate
+
+    items = [[Trial(1.0, True)]] * 103 + [[Trial(0.0, False)]] * 57  # 103 / 160 = 0.64375
+    assert _row("all", items, 1)["resolved"] == 0.6438 == rounded(103 / 160, 4)
+    templates = Path(__file__).resolve().parents[2] / "service" / "lib" / "templates"
+    env = Environment(loader=FileSystemLoader(templates), autoescape=True)
+    env.filters["rate"] = rate
+    grade = SimpleNamespace(
+        resolved=False,
+        score=0.0625,
+        components=[
+            SimpleNamespace(name="c", required=True, passed=True, earned=0.125, weight=0.375, detail="", clauses=[])
+        ],
+        clauses=[],
+        grader_version="g",
+    )
+    state = SimpleNamespace(task_id="t", split="dev", seed=0, step_count=1, episode_status="done", run_id=None)
+    step = SimpleNamespace(
+        index=0,
+        action={},
+        observation=SimpleNamespace(history=[], tool_result=None, last_action_error=None),
+        reward=0.125,
+    )
+    ep = SimpleNamespace(episode_id="e", state=state, rewards_hidden=False, ticket_text="", steps=[step], grade=grade)
+    page = env.get_template("episode.html").render(ep=ep)
+    assert '<span id="score">0.063</span>' in page  # "%.3f" printed 0.062
+    assert '<td class="num">0.13</td>' in page and '<td class="num">0.38</td>' in page  # "%.2f": 0.12 and 0.38
