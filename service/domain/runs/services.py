@@ -40,8 +40,8 @@ from typing import Any, cast
 import anyio
 
 from service import env as core
+from service.db import clock, run_store
 from service.db import repository as repo
-from service.db import run_store
 from service.db.engine import Database
 from service.db.models import utcnow
 from service.domain.episodes.schemas import EpisodeResult, wire_observation
@@ -270,7 +270,7 @@ class RunService:
     # -------------------------------------------------------------------------- maintenance
 
     async def expire_idle(self) -> int:
-        expired = await run_store.expire_idle(self.db, utcnow() - self.ttl)
+        expired = await run_store.expire_idle(self.db, clock.cutoff_now() - self.ttl)  # the slowest process's now
         if expired:
             log.info("runs expired count=%d", expired)
         return expired
@@ -308,7 +308,7 @@ class RunService:
         holds without anyone reading the run. Costs nothing while the run or the episode is fresh."""
         if run.status != "active":
             return run.status
-        cutoff = utcnow() - self.ttl
+        cutoff = clock.cutoff_now() - self.ttl
         if run.updated_at >= cutoff or episode_updated_at >= cutoff:
             return "active"
         if await run_store.expire_run(self.db, run.id, cutoff):
@@ -369,8 +369,8 @@ class RunService:
         if (
             active
             and run.status == "active"
-            and run.updated_at < utcnow() - self.ttl
-            and await run_store.expire_run(self.db, run.id, utcnow() - self.ttl)
+            and run.updated_at < clock.cutoff_now() - self.ttl
+            and await run_store.expire_run(self.db, run.id, clock.cutoff_now() - self.ttl)
         ):
             run = replace(run, status="expired")
         if active and run.status != "active":
