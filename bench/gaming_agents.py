@@ -14,13 +14,16 @@ must earn nothing. Every exploit found becomes an agent here, with its bound.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
+from typing import cast
 
+from service.env import PUBLIC, Action, Dataset, Observation, get_task
 from service.env import TICKET_TASKS as TASKS  # the ticket tasks; the store desk's: bench.store_gaming_agents
-from service.env import Action, Dataset, Observation, get_task
 from service.env.agents import HeuristicAgent
 from service.env.models import QUEUES, TAGS
 from service.env.policy import REASONS, evaluate
@@ -55,7 +58,8 @@ def matching_reply(answer: Answer, obs: Observation) -> str:
     """The plain, courteous reply for a constant answer, written without reading the ticket: an approval
     says what is approved, a denial gives the one reason the constant names."""
     oid = order_id(obs)
-    decision, _, reason = answer.partition("/")
+    parts = answer.split("/")  # "decision", "decision/tag" or "reject/tag/reason"
+    decision, reason = parts[0], parts[2] if len(parts) > 2 else ""
     if decision == "approve_refund":
         return (
             f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. "
@@ -171,8 +175,8 @@ class Strategy:
     make: Callable[[str, int], object]  # (task_id, seed) -> agent
     note: str = ""
     # A strategy that reads only part of what an agent sees (the header, the customer's answers): its
-    # resolved rate on every task stays at or below this (None: the bounds of the two kinds above).
-    reads_part: float | None = None
+    # resolved rate stays at or below this, on every task or per task (None: the bounds of the two kinds above).
+    reads_part: float | dict[str, float] | None = None
 
 
 def constant(
@@ -374,6 +378,229 @@ class AnswerOnly(_MaskedHeuristic):
         return super().act(obs)
 
 
+# ------------------------------------------- learned from train labels: the header and the records alone
+
+
+def _days_since_delivery(obs: Observation, order: dict[str, object]) -> int | None:
+    """The record's count, or the difference of the dates a hard ticket shows (one step of arithmetic)."""
+    days = order.get("days_since_delivery")
+    opened = re.search(r"Opened on (\S+)", header_of(obs))
+    delivered = order.get("delivery_date")
+    if days is None and isinstance(delivered, str) and opened:
+        days = (date.fromisoformat(opened.group(1)) - date.fromisoformat(delivered)).days
+    return days if isinstance(days, int) else None
+
+
+def _flatten(prefix: str, value: object, out: dict[str, object]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else k, v, out)
+    elif isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        out[f"{prefix}.count"] = len(value)
+        for i, v in enumerate(value):
+            _flatten(f"{prefix}.{i}", v, out)
+    elif isinstance(value, list):
+        out[prefix] = ",".join(map(str, value))
+    else:
+        out[prefix] = value
+
+
+def header_fields(obs: Observation) -> dict[str, object]:
+    """Every field the ticket's header shows, and what one step of arithmetic makes of them: the subject,
+    images, past returns, tier, each item's name, category, price and quantity, the total, whether it was
+    delivered, the days since delivery (counted from the dates where the header gives dates)."""
+    order, customer = records_from_header(obs)
+    facts = header_of(obs).splitlines()[2]
+    tier = re.search(r"Tier: (\w+)", facts)
+    out: dict[str, object] = {
+        "subject": subject_of(obs),
+        "images_provided": "Images provided: true" in facts,
+        "returns_12m": customer["returns_12m"],
+        "tier": tier.group(1) if tier else None,
+        "total": order["total"],
+        "delivered": order["carrier"]["status"],  # type: ignore[index]
+        "days_since_delivery": _days_since_delivery(obs, order),
+    }
+    items = order["items"]
+    assert isinstance(items, list)
+    out["items.count"] = len(items)
+    for i, item in enumerate(items):
+        for name in ("name", "category", "unit_price", "quantity"):
+            out[f"items.{i}.{name}"] = item[name]
+    return out
+
+
+def record_fields(obs: Observation, order: dict[str, object], customer: dict[str, object]) -> dict[str, object]:
+    """The header's subject and images, every field of the two looked-up records, and the derived ones: the
+    P7 risk flag, the days since delivery, each item's days past its warranty."""
+    facts = header_of(obs).splitlines()[2]
+    out: dict[str, object] = {"subject": subject_of(obs), "images_provided": "Images provided: true" in facts}
+    _flatten("order", order, out)
+    _flatten("customer", customer, out)
+    flags = customer.get("account_flags")
+    returns, chargebacks = customer.get("returns_12m"), customer.get("chargebacks")
+    out["risk.high"] = (isinstance(returns, int) and returns >= 5) or bool(chargebacks) or bool(flags)
+    days = _days_since_delivery(obs, order)
+    out["days_since_delivery"] = days
+    items = order.get("items")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        out[f"order.items.{i}.days_past_warranty"] = None if days is None else days - item["warranty_days"]
+    return out
+
+
+def learned_answer(task_id: str, ticket) -> Answer:
+    """What a learned table predicts: the task's answer, and on resolution a denial's reason too (the reply
+    has to give a true one)."""
+    answer = answer_of(task_id, ticket)
+    if task_id == "workflow-resolution" and answer.startswith("reject/"):
+        return f"{answer}/{evaluate(ticket).reason or 'unverifiable'}"
+    return answer
+
+
+def _numeric(values: list[object]) -> bool:
+    present = [v for v in values if v is not None]
+    return bool(present) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present)
+
+
+Row = tuple[dict[str, object], Answer]
+
+
+def _binner(rows: list[Row], name: str) -> Callable[[dict[str, object]], object]:
+    """A field as a table key: a number with many values is cut once, where one cut fits the rows best."""
+    values = [f.get(name) for f, _ in rows]
+    if not (_numeric(values) and len(set(values)) > 8):
+        return lambda f: str(f.get(name))
+    numbers = sorted((v, a) for v, (_, a) in zip(values, rows, strict=True) if isinstance(v, (int, float)))
+    high = Counter(a for _, a in rows)  # sweep the cut upwards: each row moves from above it to below it once
+    low: Counter = Counter()
+    best: tuple[int, float] | None = None
+    for i, (value, answer) in enumerate(numbers):
+        low[answer] += 1
+        high[answer] -= 1
+        if i + 1 < len(numbers) and numbers[i + 1][0] == value:
+            continue
+        hits = max(low.values()) + max(high.values(), default=0)
+        if best is None or hits > best[0]:
+            best = (hits, value)
+    assert best is not None
+    cut = best[1]
+    return lambda f: isinstance(f.get(name), (int, float)) and f[name] <= cut  # type: ignore[operator]
+
+
+@dataclass
+class FieldTable:
+    """A lookup table from a few fields to the most frequent training answer — what a cheater that reads
+    only those fields would learn from the public train labels. The fields are chosen greedily, one at a
+    time, by two-fold cross-validation on the training pool alone (fit on one half, score the other), until
+    another field does not help, :data:`TABLE_FIELDS` at most; fields with more than a dozen values (ids,
+    names) are left out, since a table on them only memorises."""
+
+    fields: list[str]
+    keys: list[Callable[[dict[str, object]], object]]
+    table: dict[tuple[object, ...], Answer]
+    fallback: Answer
+
+    @classmethod
+    def fit(cls, rows: list[Row], max_fields: int | None = None) -> FieldTable:
+        limit = TABLE_FIELDS if max_fields is None else max_fields
+        halves = (rows[0::2], rows[1::2])
+        names = sorted({k for f, _ in rows for k in f})
+        keys = [{n: _binner(part, n) for n in names} for part in (rows, *halves)]  # each field's key, once
+        names = [n for n in names if len({str(keys[0][n](f)) for f, _ in rows}) <= 12]
+
+        def score(fields: list[str]) -> float:
+            folds = ((1, halves[0], halves[1]), (2, halves[1], halves[0]))
+            return sum(cls._table(a, fields, keys[i]).accuracy(b) for i, a, b in folds) / 2
+
+        chosen: list[str] = []
+        best = -1.0
+        while len(chosen) < limit:
+            candidates = [(score([*chosen, n]), n) for n in names if n not in chosen]
+            if not candidates:
+                break
+            gain, name = max(candidates)
+            if gain <= best:
+                break
+            chosen, best = [*chosen, name], gain
+        return cls._table(rows, chosen, keys[0])
+
+    @classmethod
+    def _table(
+        cls, rows: list[Row], fields: list[str], keys: dict[str, Callable[[dict[str, object]], object]]
+    ) -> FieldTable:
+        chosen = [keys[n] for n in fields]
+        counts: dict[tuple[object, ...], Counter] = {}
+        for f, answer in rows:
+            counts.setdefault(tuple(k(f) for k in chosen), Counter())[answer] += 1
+        fallback = Counter(a for _, a in rows).most_common(1)[0][0]
+        return cls(fields, chosen, {k: c.most_common(1)[0][0] for k, c in counts.items()}, fallback)
+
+    def predict(self, fields: dict[str, object]) -> Answer:
+        return self.table.get(tuple(k(fields) for k in self.keys), self.fallback)
+
+    def accuracy(self, rows: list[Row]) -> float:
+        return sum(self.predict(f) == a for f, a in rows) / len(rows)
+
+
+TABLE_FIELDS = 4  # more fields than this memorise the training pool (its held-out accuracy stops rising)
+
+
+def reader_rows(task_id: str, split: str, dataset: Dataset, lookups: bool) -> list[Row]:
+    """(the fields a header reader — with its lookups — sees, the learned answer) for a task's pool: the
+    first observation of each ticket and, with lookups, the records the lookup tool returns."""
+    from service.env.core import lookup_record, reset
+
+    task = TASKS[task_id]
+    out = []
+    for seed, tid in enumerate(dataset.pool(split, task.family, task.difficulty)):
+        _, obs = reset(task_id, seed, split, dataset)
+        ticket = dataset.ticket(tid)
+        fields = (
+            record_fields(obs, lookup_record(ticket, "order"), lookup_record(ticket, "customer"))
+            if lookups
+            else header_fields(obs)
+        )
+        out.append((fields, learned_answer(task_id, ticket)))
+    return out
+
+
+@dataclass
+class LearnedReader:
+    """Reads the header (and, with ``lookups``, looks up the order and the customer), never the message,
+    and gives the answer its learned table predicts with the workflow that goes with it."""
+
+    task_id: str
+    table: FieldTable
+    lookups: bool
+    order: dict[str, object] | None = None
+    plan: Scripted | None = None
+
+    def act(self, obs: Observation) -> Action:
+        if self.plan is None and self.lookups:
+            if self.order is None and obs.tool_result is None:
+                return Action(lookup="order")
+            if self.order is None:
+                self.order = cast(dict[str, object], obs.tool_result)
+                return Action(lookup="customer")
+            fields = record_fields(obs, self.order, cast(dict[str, object], obs.tool_result))
+        elif self.plan is None:
+            fields = header_fields(obs)
+        if self.plan is None:
+            answer = self.table.predict(fields)
+            self.plan = Scripted(lambda o: answer_script(self.task_id, answer, o))
+        return self.plan.act(obs)
+
+
+def learned_readers(tables: dict[str, FieldTable], lookups: bool) -> Callable[[str, int], object]:
+    return lambda task_id, seed: LearnedReader(task_id, tables[task_id], lookups)
+
+
+@functools.cache
+def public_readers(lookups: bool) -> dict[str, FieldTable]:
+    """Each ticket task's table, learned on its public train pool (fitted once per process)."""
+    return {t: FieldTable.fit(reader_rows(t, "train", PUBLIC, lookups)) for t in TASKS}
+
+
 # ------------------------------------------------------------------ learned from train labels
 
 
@@ -535,6 +762,20 @@ def strategies(train: dict[str, list[tuple[int, str, Answer]]], dataset: Dataset
             HEADER_LOOKUPS_RESOLVED,
         ),
         Strategy(
+            "header only, a table learned on train (up to 4 fields)",
+            False,
+            learned_readers(public_readers(lookups=False), lookups=False),
+            "",
+            LEARNED_HEADER_ONLY_RESOLVED,
+        ),
+        Strategy(
+            "header + lookups, a table learned on train (up to 4 fields)",
+            False,
+            learned_readers(public_readers(lookups=True), lookups=True),
+            "",
+            LEARNED_HEADER_LOOKUPS_RESOLVED,
+        ),
+        Strategy(
             "answer only (catch-all question, the heuristic's rules on the answer)",
             False,
             _agent(AnswerOnly),
@@ -597,12 +838,35 @@ GUESS_MEAN = 0.55
 HEADER_ONLY_RESOLVED = 0.40
 HEADER_LOOKUPS_RESOLVED = 0.50
 ANSWER_ONLY_RESOLVED = GUESS_RESOLVED
+# Learned from the train labels (FieldTable), reading only the header — or the header and the two records —
+# and never the message: the audit's two-field table resolved 0.66 of routing on dev and 0.63 of two secret
+# test splits, decision-easy 0.45-0.49. Caps at what the suite measures (the most of dev and a fresh-key test
+# split, rounded up to the next 0.05): routing is largely a records task (a fraud flag, a second charge, an
+# item out of stock and a large amount name its queue), and the README says what these reach.
+LEARNED_HEADER_ONLY_RESOLVED = {
+    "decision-easy": 0.40,  # measured: 0.36 dev, 0.27 test
+    "decision-medium": 0.45,  # 0.30, 0.40
+    "decision-hard": 0.40,  # 0.39, 0.30
+    "workflow-triage": 0.50,  # 0.49, 0.45
+    "workflow-routing": 0.55,  # 0.52, 0.49
+    "workflow-resolution": 0.25,  # 0.24, 0.23
+}
+LEARNED_HEADER_LOOKUPS_RESOLVED = {
+    "decision-easy": 0.60,  # 0.58, 0.51
+    "decision-medium": 0.45,  # 0.42, 0.37
+    "decision-hard": 0.50,  # 0.35, 0.49
+    "workflow-triage": 0.55,  # 0.52, 0.52
+    "workflow-routing": 0.85,  # 0.84, 0.82
+    "workflow-resolution": 0.50,  # 0.46, 0.35
+}
 
 
-def bounds(strategy: Strategy) -> tuple[float, float]:
+def bounds(strategy: Strategy, task_id: str) -> tuple[float, float]:
     """A strategy that answers nothing earns nothing; one that guesses earns at most what a balanced
     pool gives a constant: absolute caps, not a bound computed from the strategies themselves. One that
-    reads part of the ticket stays under its own cap."""
+    reads part of the ticket stays under its own cap (on every task, or the task's)."""
+    if isinstance(strategy.reads_part, dict):
+        return strategy.reads_part[task_id], 1.0
     if strategy.reads_part is not None:
         return strategy.reads_part, 1.0
     if not strategy.guesses:

@@ -68,12 +68,12 @@ def _row(scope: str, values: list[list[stats.Trial]], trials: int) -> dict[str, 
     return {
         "scope": scope,
         "tickets": len(values),
-        "resolved": round(stats.mean_of_items(resolved), 4),
-        "resolved_ci95": [round(x, 4) for x in stats.bootstrap_ci(resolved)],
-        "mean": round(stats.mean_of_items(scores), 4),
-        "ci95": [round(x, 4) for x in stats.bootstrap_ci(scores)],
+        "resolved": stats.rounded(stats.mean_of_items(resolved), 4),  # the service's one rounding rule
+        "resolved_ci95": [stats.rounded(x, 4) for x in stats.bootstrap_ci(resolved)],
+        "mean": stats.rounded(stats.mean_of_items(scores), 4),
+        "ci95": [stats.rounded(x, 4) for x in stats.bootstrap_ci(scores)],
         "pass_hat_k": {
-            str(k): round(stats.pass_hat_k([[t.resolved for t in v] for v in values], k), 4)
+            str(k): stats.rounded(stats.pass_hat_k([[t.resolved for t in v] for v in values], k), 4)
             for k in range(1, trials + 1)
         },
     }

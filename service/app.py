@@ -102,6 +102,7 @@ class Services:
             ttl_s=settings.run_ttl_s,
             quota=settings.test_run_quota,
             quota_period_s=settings.test_run_quota_period_s,
+            budget=settings.test_run_budget,
         )
         episodes = EpisodeService(
             database, default_split=settings.default_split, runs=runs, default_tasks=settings.default_tasks

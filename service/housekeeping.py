@@ -8,6 +8,7 @@ transaction), so several workers only share the work. What is deleted and when:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -17,7 +18,6 @@ from service import env as core
 from service.db import clock, mcp_store, retention
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
-from service.db.models import utcnow
 from service.domain.runs.services import RunService
 from service.settings import Settings
 
@@ -29,9 +29,13 @@ PUBLIC_SPLITS = tuple(split for split in get_args(core.Split) if split != core.H
 async def retention_pass(
     db: Database, runs: RunService, settings: Settings, now: datetime | None = None
 ) -> retention.Purged:
-    """Expire idle runs, then delete what is past its retention age and MCP sessions unused past
-    ``mcp_session_idle_s``; returns what was deleted."""
-    now = now or utcnow()
+    """Write this process's clock and learn how far it runs ahead of the slowest live process's
+    (:func:`service.db.retention.align`); expire idle runs, then delete what is past its retention age and
+    MCP sessions unused past ``mcp_session_idle_s``, every age measured against the slowest clock; returns
+    what was deleted."""
+    if now is None:
+        await retention.align(db, clock.PROCESS_CLOCK, settings.retention_interval_s)
+        now = clock.cutoff_now()
     await runs.expire_idle()  # a run idle past its TTL becomes expired (and, later, purgeable)
     sessions = await mcp_store.purge_idle(db, now - timedelta(seconds=settings.mcp_session_idle_s))
     finished = settings.retain_finished_episodes_s
@@ -50,6 +54,18 @@ async def retention_loop(db: Database, runs: RunService, settings: Settings) -> 
     """Run :func:`retention_pass` every ``retention_interval_s`` until cancelled; never dies of a failure.
     After each pass, says once if the wall clock has jumped away from the clock ages are counted by."""
     warned = False
+    try:  # at once: a process started after a wall-clock jump learns how far ahead it runs before it ages anything
+        await retention.align(db, clock.PROCESS_CLOCK, settings.retention_interval_s)
+    except DatabaseFault as exc:
+        log.warning("could not write this process's clock yet: %s", exc.reason)
+    try:
+        await _passes(db, runs, settings, warned)
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(retention.leave(db, clock.PROCESS_CLOCK))
+
+
+async def _passes(db: Database, runs: RunService, settings: Settings, warned: bool) -> None:
     while True:
         await asyncio.sleep(settings.retention_interval_s)
         try:

@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from math import comb
+from statistics import NormalDist
 from typing import Any, NamedTuple
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -26,10 +27,15 @@ Z95 = 1.959964  # the two-sided 95% normal quantile
 SUMMARY_DECIMALS = 4  # every rate of a summary
 PUBLISHED_DECIMALS = 2  # a test release is published at this precision (the Ladder's margin)
 LADDER_MARGIN = 0.01  # a test score is released only when it beats the submitter's best by this much
-# Each test run's score gets one Laplace draw of this scale before the Ladder looks at it (see ladder()):
-# one ticket moves a 400-ticket score by 0.0025, so a release is 0.25-differentially private in every
-# ticket — no set of releases pins a ticket's answer down, as exact per-task counts did (issue #21.2).
-LADDER_NOISE_SCALE = 0.01
+# What one submitter key can ever learn about any one test ticket (issue #21.2, the repeated probe): every
+# test run's score gets one Gaussian draw before the Ladder looks at it, and a key completes at most
+# TEST_RUN_BUDGET test runs under one test key, ever. A run's output is then the Gaussian mechanism on a
+# score that one ticket moves by 1/items, and TEST_RUN_BUDGET of them compose to μ-Gaussian differential
+# privacy (Dong, Roth & Su 2019, "Gaussian Differential Privacy") with μ = √budget / (items · sd) — the noise
+# is sized so that μ = LADDER_PRIVACY_MU whatever the budget: any guess of one ticket's answer from everything
+# a key can be shown is right at most Φ(μ/2) = 0.520 of the time at even odds (chance: 0.5).
+TEST_RUN_BUDGET = 3  # test runs per submitter key per test key, ever (TEST_RUN_BUDGET overrides it)
+LADDER_PRIVACY_MU = 0.1
 
 
 def rounded(value: float, decimals: int) -> float:
@@ -187,12 +193,27 @@ def tie_ranks(separated_next: Sequence[bool]) -> list[int]:
     return ranks
 
 
-def ladder_noise(key: bytes, run_id: str, scale: float = LADDER_NOISE_SCALE) -> float:
-    """The run's Laplace draw: fixed by the deployment's key and the run id (a re-summary after a crash
-    releases the same value), unpredictable without the key."""
+def ladder_noise_sd(budget: int, items: int, mu: float = LADDER_PRIVACY_MU) -> float:
+    """The standard deviation of each test run's Gaussian draw that makes ``budget`` runs over ``items``
+    tickets μ-GDP in every ticket: one ticket moves a score by 1/items, and k draws of this sd compose to
+    μ = √k / (items · sd)."""
+    if budget < 1 or items < 1:
+        raise ValueError("a noise level needs a budget of at least one run and at least one ticket")
+    return math.sqrt(budget) / (items * mu)
+
+
+def ticket_guess_bound(mu: float = LADDER_PRIVACY_MU) -> float:
+    """The best accuracy any guess of one ticket's binary answer can have at even odds, from everything
+    a μ-GDP mechanism published: Φ(μ/2) (the two hypotheses are at best two unit Gaussians μ apart)."""
+    return NormalDist().cdf(mu / 2)
+
+
+def ladder_noise(key: bytes, run_id: str, sd: float) -> float:
+    """The run's Gaussian draw of standard deviation ``sd``: fixed by the deployment's key and the run id
+    (a re-summary after a crash releases the same value), unpredictable without the key."""
     digest = hmac.new(key, b"ladder-noise\x00" + run_id.encode(), hashlib.sha256).digest()
-    u = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64 - 0.5  # uniform on (-1/2, 1/2), never 0 or ±1/2
-    return -scale * math.copysign(1.0, u) * math.log(1 - 2 * abs(u))
+    u = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64  # uniform on (0, 1), never 0 or 1
+    return sd * NormalDist().inv_cdf(u)
 
 
 def ladder(score: float, best: float | None, noise: float = 0.0, margin: float = LADDER_MARGIN) -> float | None:
@@ -201,10 +222,10 @@ def ladder(score: float, best: float | None, noise: float = 0.0, margin: float =
     is released — rounded half up to the margin — only when it beats their best released score by at
     least ``margin``; otherwise nothing new is released (returns None) and their best stands.
 
-    Everything a run publishes is a function of ``score + noise`` alone, so each release is
-    ε-differentially private in every ticket (ε = one ticket's weight / the noise scale): exact scores
-    let a submitter who knows most answers place a run's count on a rounding edge and read one ticket
-    per release; noisy ones do not."""
+    Everything a run publishes is a function of ``score + noise`` and of earlier releases alone, so a
+    key's runs compose as Gaussian mechanisms (:data:`LADDER_PRIVACY_MU`): exact scores let a submitter
+    who knows most answers place a run's count on a rounding edge and read one ticket per release; noisy
+    ones, within the key's budget of runs, do not."""
     noisy = min(1.0, max(0.0, score + noise))
     if best is not None and noisy < best + margin:
         return None
@@ -212,26 +233,26 @@ def ladder(score: float, best: float | None, noise: float = 0.0, margin: float =
     return float((Decimal(repr(noisy)) / step).quantize(Decimal(1), rounding=ROUND_HALF_UP) * step)
 
 
-def released_ci(released: float, items: int, noise_scale: float = LADDER_NOISE_SCALE) -> list[float]:
+def released_ci(released: float, items: int, noise_sd: float) -> list[float]:
     """A 95% interval for a run's true resolved rate from its released value alone: Wilson's interval
-    for ``items`` tickets, widened by the release's noise (Laplace: variance 2b²) and rounding."""
+    for ``items`` tickets, widened by the release's Gaussian draw (sd ``noise_sd``) and the rounding."""
     p, n = released, items
     centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
     half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    half = math.sqrt(half**2 + (Z95**2) * 2 * noise_scale**2) + LADDER_MARGIN / 2
+    half = math.sqrt(half**2 + (Z95 * noise_sd) ** 2) + LADDER_MARGIN / 2
     return [rounded(max(0.0, centre - half), PUBLISHED_DECIMALS), rounded(min(1.0, centre + half), PUBLISHED_DECIMALS)]
 
 
-def published_release(released: float, items: int, episodes: int, errors: int) -> dict[str, Any]:
+def published_release(released: float, items: int, episodes: int, errors: int, noise_sd: float) -> dict[str, Any]:
     """What a test run publishes once the Ladder released it: the released value, an interval computed
     from it and the run's size, and what the submitter's agent did anyway (episodes, step-limit errors).
     No per-task, per-family or per-difficulty rate, no mean score, no pass^k: each is one more number
     per release, and exact per-task counts gave each ticket's label away (issue #21.2)."""
     return {
         "resolved": released,
-        "resolved_ci95": released_ci(released, items),
+        "resolved_ci95": released_ci(released, items, noise_sd),
         "items": items,
         "episodes": episodes,
         "errors": errors,
-        "noise_scale": LADDER_NOISE_SCALE,
+        "noise_scale": rounded(noise_sd, SUMMARY_DECIMALS),
     }

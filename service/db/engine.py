@@ -303,8 +303,9 @@ class Database:
 async def _pg_transaction(open_conn: Callable[[], Any], job: Callable[[Any], T], commit: bool) -> T:
     """``job`` in one transaction on a new connection; committed if ``commit`` (else rolled back on close).
 
-    A COMMIT that fails without the server's answer (timeout, connection lost) may have committed:
-    :class:`DatabaseOutcomeUnknown`. One the server refused (an SQLSTATE) did not."""
+    A COMMIT that fails without the server's answer (timeout, connection lost — the driver's own class 08
+    SQLSTATE, e.g. a server that PANICked on a full WAL disk, maybe after this commit's record was flushed)
+    may have committed: :class:`DatabaseOutcomeUnknown`. One the server refused (its SQLSTATE) did not."""
     async with open_conn() as conn:
         if commit:
             await conn.begin()  # explicit: a job may run prepared statements on the DB-API cursor (no autobegin)
@@ -314,7 +315,8 @@ async def _pg_transaction(open_conn: Callable[[], Any], job: Callable[[Any], T],
                 await conn.commit()
             except Exception as exc:
                 fault = fault_from(exc)
-                if fault is None or sqlstate(exc) is not None:
+                state = sqlstate(exc)
+                if fault is None or (state is not None and not state.startswith("08")):
                     raise
                 raise DatabaseOutcomeUnknown(f"the COMMIT was not confirmed: {fault.reason}") from exc
         return result

@@ -254,6 +254,16 @@ class McpSessionRow(Base):
     used_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class ProcessClockRow(Base):
+    """Each serving process's clock as it last read it (service.db.retention.align): ages are measured
+    against the slowest live process's, so one started after a wall-clock jump ages nothing early."""
+
+    __tablename__ = "process_clocks"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    clock_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 # A declarative class's __table__ is typed as the FromClause it may be; these are all plain Tables.
 episodes = cast(Table, EpisodeRow.__table__)
 mcp_sessions = cast(Table, McpSessionRow.__table__)
@@ -263,3 +273,4 @@ deployment_secrets = cast(Table, DeploymentSecretRow.__table__)
 agent_names = cast(Table, AgentNameRow.__table__)
 transitions = cast(Table, TransitionRow.__table__)
 grades = cast(Table, GradeRow.__table__)
+process_clocks = cast(Table, ProcessClockRow.__table__)

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, exists, select
+from sqlalchemy import Select, and_, delete, exists, insert, select, update
 from sqlalchemy.engine import Connection
 
 from service.db import names
+from service.db.clock import SteadyClock
 from service.db.engine import Database
-from service.db.models import episodes, grades, runs, transitions
+from service.db.models import episodes, grades, process_clocks, runs, transitions
 
 BATCH = 500
 
@@ -174,6 +175,52 @@ async def purge(
         n_ranked, more = await _purge_ranked(db, ranked_keep, finished_before, ranked_splits, max_batches)
         n_run_episodes += more
     return Purged(unfinished, finished, n_runs, n_run_episodes, n_unranked, n_ranked)
+
+
+PEER_GONE_PASSES = 3  # a process whose clock has not moved for this many retention intervals has stopped
+
+
+async def align(db: Database, clock: SteadyClock, interval_s: float) -> float:
+    """Write ``clock``'s reading as its process's heartbeat, read every other process's, and set
+    ``clock.lag`` to how far ``clock`` runs ahead of the slowest live one (0 if none is slower); returns it.
+
+    A peer's reading ``at``, first seen when this clock's monotonic time was ``m0``, says the peer's clock is
+    at least ``at + (monotonic − m0)`` by now if it is alive — so the lag counted is never more than the
+    peer's true lag (and never less than it by more than the time since the peer's last beat). A reading that
+    has not changed for :data:`PEER_GONE_PASSES` intervals is a stopped process's: its row is deleted, and it
+    no longer holds anything back (a live process writes its row again at its next pass)."""
+    now, mono = clock.now(), clock.monotonic()
+
+    def beat(conn: Connection) -> list[tuple[str, datetime]]:
+        if conn.execute(update(process_clocks).where(process_clocks.c.id == clock.id).values(clock_at=now)).rowcount:
+            pass
+        else:
+            conn.execute(insert(process_clocks).values(id=clock.id, clock_at=now))
+        rows = conn.execute(
+            select(process_clocks.c.id, process_clocks.c.clock_at).where(process_clocks.c.id != clock.id)
+        )
+        return [(r.id, r.clock_at) for r in rows]
+
+    lag, gone = 0.0, []
+    for peer, at in await db.write(beat):
+        seen = clock.peers.get(peer)
+        if seen is None or seen[0] != at:
+            clock.peers[peer] = seen = (at, mono)
+        elif mono - seen[1] >= PEER_GONE_PASSES * interval_s:
+            gone.append(peer)
+            continue
+        lag = max(lag, (now - at).total_seconds() - (mono - seen[1]))
+    if gone:
+        await db.write(lambda conn: conn.execute(delete(process_clocks).where(process_clocks.c.id.in_(gone))))
+        for peer in gone:
+            clock.peers.pop(peer, None)
+    clock.lag = lag
+    return lag
+
+
+async def leave(db: Database, clock: SteadyClock) -> None:
+    """At a clean stop: this process no longer holds anyone's ages back."""
+    await db.write(lambda conn: conn.execute(delete(process_clocks).where(process_clocks.c.id == clock.id)))
 
 
 def describe(purged: Purged) -> dict[str, Any]:

@@ -125,6 +125,14 @@ class QuotaExceeded(Exception):
         self.used, self.retry_at = used, retry_at
 
 
+class BudgetSpent(Exception):
+    """The submitter has created its lifetime budget of test runs under this test key."""
+
+    def __init__(self, used: int) -> None:
+        super().__init__(f"{used} test runs under this test key")
+        self.used = used
+
+
 class SubmitterExists(Exception):
     pass
 
@@ -160,11 +168,15 @@ def _columns(record: type) -> list[Any]:
     return [runs.c[name] for name in record.__dataclass_fields__]  # type: ignore[attr-defined]
 
 
-async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **values: Any) -> RunRecord:
+async def insert_run(
+    db: Database, quota: tuple[int, datetime] | None = None, budget: int | None = None, **values: Any
+) -> RunRecord:
     """Store a new run. With ``quota = (limit, since)`` and a ``submitter``, refuse (QuotaExceeded)
     when that submitter already created ``limit`` runs of this run's split (the test split: only test
-    runs carry a quota) since ``since`` — counted and inserted in one transaction, with the
-    submitter's row locked on PostgreSQL, so racing requests cannot both pass."""
+    runs carry a quota) since ``since``; with ``budget``, refuse (BudgetSpent) when it has ``budget`` runs
+    under this run's test key (``key_fingerprint``) that are active or complete — ever: a run that expired
+    released nothing and is not counted. Counted and inserted in one transaction, with the submitter's row
+    locked on PostgreSQL, so racing requests cannot both pass."""
     now = utcnow()
     values = {
         "next_index": 0,
@@ -198,6 +210,19 @@ async def insert_run(db: Database, quota: tuple[int, datetime] | None = None, **
             ).one()
             if recent[0] >= limit:
                 raise QuotaExceeded(recent[0], _aware(recent[1]))
+        if budget is not None:
+            if quota is None:
+                conn.execute(select(submitters.c.id).where(submitters.c.name == values["submitter"]).with_for_update())
+            spent = conn.execute(
+                select(func.count()).where(
+                    runs.c.submitter == values["submitter"],
+                    runs.c.split == values["split"],
+                    runs.c.key_fingerprint == values["key_fingerprint"],
+                    runs.c.status != "expired",
+                )
+            ).scalar_one()
+            if spent >= budget:
+                raise BudgetSpent(spent)
         _claim_agent_name(conn, values["agent"], values["submitter"], now)
         conn.execute(insert(runs).values(**values))
 

@@ -31,7 +31,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from service.lib.limits import normalised_address
-from service.settings import Settings
+from service.lib.security_headers import security_headers
+from service.settings import DEFAULT_FRAME_ANCESTORS, Settings
 
 log = logging.getLogger("service.connections")
 
@@ -45,14 +46,21 @@ def _plain_answer(status: str, text: str, *headers: str) -> bytes:
     return ("\r\n".join([*head, f"content-length: {len(body)}", "", ""])).encode() + body
 
 
-_REQUEST_TIMEOUT = _plain_answer(
-    "408 Request Timeout", "the request did not arrive whole in time (CONNECTION_REQUEST_TIMEOUT_S); send it again"
-)
-_TOO_MANY = _plain_answer(
-    "503 Service Unavailable",
-    "this client address holds too many open connections (MAX_CONNECTIONS_PER_CLIENT); close some and retry",
-    "retry-after: 5",
-)
+def _request_timeout_answer(*headers: str) -> bytes:
+    return _plain_answer(
+        "408 Request Timeout",
+        "the request did not arrive whole in time (CONNECTION_REQUEST_TIMEOUT_S); send it again",
+        *headers,
+    )
+
+
+def _too_many_answer(*headers: str) -> bytes:
+    return _plain_answer(
+        "503 Service Unavailable",
+        "this client address holds too many open connections (MAX_CONNECTIONS_PER_CLIENT); close some and retry",
+        "retry-after: 5",
+        *headers,
+    )
 
 
 def _peer_key(peer: Any) -> str:
@@ -70,6 +78,14 @@ class ConnectionGuard:
         self.open: dict[str, int] = {}
         self.refused = 0  # connections refused past the cap (diagnostics, tests)
         self.timed_out = 0  # connections closed for a request that did not arrive in time
+        self.answers_for(DEFAULT_FRAME_ANCESTORS)
+
+    def answers_for(self, frame_ancestors: str) -> None:
+        """The guard's own answers (written before any request reaches the app, so no ``before_send`` adds
+        anything) carry the security headers every other response does."""
+        headers = [f"{name.lower()}: {value}" for name, value in security_headers(frame_ancestors)]
+        self.request_timeout_answer = _request_timeout_answer(*headers)
+        self.too_many_answer = _too_many_answer(*headers)
 
     def admit(self, address: str) -> bool:
         held = self.open.get(address, 0)
@@ -96,6 +112,7 @@ def configure(settings: Settings) -> ConnectionGuard:
     GUARD.request_timeout_s = settings.connection_request_timeout_s
     GUARD.per_client = 0 if settings.trusted_proxy_hops else settings.max_connections_per_client
     GUARD.exempt = settings.exempt_addresses
+    GUARD.answers_for(settings.frame_ancestors)
     return GUARD
 
 
@@ -109,7 +126,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         address = _peer_key(self.client)
         if not GUARD.admit(address):
-            transport.write(_TOO_MANY)
+            transport.write(GUARD.too_many_answer)
             transport.close()
             return
         self._address = address
@@ -130,7 +147,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         GUARD.timed_out += 1
-        self.transport.write(_REQUEST_TIMEOUT)
+        self.transport.write(GUARD.request_timeout_answer)
         self.transport.close()
 
     def _let_go(self) -> None:
@@ -168,7 +185,7 @@ class GuardedWebSocketProtocol(WebSocketsSansIOProtocol):
         super().connection_made(transport)
         address = _peer_key(self.client)
         if not GUARD.admit(address):
-            transport.write(_TOO_MANY)
+            transport.write(GUARD.too_many_answer)
             transport.close()
             return
         self._address = address

@@ -308,6 +308,14 @@ class QuotaExceeded(Problem):
         self.headers = {"Retry-After": str(retry_after_s)}
 
 
+class TestRunBudgetSpent(Problem):
+    """A submitter key has completed (or holds open) its lifetime budget of test runs under this test key."""
+
+    status = 403
+    slug = "test-run-budget-spent"
+    title = "No test runs left under this test key"
+
+
 def bearer(request: Request[Any, Any, Any]) -> str | None:
     """The run token from ``Authorization: Bearer …`` (None when absent)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")

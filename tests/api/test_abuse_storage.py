@@ -10,6 +10,7 @@ from dataclasses import replace
 from litestar.testing import AsyncTestClient, TestClient
 
 from service.app import create_app
+from service.db.names import name_key
 from service.settings import Settings
 from tests.api.test_api_http import assert_problem
 from tests.api.test_runs import ALICE_KEY, auth
@@ -134,4 +135,5 @@ def test_revision_0007_rekeys_bound_agent_names_after_nfkc(tmp_path) -> None:
             rows = dict(conn.execute(text("SELECT name_key, submitter FROM agent_names")).all())
     finally:
         engine.dispose()
-    assert rows == {"acme": "alice", "beta": "bob"}  # the older binding wins; its look-alike is dropped
+    # the older binding wins; its look-alike is dropped (keys are Unicode skeletons since 0010)
+    assert rows == {name_key("acme"): "alice", name_key("beta"): "bob"}

@@ -94,3 +94,39 @@ async def test_framing_is_allowed_for_the_hugging_face_origins_only(settings) ->
     for bad in ("https://a.example; script-src *", "javascript:alert(1)", "https://a.example,https://b.example"):
         with pytest.raises(ValueError, match="FRAME_ANCESTORS"):
             Settings.from_env({"FRAME_ANCESTORS": bad})
+
+
+async def test_a_500_carries_the_security_headers(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An unexpected error in a handler is answered 500 by the framework's last resort: it is a response too."""
+    from service.app import create_app
+    from service.domain.runs.services import RunService
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(RunService, "leaderboard_page", broken)
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        resp = await client.get("/leaderboard")
+    assert resp.status_code == 500
+    assert [h for h in SECURITY if h not in resp.headers] == []
+    assert "a bug" not in resp.text  # and it says nothing of the error
+
+
+def test_the_connection_guards_own_answers_carry_the_security_headers(settings) -> None:  # type: ignore[no-untyped-def]
+    """The 408 (a request that did not arrive whole in time) and the 503 (too many connections from one
+    address) are written by the connection guard before any request reaches the app — no ``before_send``
+    runs — so it writes the headers itself, with the deployment's FRAME_ANCESTORS."""
+    from dataclasses import replace
+
+    from service.lib import connections
+
+    for ancestors in (settings.frame_ancestors, "'none'"):
+        guard = connections.configure(replace(settings, frame_ancestors=ancestors))
+        for answer in (guard.request_timeout_answer, guard.too_many_answer):
+            head = answer.split(b"\r\n\r\n", 1)[0].decode()
+            lines = dict(line.split(": ", 1) for line in head.splitlines()[1:])
+            assert lines["content-security-policy"] == content_security_policy(ancestors), head
+            assert lines["x-content-type-options"] == "nosniff" and lines["referrer-policy"] == "no-referrer"
+            assert ("x-frame-options" in lines) == (ancestors == "'none'")
+            assert int(lines["content-length"]) == len(answer.split(b"\r\n\r\n", 1)[1])
+    connections.configure(settings)

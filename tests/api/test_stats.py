@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.stats import (
-    LADDER_NOISE_SCALE,
     Trial,
     bootstrap_ci,
     ladder,
@@ -111,14 +110,16 @@ def test_one_rounding_rule_half_up_everywhere() -> None:
     assert summarize({("t", 0): [Trial(1.0, True)], ("t", 1): [Trial(0.0, False)]}, 1)["resolved"] == 0.5
 
 
-def test_ladder_noise_is_keyed_laplace_noise() -> None:
+def test_ladder_noise_is_keyed_gaussian_noise() -> None:
     """Each run's draw is fixed by the deployment's key and the run id (a crash and a re-summary give the
-    same release), unknown without the key, Laplace with the scale the Ladder states."""
-    draws = [ladder_noise(b"key", f"run_{i:04x}") for i in range(4000)]
-    assert ladder_noise(b"key", "run_0001") == draws[1] and ladder_noise(b"other", "run_0001") != draws[1]
-    assert abs(sum(draws) / len(draws)) < 0.0015
-    assert sum(abs(d) for d in draws) / len(draws) == pytest.approx(LADDER_NOISE_SCALE, rel=0.08)  # E|z| = b
-    assert max(draws) > 3 * LADDER_NOISE_SCALE and min(draws) < -3 * LADDER_NOISE_SCALE  # unbounded tails
+    same release), unknown without the key, Gaussian with the standard deviation it is given."""
+    sd = 0.03
+    draws = [ladder_noise(b"key", f"run_{i:04x}", sd) for i in range(4000)]
+    assert ladder_noise(b"key", "run_0001", sd) == draws[1] and ladder_noise(b"other", "run_0001", sd) != draws[1]
+    assert abs(sum(draws) / len(draws)) < 3 * sd / 4000**0.5
+    assert (sum(d * d for d in draws) / len(draws)) ** 0.5 == pytest.approx(sd, rel=0.05)
+    assert sum(abs(d) > 1.96 * sd for d in draws) / len(draws) == pytest.approx(0.05, abs=0.012)  # its tails
+    assert ladder_noise(b"key", "run_0001", 2 * sd) == 2 * draws[1]
 
 
 def test_the_ladder_decides_on_the_noisy_score() -> None:
@@ -130,11 +131,13 @@ def test_the_ladder_decides_on_the_noisy_score() -> None:
 
 def test_a_test_release_publishes_one_number_and_what_follows_from_it() -> None:
     """Nothing a test run publishes depends on more than its released value and its size."""
-    out = published_release(0.62, items=400, episodes=800, errors=3)
+    out = published_release(0.62, items=400, episodes=800, errors=3, noise_sd=0.03)
     assert set(out) == {"resolved", "resolved_ci95", "items", "episodes", "errors", "noise_scale"}
     lo, hi = out["resolved_ci95"]
     assert lo < 0.62 < hi and rounded(lo, 2) == lo and rounded(hi, 2) == hi
-    assert out == published_release(0.62, items=400, episodes=800, errors=3)
+    assert out == published_release(0.62, items=400, episodes=800, errors=3, noise_sd=0.03)
+    wider = published_release(0.62, items=400, episodes=800, errors=3, noise_sd=0.06)["resolved_ci95"]
+    assert wider[0] < lo and wider[1] > hi  # the interval carries the draw
 
 
 def test_a_paired_comparison_separates_what_overlapping_intervals_cannot() -> None:
@@ -164,3 +167,42 @@ def test_pages_print_numbers_with_the_same_rule() -> None:
 
     assert rate(0.645, 2) == "0.65" == f"{ladder(0.645, None):.2f}"
     assert rate(0.6445) == "0.645" and rate(None) == "–"
+
+
+def test_the_baseline_and_the_episode_page_round_as_the_service_does() -> None:
+    """#21.6 follow-up: ``baseline.py`` rounded with Python's round() (0.64375 → 0.6437: its binary value is
+    below the half) and the episode page with "%.2f" (0.125 → 0.12, half to even): one rule everywhere now,
+    half up on the decimal value (service.stats.rounded)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from jinja2 import Environment, FileSystemLoader
+
+    from client.baseline import _row
+    from service.lib.formatting import rate
+
+    items = [[Trial(1.0, True)]] * 103 + [[Trial(0.0, False)]] * 57  # 103 / 160 = 0.64375
+    assert _row("all", items, 1)["resolved"] == 0.6438 == rounded(103 / 160, 4)
+    templates = Path(__file__).resolve().parents[2] / "service" / "lib" / "templates"
+    env = Environment(loader=FileSystemLoader(templates), autoescape=True)
+    env.filters["rate"] = rate
+    grade = SimpleNamespace(
+        resolved=False,
+        score=0.0625,
+        components=[
+            SimpleNamespace(name="c", required=True, passed=True, earned=0.125, weight=0.375, detail="", clauses=[])
+        ],
+        clauses=[],
+        grader_version="g",
+    )
+    state = SimpleNamespace(task_id="t", split="dev", seed=0, step_count=1, episode_status="done", run_id=None)
+    step = SimpleNamespace(
+        index=0,
+        action={},
+        observation=SimpleNamespace(history=[], tool_result=None, last_action_error=None),
+        reward=0.125,
+    )
+    ep = SimpleNamespace(episode_id="e", state=state, rewards_hidden=False, ticket_text="", steps=[step], grade=grade)
+    page = env.get_template("episode.html").render(ep=ep)
+    assert '<span id="score">0.063</span>' in page  # "%.3f" printed 0.062
+    assert '<td class="num">0.13</td>' in page and '<td class="num">0.38</td>' in page  # "%.2f": 0.12 and 0.38

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from dataclasses import replace
+from datetime import timedelta
 
 import anyio
 import pytest
@@ -25,9 +26,10 @@ from litestar.testing import AsyncTestClient
 from service import env as core
 from service.app import create_app
 from service.db import run_store
-from service.domain.runs.services import RunService
+from service.db.models import utcnow
+from service.domain.runs.services import RunService, hidden_split_items
 from service.settings import Settings
-from service.stats import ladder, ladder_noise
+from service.stats import TEST_RUN_BUDGET, ladder, ladder_noise, ladder_noise_sd
 from tests.api.test_api_http import assert_problem
 from tests.api.test_runs import ALICE_KEY, auth, close_at_once, create_run, play_run
 from tests.env.oracles import OracleAgent
@@ -216,6 +218,40 @@ async def test_the_ladder_releases_by_completion_order_whatever_process_died(
     assert run_a is not None and run_b is not None and run_a.finished_at <= run_b.finished_at
     assert run_a.summary is not None and run_b.summary is not None
     key = core.derive_test_key(KEY_A)
-    expected_a = ladder(run_a.summary["resolved"], None, ladder_noise(key, run_a.id))
-    expected_b = ladder(run_b.summary["resolved"], expected_a, ladder_noise(key, run_b.id))
+    sd = run_a.summary["noise_sd"]
+    assert sd == run_b.summary["noise_sd"] == ladder_noise_sd(TEST_RUN_BUDGET, hidden_split_items())
+    expected_a = ladder(run_a.summary["resolved"], None, ladder_noise(key, run_a.id, sd))
+    expected_b = ladder(run_b.summary["resolved"], expected_a, ladder_noise(key, run_b.id, sd))
     assert (run_a.released, run_b.released) == (expected_a, expected_b)
+
+
+# ---------------------------------------------------------------------- a key's lifetime budget
+
+
+async def test_a_key_completes_at_most_its_budget_of_test_runs_under_one_test_key_ever(settings: Settings) -> None:
+    """#21.2, the repeated probe: before, the quota renewed every 24 h with no lifetime cap, and one key
+    probing the same ticket in every run read it (0.77 after 49 runs). Now a key's test runs under one test
+    key are capped for good — the daily quota has room (10 a day) and the period long past changes nothing;
+    an unfinished run that expired released nothing and does not count; a new test key starts afresh."""
+    s = replace(keyed(settings, KEY_A), test_run_quota_period_s=0.001)  # the daily quota never binds
+    async with AsyncTestClient(app=create_app(s)) as client:
+        runs = [await create_run(client, ALICE_KEY, split="test", agent=f"probe-{i}") for i in range(TEST_RUN_BUDGET)]
+        refused = await client.post("/runs", json={"agent": "probe-x", "split": "test"}, headers=auth(ALICE_KEY))
+        problem = assert_problem(refused, 403, "for good")
+        assert problem["type"].endswith("test-run-budget-spent") and problem["budget"] == TEST_RUN_BUDGET
+        assert "retry-after" not in refused.headers
+        assert (await client.post("/runs", json={"agent": "dev", "split": "dev"}, headers=auth(ALICE_KEY))).is_success
+        view = (await client.get(f"/runs/{runs[0]['run_id']}")).json()
+        assert view["ladder"]["test_run_budget"] == TEST_RUN_BUDGET
+    db = s.database()
+    try:  # one run idles out unfinished: it released nothing, so its place comes back
+        assert await run_store.expire_run(db, runs[0]["run_id"], utcnow() + timedelta(hours=1))
+    finally:
+        await db.dispose()
+    async with AsyncTestClient(app=create_app(s)) as client:
+        await create_run(client, ALICE_KEY, split="test", agent="probe-again")
+        assert_problem(
+            await client.post("/runs", json={"agent": "probe-y", "split": "test"}, headers=auth(ALICE_KEY)), 403
+        )
+    async with AsyncTestClient(app=create_app(replace(s, test_split_key=KEY_B))) as client:
+        assert (await create_run(client, ALICE_KEY, split="test", agent="new-key"))["test_key_fingerprint"]

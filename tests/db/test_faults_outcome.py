@@ -293,3 +293,53 @@ def test_the_steady_clock_ignores_wall_clock_jumps_and_says_how_far_they_went() 
     wall[0] += 10 + 25 * 3600  # 10 s pass, and the wall clock jumps 25 h ahead
     assert steady.now() - start == timedelta(seconds=10)
     assert round(steady.drift()) == 25 * 3600
+
+
+async def test_a_postgresql_full_disk_at_commit_is_outcome_unknown_not_507() -> None:
+    """The one exception to "a full disk is 507": a COMMIT answered by a dropped connection and the OS's ENOSPC
+    text, no SQLSTATE. The server PANICs when *any* backend cannot write WAL, so this COMMIT's record may
+    have been flushed before it did — the step may be stored. Saying 507 ("not stored, retry later") would be
+    a guess; the answer is 503 outcome-unknown, which says to check the state or retry with the same
+    request_id (docs/reliability-faults.md). A refusal the server answered (53100) is still 507."""
+    import asyncpg
+
+    from service.db.engine import _pg_transaction
+
+    def dropped() -> Exception:
+        closed = asyncpg.exceptions.ConnectionDoesNotExistError(
+            'connection was closed in the middle of operation: could not write to file "pg_wal/xlogtemp.1": '
+            "No space left on device"
+        )
+        return sa_exc.DBAPIError("COMMIT", {}, closed, connection_invalidated=True)
+
+    class Refused(Exception):
+        sqlstate = "53100"
+
+    class Conn:
+        def __init__(self, commit_error: Exception) -> None:
+            self.commit_error = commit_error
+
+        async def __aenter__(self) -> Conn:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+        async def begin(self) -> None:
+            return None
+
+        async def run_sync(self, job: Any) -> Any:
+            return job(None)
+
+        async def commit(self) -> None:
+            raise self.commit_error
+
+    with pytest.raises(DatabaseOutcomeUnknown):
+        await _pg_transaction(lambda: Conn(dropped()), lambda conn: 1, True)
+    refused = sa_exc.OperationalError("COMMIT", {}, Refused("could not extend file: No space left on device"))
+    with pytest.raises(sa_exc.OperationalError) as raised:
+        await _pg_transaction(lambda: Conn(refused), lambda conn: 1, True)
+    assert classify(raised.value) is DatabaseFull  # the caller turns it into 507
+    assert classify(dropped()) is DatabaseFull  # before the COMMIT (a statement of the job): 507
+    problem = DatabaseOutcomeUnknown("the COMMIT was not confirmed")
+    assert getattr(problem, "status", 503) == 503

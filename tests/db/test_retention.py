@@ -165,3 +165,53 @@ async def test_the_age_scan_of_plain_episodes_is_an_index_search(tmp_path) -> No
     finally:
         await db.dispose()
     assert "ix_episodes_plain_status_updated_at" in text, text
+
+
+# ------------------------------------------------------------------ clocks across processes (issue 21)
+
+
+async def test_a_process_started_after_a_wall_clock_jump_deletes_nothing_another_process_keeps_alive(
+    settings: Settings, monkeypatch
+) -> None:
+    """Each process counts time from the wall clock at its start (service.db.clock). Process A started before
+    a +25 h jump of the wall clock, B after it: B's clock is 25 h ahead of A's, so A's live episodes and run,
+    stamped by A, looked 25 h old to B, and B's retention deleted them (before: 3 of 3) and its run sweep
+    expired the run. Now every process writes its clock into the database at each pass and ages things by the
+    slowest live one's: B deletes and expires nothing A keeps alive — and once A is gone (no heartbeat over
+    three passes) its stamps age as usual."""
+    from service.db import clock
+
+    wall, mono_a, mono_b = [1_800_000_000.0], [0.0], [0.0]
+    a = clock.SteadyClock(wall=lambda: wall[0], monotonic=lambda: mono_a[0])
+    wall[0] += 25 * 3600  # the jump, then B starts
+    b = clock.SteadyClock(wall=lambda: wall[0], monotonic=lambda: mono_b[0])
+    monkeypatch.setattr(clock, "PROCESS_CLOCK", a)
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        ids = [(await client.post("/reset", json={"seed": i})).json()["metadata"]["episode_id"] for i in range(3)]
+        run = await create_run(client, split="dev", limit_per_task=1)
+    db = settings.database()
+    try:
+        await retention_pass(db, RunService(db, ttl_s=settings.run_ttl_s), settings)  # A's pass: its heartbeat
+        monkeypatch.setattr(clock, "PROCESS_CLOCK", b)
+        for _ in range(2):
+            mono_a[0] += settings.retention_interval_s
+            mono_b[0] += settings.retention_interval_s
+            await retention_pass(db, RunService(db, ttl_s=settings.run_ttl_s), settings)  # B's
+            monkeypatch.setattr(clock, "PROCESS_CLOCK", a)
+            await retention_pass(db, RunService(db, ttl_s=settings.run_ttl_s), settings)  # A goes on beating
+            monkeypatch.setattr(clock, "PROCESS_CLOCK", b)
+        await RunService(db, ttl_s=settings.run_ttl_s).sweep()  # B's run sweep
+        left = await db.read(lambda c: list(c.execute(select(ep_table.c.id).where(ep_table.c.id.in_(ids))).scalars()))
+        assert sorted(left) == sorted(ids)
+        status = select(runs_table.c.status).where(runs_table.c.id == run["run_id"])
+        assert await db.read(lambda c: c.execute(status).scalar()) == "active"
+        assert clock.PROCESS_CLOCK is b and b.lag > 24 * 3600
+        # A stops for good: B stops counting it after three of its passes without a beat, and ages by its own clock
+        for _ in range(4):
+            mono_b[0] += settings.retention_interval_s
+            await retention_pass(db, RunService(db, ttl_s=settings.run_ttl_s), settings)
+        assert b.lag == 0.0
+        left = await db.read(lambda c: list(c.execute(select(ep_table.c.id).where(ep_table.c.id.in_(ids))).scalars()))
+        assert left == []  # 25 h old by B's clock: past RETAIN_UNFINISHED_EPISODES_S
+    finally:
+        await db.dispose()

@@ -65,6 +65,15 @@ def fields(ticket: Any) -> dict[str, Any]:
         days = (date.fromisoformat(ticket.opened_on) - date.fromisoformat(ticket.order.delivery_date)).days
     out["days_since_delivery"] = days
     out["days_past_warranty"] = None if days is None else days - claimed["warranty_days"]
+    for i, item in enumerate(order["items"]):  # every item's, not only the claimed one's
+        out[f"order.items.{i}.days_past_warranty"] = None if days is None else days - item["warranty_days"]
+    opened = date.fromisoformat(ticket.opened_on)
+    out["days_since_order"] = (
+        (opened - date.fromisoformat(order["order_date"])).days if order.get("order_date") else None
+    )
+    out["delivered"] = order["carrier"]["status"] == "delivered"
+    out["tier"] = customer["tier"]
+    out["second_claim"] = ticket.claim.second_issue  # a second claim in the message ("and I was charged twice")
     return out
 
 

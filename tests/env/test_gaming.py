@@ -213,7 +213,7 @@ def test_no_constant_answer_beats_the_cap(suite: dict) -> None:
 def test_no_degenerate_strategy_beats_its_bound(suite: dict) -> None:
     over = []
     for (name, task_id), (strategy, (resolved, mean), _ceiling) in suite.items():
-        max_resolved, max_mean = bounds(strategy)
+        max_resolved, max_mean = bounds(strategy, task_id)
         if resolved > max_resolved or mean > max_mean:
             over.append(
                 f"{name} on {task_id}: resolved {resolved:.2f} (bound {max_resolved:.2f}), "
@@ -229,14 +229,46 @@ def test_strategies_that_answer_nothing_earn_nothing(suite: dict) -> None:
 
 
 def test_reference_agents_keep_their_places(suite: dict) -> None:
-    """The oracle resolves every dev ticket; the heuristic stays clearly above every degenerate agent."""
+    """The oracle resolves every dev ticket; the heuristic stays clearly above every degenerate agent that
+    reads nothing, the header or the answer alone with the heuristic's rules (by 0.25), and above the tables
+    learned on train from the header and the records — by less on routing, where a fraud flag, a second
+    charge, an item out of stock and a large amount name the queue (0.84 against 0.90 on dev)."""
     for task_id, task in TASKS.items():
         n = len(PUBLIC.pool("dev", task.family, task.difficulty))
         oracle = play_pool(lambda t, s: make_reference("oracle", s, _ticket_id(t, s)), task_id, "dev", PUBLIC)
         assert oracle == (1.0, 1.0), (task_id, n, oracle)
         heuristic = play_pool(lambda t, s: make_reference("heuristic", s, ""), task_id, "dev", PUBLIC)
-        best_degenerate = max(r for (_, t), (_, (r, _), _) in suite.items() if t == task_id)
+        cells = [(s, r) for (_, t), (s, (r, _), _) in suite.items() if t == task_id]
+        learned = max(r for s, r in cells if isinstance(s.reads_part, dict))
+        best_degenerate = max(r for s, r in cells if not isinstance(s.reads_part, dict))
         assert heuristic[0] >= best_degenerate + 0.25, (task_id, heuristic, best_degenerate)
+        assert heuristic[0] > learned, (task_id, heuristic, learned)
+
+
+def test_learned_readers_stay_under_their_caps_on_a_fresh_test_split() -> None:
+    """The tables learned on train from the header (and the records) play a secret test split under a key
+    they never saw as well as dev: their caps hold there too (the audit's two-field table: 0.63 of routing
+    on two secret splits; these four-field ones: 0.82)."""
+    over = []
+    for strategy in strategies({t: labelled_rows(t, "train", PUBLIC) for t in TASKS}, TEST_DATASET, "test"):
+        if not isinstance(strategy.reads_part, dict):
+            continue
+        for task_id in TASKS:
+            resolved, _ = play_pool(strategy.make, task_id, "test", TEST_DATASET)
+            if resolved > strategy.reads_part[task_id]:
+                over.append((strategy.name, task_id, round(resolved, 3), strategy.reads_part[task_id]))
+    assert not over, over
+
+
+def test_the_readme_states_what_the_learned_readers_reach(report: dict) -> None:
+    """The README's gaming claim quotes the most a learned header or header + records table resolves of a
+    task on dev (the table it prints), so the claim cannot drift from what the suite measures."""
+    rows = {row["strategy"]: row for row in report["rows"]}
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for name in ("header only, a table learned on train", "header + lookups, a table learned on train"):
+        row = next(r for n, r in rows.items() if n.startswith(name))
+        best = max(cell["resolved"] for cell in row["tasks"].values())
+        assert f"{best:.2f}" in readme, (name, best)
 
 
 def _ticket_id(task_id: str, seed: int) -> str:

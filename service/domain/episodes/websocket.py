@@ -327,7 +327,7 @@ class _Connection:
 
     async def _reap(self) -> None:
         timeout = self.settings.ws_idle_timeout_s
-        log.info("ws session reaped after %.0fs idle episode_id=%s", timeout, self.session.episode_id)
+        log.info("ws session reaped after %gs idle", timeout)  # no episode id: a server-made one is a capability
         await self.send_error(
             f"session idle for {timeout:g}s (no reset or step) and closed; reconnect "
             'and send a reset frame with {"episode_id": ..., "resume": true} to continue',

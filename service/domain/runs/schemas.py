@@ -132,7 +132,7 @@ class RunSummary(TypedDict, total=False):
     per_task: dict[str, GroupStats]
     per_family: dict[str, GroupStats]
     per_difficulty: dict[str, GroupStats]
-    noise_scale: float  # test releases: the scale of the Laplace draw added before the Ladder
+    noise_scale: float  # test releases: the standard deviation of the Gaussian draw added before the Ladder
 
 
 class VerificationView(TypedDict):
@@ -218,7 +218,8 @@ class LadderInfo(TypedDict):
     released: float | None
     submitter_best: float | None
     margin: float
-    noise_scale: float
+    noise_scale: float  # the sd of the run's Gaussian draw
+    test_run_budget: int  # test runs a submitter key may ever complete under one test key
     note: str
 
 

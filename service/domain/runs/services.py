@@ -8,9 +8,11 @@ episode of the run; step rewards are withheld until the run completes.
 
 The test split is secret: a test run needs a submitter key issued by the operator, covers the
 whole split, is pinned to the test key it started under, counts against the key's quota, and
-publishes one number — its resolved rate plus a keyed Laplace draw, rounded to the Ladder's margin —
-and only when the Ladder releases it (it beats the submitter's best). Nothing per episode is ever
-served, step counts included, except its progress to the run token's holder while it is active.
+publishes one number — its resolved rate plus a keyed Gaussian draw, rounded to the Ladder's margin —
+and only when the Ladder releases it (it beats the submitter's best); a key has ``TEST_RUN_BUDGET`` test
+runs under one test key, ever, so that nothing it is shown reads any one ticket (service.stats). Nothing
+per episode is ever served, step counts included, except its progress to the run token's holder while it
+is active.
 
 Boards: the test split's is the benchmark; train and dev boards are practice (their labels are
 public, so replaying known answers tops them). Rows are ordered by resolved rate and adjacent rows
@@ -38,8 +40,8 @@ from typing import Any, cast
 import anyio
 
 from service import env as core
+from service.db import clock, run_store
 from service.db import repository as repo
-from service.db import run_store
 from service.db.engine import Database
 from service.db.models import utcnow
 from service.domain.episodes.schemas import EpisodeResult, wire_observation
@@ -73,20 +75,24 @@ from service.lib.problems import (
     SubmitterKeyInvalid,
     SubmitterKeyMissing,
     TestResultsPrivate,
+    TestRunBudgetSpent,
 )
 from service.lib.secrets import hash_secret
 from service.stats import (
     LADDER_MARGIN,
-    LADDER_NOISE_SCALE,
+    LADDER_PRIVACY_MU,
     PUBLISHED_DECIMALS,
+    TEST_RUN_BUDGET,
     Trial,
     item_outcomes,
     ladder,
     ladder_noise,
+    ladder_noise_sd,
     paired_comparison,
     published_release,
     rounded,
     summarize,
+    ticket_guess_bound,
     tie_ranks,
     unpaired_separated,
 )
@@ -139,16 +145,34 @@ def _verified(by: str | None, at: datetime | None, note: str | None) -> Verifica
     return {"by": by, "at": at.isoformat(), "note": note}
 
 
+def hidden_split_items() -> int:
+    """The tickets a test run covers (the whole test split): one ticket moves its score by 1/this."""
+    return len(_derived_manifest(core.HIDDEN_SPLIT, tuple(core.TASKS), 1, None))
+
+
+LEGACY_NOISE_SD = 0.01 * math.sqrt(2)  # a run released before its draw's sd was kept: Laplace of scale 0.01
+
+
+def _noise_sd(run: run_store.BoardRun | run_store.RunRecord) -> float:
+    """The sd of the draw a test run's release got (kept in its summary)."""
+    return cast(float, (run.summary or {}).get("noise_sd", LEGACY_NOISE_SD))
+
+
 def _compare(
-    upper: run_store.BoardRun, lower: run_store.BoardRun, upper_row: LeaderboardRow, lower_row: LeaderboardRow
+    upper: run_store.BoardRun,
+    lower: run_store.BoardRun,
+    upper_row: LeaderboardRow,
+    lower_row: LeaderboardRow,
 ) -> Comparison:
     """Is the upper of two adjacent rows ahead of the lower at 95%? On the same tickets (practice boards):
     a paired test of their per-ticket outcomes. On the test board, from the released values alone — a
-    paired test would publish one more function of each ticket's outcome."""
+    paired test would publish one more function of each ticket's outcome (docs/methodology.md: it can
+    only tell apart rows ~0.1 apart)."""
     a, b = cast(float, upper_row["resolved"]), cast(float, lower_row["resolved"])
     if upper.split == core.HIDDEN_SPLIT:
         n_a, n_b = (cast(int, (r.summary or {}).get("items", 1)) for r in (upper, lower))
-        separated = unpaired_separated(a, b, n_a, n_b, extra_var=2 * LADDER_NOISE_SCALE**2)
+        noise = max(_noise_sd(upper), _noise_sd(lower))
+        separated = unpaired_separated(a, b, n_a, n_b, extra_var=noise**2)
         return {
             "method": "released values",
             "difference": rounded(a - b, PUBLISHED_DECIMALS),
@@ -165,16 +189,25 @@ def _compare(
     return {"method": "intervals", "difference": rounded(a - b, 4), "z": None, "separated": lo_a > hi_b}
 
 
-TEST_RELEASE_NOTE = (
-    f"a test run publishes one number: its resolved rate over the whole split plus a Laplace draw of scale "
-    f"{LADDER_NOISE_SCALE} fixed by the deployment's key and the run id, rounded half up to {LADDER_MARGIN}, and "
-    f"only when that beats its submitter's best release by {LADDER_MARGIN} (the Ladder); its interval follows from "
-    "that number and the split's size; no per-task, per-family or per-difficulty rate, mean score or pass^k, and "
-    "nothing per episode, ever"
-)
-TEST_BOARD_NOTE = (
-    "the benchmark: each submitter's best released test run under this deployment's test key. " + TEST_RELEASE_NOTE
-)
+def test_release_note(budget: int, noise_sd: float) -> str:
+    """What a test release is, in words (the run page's and the test board's note)."""
+    return " ".join(
+        [
+            "a test run publishes one number: its resolved rate over the whole split plus a Gaussian draw",
+            f"(sd {rounded(noise_sd, 4)}) fixed by the deployment's key and the run id, rounded half up to",
+            f"{LADDER_MARGIN}, and only when that beats its submitter's best release by {LADDER_MARGIN} (the Ladder);",
+            "its interval follows from that number and the split's size; no per-task, per-family or per-difficulty",
+            "rate, mean score or pass^k, and nothing per episode, ever. A submitter key completes at most",
+            f"{budget} test runs under one test key, ever: all it can be shown is {LADDER_PRIVACY_MU}-Gaussian",
+            "differentially private in every ticket — no guess of any one ticket's answer is right more than",
+            f"{rounded(ticket_guess_bound(), 3)} of the time at even odds. Adjacent rows are compared from the",
+            "released values alone, which tells close agents apart rarely (a true gap of 0.10 in about half of",
+            "simulated pairs): read rows less than ~0.1 apart as tied",
+        ]
+    )
+
+
+TEST_BOARD_NOTE = "the benchmark: each submitter's best released test run under this deployment's test key. "
 BOARD_METHOD = (
     "ranked on the resolved rate (an episode is resolved when every required check of its task passes): mean over "
     "tickets of each ticket's resolved share. Adjacent rows are compared (vs_next): on practice boards by a paired "
@@ -217,8 +250,11 @@ class RunService:
         quota: int = 3,
         quota_period_s: float = 24 * 3600.0,
         dataset: core.Dataset = core.PUBLIC,
+        budget: int = TEST_RUN_BUDGET,
     ) -> None:
         self.db = db
+        self.budget = budget  # test runs a submitter key may ever complete under one test key
+        self.noise_sd = ladder_noise_sd(budget, hidden_split_items())  # each test release's draw (service.stats)
         self.ttl = timedelta(seconds=ttl_s)
         self.quota = quota
         self.quota_period = timedelta(seconds=quota_period_s)
@@ -234,7 +270,7 @@ class RunService:
     # -------------------------------------------------------------------------- maintenance
 
     async def expire_idle(self) -> int:
-        expired = await run_store.expire_idle(self.db, utcnow() - self.ttl)
+        expired = await run_store.expire_idle(self.db, clock.cutoff_now() - self.ttl)  # the slowest process's now
         if expired:
             log.info("runs expired count=%d", expired)
         return expired
@@ -272,7 +308,7 @@ class RunService:
         holds without anyone reading the run. Costs nothing while the run or the episode is fresh."""
         if run.status != "active":
             return run.status
-        cutoff = utcnow() - self.ttl
+        cutoff = clock.cutoff_now() - self.ttl
         if run.updated_at >= cutoff or episode_updated_at >= cutoff:
             return "active"
         if await run_store.expire_run(self.db, run.id, cutoff):
@@ -333,8 +369,8 @@ class RunService:
         if (
             active
             and run.status == "active"
-            and run.updated_at < utcnow() - self.ttl
-            and await run_store.expire_run(self.db, run.id, utcnow() - self.ttl)
+            and run.updated_at < clock.cutoff_now() - self.ttl
+            and await run_store.expire_run(self.db, run.id, clock.cutoff_now() - self.ttl)
         ):
             run = replace(run, status="expired")
         if active and run.status != "active":
@@ -418,7 +454,8 @@ class RunService:
     ) -> run_store.RunRecord:
         """Insert the run, turning a taken agent name or a used-up quota into the client's problem."""
         try:
-            return await run_store.insert_run(self.db, quota=quota, **columns, **test)
+            budget = self.budget if quota is not None else None  # test runs only
+            return await run_store.insert_run(self.db, quota=quota, budget=budget, **columns, **test)
         except run_store.AgentNameTaken as exc:
             raise AgentNameTaken(
                 f"the agent name {exc.name!r} belongs to submitter {exc.owner!r} (names are bound to the submitter key "
@@ -426,6 +463,15 @@ class RunService:
                 "`Authorization: Bearer <submitter key>`",
                 agent=exc.name,
                 owner=exc.owner,
+            ) from exc
+        except run_store.BudgetSpent as exc:
+            raise TestRunBudgetSpent(
+                f"submitter {test['submitter']!r} has used its {self.budget} test run(s) under this deployment's test "
+                f"key (key {self.dataset.test_fingerprint}), for good: the release noise is sized for that many and no "
+                "more, so that no number of runs reads any one ticket's answer; a run that expired unfinished is not "
+                "counted. Practise on dev (GET /leaderboard?split=dev); the budget starts again under a new test key",
+                used=exc.used,
+                budget=self.budget,
             ) from exc
         except run_store.QuotaExceeded as exc:
             assert quota is not None
@@ -546,6 +592,8 @@ class RunService:
             return
         episodes = await run_store.run_episodes(self.db, run.id, run.grader_version)
         summary, outcomes = await anyio.to_thread.run_sync(lambda: summarize_run(run, episodes))
+        if run.split == core.HIDDEN_SPLIT:
+            summary["noise_sd"] = self.noise_sd  # what the release's interval and comparisons widen by
         if run.split != core.HIDDEN_SPLIT:
             await run_store.set_summary(self.db, run.id, summary, outcomes)
             log.info("run complete run_id=%s resolved=%s mean=%s", run.id, summary["resolved"], summary["mean"])
@@ -565,7 +613,7 @@ class RunService:
         key = self.dataset.test_key
         if key is None or not self._pinned(run):
             return lambda score, best: None
-        noise = ladder_noise(key, run.id)
+        noise = ladder_noise(key, run.id, self.noise_sd)
         return lambda score, best: ladder(score, best, noise)
 
     async def set_usage(self, run_id: str, token: str | None, usage: Usage) -> RunView:
@@ -721,8 +769,9 @@ class RunService:
         Ladder released it."""
         best = await run_store.best_released(self.db, run) if run.summary is not None else None
         summary = run.summary or {}
+        noise_sd = _noise_sd(run) if run.summary is not None else self.noise_sd
         released = (
-            published_release(run.released, summary["items"], summary["episodes"], summary["errors"])
+            published_release(run.released, summary["items"], summary["episodes"], summary["errors"], noise_sd)
             if run.released is not None
             else None
         )
@@ -732,8 +781,9 @@ class RunService:
                 "released": run.released,
                 "submitter_best": best,
                 "margin": LADDER_MARGIN,
-                "noise_scale": LADDER_NOISE_SCALE,
-                "note": TEST_RELEASE_NOTE,
+                "noise_scale": noise_sd,
+                "test_run_budget": self.budget,
+                "note": test_release_note(self.budget, noise_sd),
             },
         }
 
@@ -814,7 +864,9 @@ class RunService:
         return {
             "split": split,
             "board": "benchmark" if test else "practice",
-            "note": TEST_BOARD_NOTE if test else PRACTICE_NOTE.format(split=split),
+            "note": TEST_BOARD_NOTE + test_release_note(self.budget, self.noise_sd)
+            if test
+            else PRACTICE_NOTE.format(split=split),
             "verified_only": verified_only,
             "dataset_version": core.DATASET_VERSION,
             "grader_version": core.GRADER_VERSION,
@@ -831,7 +883,9 @@ class RunService:
         test = run.split == core.HIDDEN_SPLIT
         s = run.summary or {}
         if test:  # the one released number and what follows from it
-            s = published_release(run.released or 0.0, s.get("items", 0), s.get("episodes", 0), s.get("errors", 0))
+            s = published_release(
+                run.released or 0.0, s.get("items", 0), s.get("episodes", 0), s.get("errors", 0), _noise_sd(run)
+            )
         return {
             "rank": rank,
             "run_id": run.id,
