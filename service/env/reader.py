@@ -76,6 +76,10 @@ class Meaning:
     elapsed: tuple[tuple[int, str], ...] = ()  # (days, an Elapsed kind) since delivery, as stated
     teams: frozenset[str] = frozenset()  # the queues whose teams the reply names: "our Billing team" -> "Billing"
     partial: bool = False  # states a part of the refund ("a partial refund", "half the price"): never the true one
+    refused: frozenset[str] = (
+        frozenset()
+    )  # what a refusal refuses: a remedy it names (or its sentence named), else "claim"
+    scoped: frozenset[str] = frozenset()  # reasons named only as a rule's scope ("we accept returns within 30 days")
 
 
 class Elapsed(StrEnum):
@@ -112,7 +116,7 @@ def meaning(reply: str) -> Meaning:
         offers=frozenset(r.offers - r.grants),
         refuses=r.refuses,
         holds=r.holds or bool(teams),
-        reasons=frozenset(r.reasons),
+        reasons=frozenset(r.reasons | r.scoped),
         window_days=frozenset(windows),
         warranty_days=frozenset(warranties),
         amounts=frozenset(amounts),
@@ -130,6 +134,8 @@ def meaning(reply: str) -> Meaning:
             not V.not_partial.pattern.search(text[max(0, m.start() - 12) : m.start()])
             for m in V.partial.pattern.finditer(text)
         ),
+        refused=frozenset(r.refused),
+        scoped=frozenset(r.scoped - r.reasons),
     )
 
 
@@ -143,7 +149,9 @@ class _Said:
 
     inapplicable: bool = False
     refuses: bool = False
+    refused: set[str] = field(default_factory=set)
     reasons: set[str] = field(default_factory=set)
+    scoped: set[str] = field(default_factory=set)  # reasons named of returns or items in general
     facts: set[str] = field(default_factory=set)
 
 
@@ -155,18 +163,20 @@ class _Reading:
     offers: set[str] = field(default_factory=set)
     options: set[str] = field(default_factory=set)
     refuses: bool = False
+    refused: set[str] = field(default_factory=set)
     holds: bool = False
     prejudges: bool = False
     reasons: set[str] = field(default_factory=set)
+    scoped: set[str] = field(default_factory=set)
     facts: set[str] = field(default_factory=set)
 
     def commit(self, said: _Said) -> None:
         if not said.inapplicable:
-            self.refuses, self.reasons, self.facts = (
-                self.refuses or said.refuses,
-                self.reasons | said.reasons,
-                self.facts | said.facts,
-            )
+            self.refuses = self.refuses or said.refuses
+            self.refused |= said.refused
+            self.reasons |= said.reasons
+            self.scoped |= said.scoped
+            self.facts |= said.facts
 
 
 def _read(reply: str) -> _Reading:
@@ -191,12 +201,14 @@ def _read(reply: str) -> _Reading:
         r.offers |= outcome.offers
         r.options |= outcome.options
         said.refuses = said.refuses or outcome.refuses
+        if outcome.refuses:  # "it's sold out, so we can't send one": the remedy its sentence named
+            said.refused |= outcome.refused or (mentioned & {REFUND, REPLACEMENT}) or {CLAIM}
         r.holds = r.holds or (P.hold.in_(clause.lemmas) and not _nobody_named(clause.lemmas))
         r.prejudges = r.prejudges or _prejudges(clause, outcome)
         if not outcome.conditional:
             _assert_reasons(clause, said)
         elif _limit_rule(clause):
-            said.reasons.add(V.window.name)
+            (said.scoped if _general(clause) else said.reasons).add(V.window.name)
     r.commit(said)
     return r
 
@@ -208,6 +220,7 @@ class _Outcome:
     refuses: bool = False
     conditional: bool = False  # on an open condition: it asserts no facts either ("if it turns out to be faulty")
     options: frozenset[str] = frozenset()
+    refused: frozenset[str] = frozenset()  # the remedies a refusal names
 
 
 def _outcome(clause: Clause, inherited: _Condition | None) -> tuple[_Outcome, _Condition | None]:
@@ -230,7 +243,8 @@ def _outcome(clause: Clause, inherited: _Condition | None) -> tuple[_Outcome, _C
     if _undecided(outside) or _authority(outside):  # "nothing is decided yet", "more than I can approve myself"
         return _Outcome(offers=frozenset(offers | _remedies(outside))), opens
     if _refuses(outside):  # "we might not be able to help" hedges the refusal: it decides nothing
-        return _Outcome(offers=frozenset(offers), refuses=not V.maybe.words & set(outside)), opens
+        refuses = not V.maybe.words & set(outside)
+        return _Outcome(offers=frozenset(offers), refuses=refuses, refused=frozenset(_remedies(outside))), opens
     remedies = _remedies(outside)
     plain = without_idioms(outside)
     # a condition that still promises ("once they've looked at it") hedges nothing by its own words
@@ -480,13 +494,24 @@ def _prejudges(clause: Clause, outcome: _Outcome) -> bool:
 
 
 def _assert_reasons(clause: Clause, said: _Said) -> None:
-    """The denial reasons an unconditional clause asserts, and the facts about the order among them."""
+    """The denial reasons an unconditional clause asserts, and the facts about the order among them. A
+    clause about returns or items in general states the rule's scope ("we accept returns within 30 days,
+    and only for unused items", "used items can't be returned"): its reasons say nothing of this order."""
     found = _reasons(clause)
+    if _general(clause):
+        said.scoped |= found
+        return
     said.reasons |= found
     said.facts |= found & _ORDER_FACTS
     tokens = clause.lemmas
     if P.window.in_(tokens) and P.window_passed.in_(tokens) and not P.window_ok.in_(tokens):
         said.facts.add(V.window.name)
+
+
+def _general(clause: Clause) -> bool:
+    """The clause speaks of returns or items in general (a plural, "items"), not of this order ("it", "your")."""
+    raw = set(words(clause.text))
+    return bool(raw & V.general_things.words) and not raw & V.this_order.words
 
 
 def _reasons(clause: Clause) -> set[str]:
@@ -714,7 +739,9 @@ def _rude(text: str, tokens: Tokens) -> tuple[str, ...]:
         for s, e in P.blame.find(plain)
         if not _negated_before(plain, s) and not _excused(plain, s, e)
     }
-    found |= {sentence for sentence in sentences(text) if _lectures(lemmas(sentence))}
+    found |= {
+        sentence for sentence in sentences(text) if _lectures(lemmas(sentence)) or _blames_people(lemmas(sentence))
+    }
     found |= {c.text for c in clauses(text) if _lectures(c.lemmas)}  # "… so we can't replace it - treat it with care"
     found |= {c.text for c in clauses(text) if c.lemmas in V.scoffs.sequences and c.sentence.startswith(c.text)}
     found |= {
@@ -728,6 +755,15 @@ def _rude(text: str, tokens: Tokens) -> tuple[str, ...]:
         if not V.our_doing.pattern.search(text[max(0, m.start() - 40) : m.start()])
     }
     return tuple(sorted(found))
+
+
+def _blames_people(tokens: Tokens) -> bool:
+    """Blame in a generalisation: customers' careless conduct given as the cause ("that happens when people
+    don't pay attention", "it's usually down to customers not reading the label") — not the courier's."""
+    if not P.generalisation.in_(tokens):
+        return False
+    careless = [s for s, _ in P.careless.find(tokens)]
+    return any(a < s <= a + 4 for a, t in enumerate(tokens) if t in V.customers.words for s in careless)
 
 
 def _lectures(tokens: Tokens) -> bool:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from service.env.policy import ESCALATION_THRESHOLD, RETURN_WINDOW_DAYS, Verdict
-from service.env.reader import Elapsed, Meaning, meaning
+from service.env.reader import CLAIM, Elapsed, Meaning, meaning
 from service.env.world import Ticket
 
 __all__ = ["Judgement", "Meaning", "judge", "meaning", "true_reasons"]
@@ -137,13 +137,19 @@ def _manner_problems(m: Meaning, decision: str | None) -> list[str]:
         problems.append("rude")
     if m.leaks:
         problems.append("leaks internal risk notes (" + ", ".join(sorted(set(m.leaks))) + ")")
-    if m.refuses and m.grants:
+    if _contradicts(m):
         problems.append("contradicts itself: grants " + " and ".join(sorted(m.grants)) + " and refuses")
     elif decision == "reject" and m.grants:
         problems.append("promises " + " and ".join(sorted(m.grants)) + " while declining")
     elif decision == "reject" and m.options:
         problems.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
     return problems
+
+
+def _contradicts(m: Meaning) -> bool:
+    """Grants what it refuses, or refuses the claim and grants: refusing the replacement because it is out
+    of stock and refunding instead refuses and grants different things."""
+    return bool(m.grants) and bool(m.refused & (m.grants | {CLAIM}))
 
 
 def _untrue_problems(
@@ -154,7 +160,8 @@ def _untrue_problems(
     # Reasons are checked as denial reasons, where the reply declines: "a replacement is on its way" or
     # "whatever they find" in an approval or a holding reply asserts nothing about the claim.
     true = true_reasons(ticket, revealed)
-    false = m.reasons - true - {"unverifiable"} if decision == "reject" or m.refuses else set()
+    # A reason named only as a rule's scope ("we accept returns within 30 days") says nothing of this order.
+    false = m.reasons - m.scoped - true - {"unverifiable"} if decision == "reject" or m.refuses else set()
     # Facts about the order are checked in every reply: a false one inside an approval or a holding
     # reply misinforms the customer just the same.
     false |= m.facts - true - (_UNSEEN_FACTS if decision is None else set())
@@ -199,7 +206,7 @@ def _states_decision(m: Meaning, decision: str | None, verdict: Verdict | None) 
     if decision in ("approve_refund", "approve_replacement"):
         remedy = "refund" if decision == "approve_refund" else "replacement"
         other = "replacement" if remedy == "refund" else "refund"
-        if remedy in m.grants and other not in m.grants and not m.refuses:
+        if remedy in m.grants and other not in m.grants and not m.refused & {remedy, CLAIM}:
             return True, []
         return False, [
             f"does not grant the {remedy} plainly" + (f" (it grants a {other})" if other in m.grants else "")
