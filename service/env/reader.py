@@ -80,6 +80,7 @@ class Meaning:
         frozenset()
     )  # what a refusal refuses: a remedy it names (or its sentence named), else "claim"
     scoped: frozenset[str] = frozenset()  # reasons named only as a rule's scope ("we accept returns within 30 days")
+    promised_if: frozenset[str] = frozenset()  # remedies promised if the parcel is late: "if it's not here by Friday"
 
 
 class Elapsed(StrEnum):
@@ -94,6 +95,7 @@ class Elapsed(StrEnum):
 class _Condition(Enum):
     OPEN = auto()  # a decision or a finding: "if the team approves it"
     CHOICE = auto()  # the customer's: "if you'd prefer a refund"
+    DEADLINE = auto()  # the parcel late by a date: "if it hasn't arrived by Friday" (what follows is a promise)
 
 
 REFUND, REPLACEMENT, CLAIM = V.refund.name, V.replacement.name, V.claim.name
@@ -135,6 +137,7 @@ def meaning(reply: str) -> Meaning:
             for m in V.partial.pattern.finditer(text)
         ),
         refused=frozenset(r.refused),
+        promised_if=frozenset(r.promised_if),
         scoped=frozenset(r.scoped - r.reasons),
     )
 
@@ -164,6 +167,7 @@ class _Reading:
     options: set[str] = field(default_factory=set)
     refuses: bool = False
     refused: set[str] = field(default_factory=set)
+    promised_if: set[str] = field(default_factory=set)
     holds: bool = False
     prejudges: bool = False
     reasons: set[str] = field(default_factory=set)
@@ -185,8 +189,10 @@ def _read(reply: str) -> _Reading:
     sentence = None
     mentioned: set[str] = set()  # remedies the sentence has named so far, for "…, and I've done so"
     said = _Said()
+    warranty_named = False  # the last sentence named the warranty without saying it ended
     for clause in clauses(reply):
         if clause.sentence != sentence:  # a condition reaches no further than its sentence
+            warranty_named = sentence is not None and _names_warranty(sentence, said)
             r.commit(said)
             carried, sentence, mentioned = None, clause.sentence, set()
             said = _Said(P.inapplicable.in_(lemmas(clause.sentence)))
@@ -200,6 +206,7 @@ def _read(reply: str) -> _Reading:
         r.grants |= outcome.grants
         r.offers |= outcome.offers
         r.options |= outcome.options
+        r.promised_if |= outcome.promised_if
         said.refuses = said.refuses or outcome.refuses
         if outcome.refuses:  # "it's sold out, so we can't send one": the remedy its sentence named
             said.refused |= outcome.refused or (mentioned & {REFUND, REPLACEMENT}) or {CLAIM}
@@ -207,6 +214,9 @@ def _read(reply: str) -> _Reading:
         r.prejudges = r.prejudges or _prejudges(clause, outcome)
         if not outcome.conditional:
             _assert_reasons(clause, said)
+            if warranty_named and _ends_by_anaphora(clause):  # "… a 90-day warranty. That period has now ended."
+                said.reasons.add(V.warranty.name)
+                said.facts.add(V.warranty.name)
         elif _limit_rule(clause):
             (said.scoped if _general(clause) else said.reasons).add(V.window.name)
     r.commit(said)
@@ -221,6 +231,7 @@ class _Outcome:
     conditional: bool = False  # on an open condition: it asserts no facts either ("if it turns out to be faulty")
     options: frozenset[str] = frozenset()
     refused: frozenset[str] = frozenset()  # the remedies a refusal names
+    promised_if: frozenset[str] = frozenset()  # the remedies promised if the parcel is late by a date
 
 
 def _outcome(clause: Clause, inherited: _Condition | None) -> tuple[_Outcome, _Condition | None]:
@@ -239,7 +250,12 @@ def _outcome(clause: Clause, inherited: _Condition | None) -> tuple[_Outcome, _C
     if kind is not None or inherited is not None:
         offers |= _remedies(outside)
         choice = _Condition.CHOICE in (kind, inherited) and not P.hedge.in_(outside)
-        return _Outcome(offers=frozenset(offers), conditional=True, options=frozenset(offers if choice else ())), opens
+        late = _Condition.DEADLINE in (kind, inherited)
+        options = frozenset(offers if choice else ())
+        offers |= {CLAIM} if _floats_exception(tokens) else set()
+        return _Outcome(
+            offers=frozenset(offers), conditional=True, options=options, promised_if=frozenset(offers if late else ())
+        ), opens
     if _undecided(outside) or _authority(outside):  # "nothing is decided yet", "more than I can approve myself"
         return _Outcome(offers=frozenset(offers | _remedies(outside))), opens
     if _refuses(outside):  # "we might not be able to help" hedges the refusal: it decides nothing
@@ -253,7 +269,8 @@ def _outcome(clause: Clause, inherited: _Condition | None) -> tuple[_Outcome, _C
     asserted = _drop(asserted, P.looked)  # "I've had a good look at your order and refunded it": a check done
     if clause.question or P.hedge.in_(asserted) or any(t in NEGATORS for t in plain):
         asked = clause.question and P.choice.in_(outside)  # "would you like a replacement instead?"
-        return _Outcome(offers=frozenset(offers | remedies), options=frozenset(remedies if asked else ())), opens
+        offers |= remedies | ({CLAIM} if _floats_exception(outside) else set())
+        return _Outcome(offers=frozenset(offers), options=frozenset(remedies if asked else ())), opens
     grants = set(remedies) if remedies and (P.grant.in_(outside) or _future_or_done(outside)) else set()
     if _new_item_sent(_drop(_drop(outside, P.mention), P.not_the_item)):  # sending the new item is the grant
         grants.add(REPLACEMENT)
@@ -275,11 +292,19 @@ def _condition_kind(tokens: Tokens, span: tuple[int, int]) -> _Condition | None:
     you = subject in V.second_person.words
     if you and _chooses(part):
         return _Condition.CHOICE
+    if P.deadline.in_(part) and P.not_arrived.in_(part):
+        return _Condition.DEADLINE
     if P.deciding.in_(part):
         return _Condition.OPEN
     if tokens[start] in TEMPORAL or you:
         return None
     return _Condition.OPEN
+
+
+def _floats_exception(tokens: Tokens) -> bool:
+    """An exception to the policy still being considered ("let me check whether we can make an exception"):
+    the claim is left open. (A refused one, "we can't make an exception", decides.)"""
+    return P.exception.in_(tokens) and not any(t in NEGATORS for t in without_idioms(tokens))
 
 
 def _chooses(part: Tokens) -> bool:
@@ -582,6 +607,8 @@ def _found_reason(phrases: Phrases, clause: Clause) -> bool:
     """The parcel found, not an arrival still to come ("it should reach you") nor a dated delivery
     ("the item reached you 41 days ago", "it's been 44 days since you got it")."""
     tokens = clause.lemmas
+    if V.payment_words.words & set(tokens) and not V.parcel_words.words & set(tokens):
+        return False  # "a pending charge sometimes shows up on statements"
     dated = V.elapsed_time.pattern.search(clause.sentence) is not None
     plain = {s for s, _ in P.arrivals.find(tokens)} if dated else set()
     return any(
@@ -618,6 +645,18 @@ def _warranty_reason(phrases: Phrases, clause: Clause) -> bool:
     if not P.expiry.in_(lemmas(clause.sentence)) or (P.warranty_running.in_(clause.lemmas) and not clause.negated):
         return False
     return _asserted(phrases, Phrases(()), clause)
+
+
+def _names_warranty(sentence: str, said: _Said) -> bool:
+    return P.warranty.in_(lemmas(sentence)) and V.warranty.name not in said.reasons
+
+
+def _ends_by_anaphora(clause: Clause) -> bool:
+    """The warranty's end said of "that period", "it" or "this" in the sentence after it was named."""
+    sentence = lemmas(clause.sentence)
+    return (
+        P.expiry.in_(clause.lemmas) and P.anaphora.in_(sentence) and not P.warranty.in_(sentence) and not clause.negated
+    )
 
 
 def _limit_rule(clause: Clause) -> bool:
@@ -743,7 +782,14 @@ def _rude(text: str, tokens: Tokens) -> tuple[str, ...]:
         sentence for sentence in sentences(text) if _lectures(lemmas(sentence)) or _blames_people(lemmas(sentence))
     }
     found |= {c.text for c in clauses(text) if _lectures(c.lemmas)}  # "… so we can't replace it - treat it with care"
-    found |= {c.text for c in clauses(text) if c.lemmas in V.scoffs.sequences and c.sentence.startswith(c.text)}
+    asked = {after for before, after in pairwise(sentences(text)) if before.endswith("?")}
+    found |= {
+        c.text
+        for c in clauses(text)
+        if c.lemmas in V.scoffs.sequences
+        and c.sentence.startswith(c.text)
+        and not (c.lemmas in V.answers.sequences and c.sentence in asked)  # "Lost? No - it's on its way."
+    }
     found |= {
         m.group(0)
         for m in V.hindsight.pattern.finditer(text)
@@ -763,7 +809,10 @@ def _blames_people(tokens: Tokens) -> bool:
     if not P.generalisation.in_(tokens):
         return False
     careless = [s for s, _ in P.careless.find(tokens)]
-    return any(a < s <= a + 4 for a, t in enumerate(tokens) if t in V.customers.words for s in careless)
+    if any(a < s <= a + 4 for a, t in enumerate(tokens) if t in V.customers.words for s in careless):
+        return True
+    # no actor named: "marks like these appear when a mat isn't looked after" (not "parcels dropped in transit")
+    return P.neglect.in_(tokens) and not V.handlers.words & set(tokens)
 
 
 def _lectures(tokens: Tokens) -> bool:

@@ -74,6 +74,9 @@ def true_reasons(ticket: Ticket, revealed: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+# Reasons that, stated as fact in a holding reply, settle the claim the team was asked to decide.
+_FINDINGS = frozenset({"not_charged_twice", "window", "used", "final_sale", "warranty", "normal_wear", "unverifiable"})
+
 # A holding reply is written before anyone has asked the customer: it may not know what photos would show.
 _UNSEEN_FACTS = frozenset({"normal_wear"})
 
@@ -109,9 +112,14 @@ def judge(
         + _team_problems(m, decision, verdict)
     )
     states, outcome = _states_decision(m, decision, verdict)
-    no_outcome = not m.grants and not m.refuses and m.holds and not m.prejudges
+    # A finding stated as fact ("there was only one charge") settles what the team was asked to decide. (Not
+    # the parcel's whereabouts: "the team has it now" and "with you soon" read as in transit or found.)
+    settles = (m.reasons - m.scoped) & _FINDINGS
+    no_outcome = not m.grants and not m.refuses and m.holds and not m.prejudges and not settles
     if decision is None and m.prejudges:
         outcome.append("a holding reply must not guess the team's decision")
+    if decision is None and settles:
+        outcome.append("a holding reply must not state a finding that settles the claim: " + ", ".join(sorted(settles)))
     if decision is None and not no_outcome:
         outcome.append("a holding reply must neither grant nor refuse, and say who handles the ticket")
     digits = re.sub(r"\D", "", ticket.order.order_id)
@@ -143,6 +151,8 @@ def _manner_problems(m: Meaning, decision: str | None) -> list[str]:
         problems.append("promises " + " and ".join(sorted(m.grants)) + " while declining")
     elif decision == "reject" and m.options:
         problems.append("offers " + " and ".join(sorted(m.options)) + " at the customer's choice while declining")
+    elif decision == "reject" and m.promised_if:
+        problems.append("promises " + " and ".join(sorted(m.promised_if)) + " if the parcel is late, while declining")
     return problems
 
 
@@ -202,6 +212,8 @@ def _states_decision(m: Meaning, decision: str | None, verdict: Verdict | None) 
         valid = set(verdict.reasons if verdict is not None else ())
         if not m.reasons & valid:
             return False, [f"does not state the actual reason ({', '.join(sorted(valid)) or 'none'})"]
+        if CLAIM in m.offers:  # "let me check whether we can make an exception"
+            return False, ["leaves the decision open: an exception is still being considered"]
         return not m.grants, []
     if decision in ("approve_refund", "approve_replacement"):
         remedy = "refund" if decision == "approve_refund" else "replacement"
