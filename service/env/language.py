@@ -133,6 +133,15 @@ def without_idioms(tokens: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(t for i, t in enumerate(tokens) if i not in drop)
 
 
+def negated_before(tokens: tuple[str, ...], start: int) -> bool:
+    """A negator governs the phrase at ``start``: auxiliaries, modals and a verb chain may stand in
+    between ("we can't approve", "I'm not going to refuse this", "we would never dream of turning it down")."""
+    i = start - 1
+    while i >= 0 and tokens[i] in V.chain.words:
+        i -= 1
+    return i >= 0 and tokens[i] in V.negation_heads.words
+
+
 @lru_cache(maxsize=4096)
 def clauses(text: str) -> tuple[Clause, ...]:
     """The text's clauses, in order, each with its lemmas and the sentence it belongs to."""

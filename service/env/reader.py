@@ -37,6 +37,7 @@ from enum import Enum, StrEnum, auto
 from functools import lru_cache
 from itertools import pairwise
 
+from service.env.conduct import insinuations, leaks, rudeness
 from service.env.language import (
     NEGATORS,
     PHRASES,
@@ -45,8 +46,8 @@ from service.env.language import (
     Phrases,
     clauses,
     lemmas,
+    negated_before,
     normalize,
-    sentences,
     without_idioms,
     words,
 )
@@ -125,8 +126,8 @@ def meaning(reply: str) -> Meaning:
         order_digits=frozenset(m.group(1) for m in V.order_digits.pattern.finditer(text)),
         courteous=P.courtesy.in_(all_lemmas)
         or (V.greeting.pattern.match(text) is not None and P.helpful.in_(all_lemmas)),
-        rude=_rude(text, all_lemmas) + _insinuates(text),
-        leaks=_leaks(text, all_lemmas, teams),
+        rude=rudeness(text, all_lemmas) + insinuations(text),
+        leaks=leaks(text, all_lemmas, teams),
         options=frozenset(r.options - r.grants),
         prejudges=r.prejudges,
         facts=frozenset(r.facts),
@@ -360,7 +361,7 @@ def _puts_right(tokens: Tokens) -> bool:
 def _claim_approved(tokens: Tokens) -> bool:
     """ "Your return for order X is approved": the claim itself is decided, no remedy named."""
     return P.claim.in_(tokens) and any(
-        not _negated_before(tokens, s) and tokens[s - 1 : s] not in _TO for s, _ in P.approve.find(tokens)
+        not negated_before(tokens, s) and tokens[s - 1 : s] not in _TO for s, _ in P.approve.find(tokens)
     )
 
 
@@ -433,7 +434,7 @@ def _refuses(tokens: Tokens) -> bool:
     """A refusal verb that is not itself negated ("we would never refuse" refuses nothing), or a negator
     governing a refusable act within the same proposition ("we can't accept", "nothing to refund")."""
     tokens = without_idioms(tokens)  # "no need to send anything back" refuses nothing
-    if any(not _negated_before(tokens, s) for s, _ in P.refuse_verb.find(tokens)):
+    if any(not negated_before(tokens, s) for s, _ in P.refuse_verb.find(tokens)):
         return True
     objects = [s for s, _ in P.refuse_object.find(tokens) if P.do_not.at(tokens, s) is None]
     for n in _negators(tokens):
@@ -461,13 +462,6 @@ def _governs(tokens: Tokens, n: int, verbs: Phrases | frozenset[str]) -> bool:
 def _new_proposition(between: Tokens) -> bool:
     """ "it didn't arrive and we're sending one": "and"/"or" then a subject starts a new proposition."""
     return any(t in V.coordinators.words and nxt in V.clause_subjects.words for t, nxt in pairwise(between))
-
-
-def _negated_before(tokens: Tokens, start: int) -> bool:
-    """A negator governs the phrase at ``start``: auxiliaries, modals and a verb chain may stand in
-    between ("we can't approve", "I'm not going to refuse this", "we would never dream of turning it down")."""
-    i = _skip_back(tokens, start - 1, V.chain.words)
-    return i >= 0 and tokens[i] in V.negation_heads.words
 
 
 def _without_double_negation(tokens: Tokens) -> Tokens:
@@ -558,7 +552,7 @@ def _asserted(phrases: Phrases, self_negating: Phrases, clause: Clause) -> bool:
     """A phrase not negated, or one that carries its own negation ("not a defect", "only one charge")."""
     if self_negating.in_(clause.lemmas):
         return True
-    return any(not _negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
+    return any(not negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
 
 
 def _without_adverbs(clause: Clause) -> Clause:
@@ -581,7 +575,7 @@ def _used_reason(phrases: Phrases, clause: Clause) -> bool:
     """The item's use, unless the sentence describes ordinary wear ("the wear that builds up with use")."""
     if _describes_wear(lemmas(clause.sentence)):
         return False
-    return any(not _negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
+    return any(not negated_before(clause.lemmas, start) for start, _ in phrases.find(clause.lemmas))
 
 
 def _wear_reason(phrases: Phrases, clause: Clause) -> bool:
@@ -612,7 +606,7 @@ def _found_reason(phrases: Phrases, clause: Clause) -> bool:
     dated = V.elapsed_time.pattern.search(clause.sentence) is not None
     plain = {s for s, _ in P.arrivals.find(tokens)} if dated else set()
     return any(
-        not _negated_before(tokens, s)
+        not negated_before(tokens, s)
         and not V.prospective.words & set(tokens[max(0, s - 2) : s])
         and s not in plain
         and not _understands(tokens, s)
@@ -631,12 +625,12 @@ def _in_transit_reason(phrases: Phrases, clause: Clause) -> bool:
     self_negating = _SELF_NEGATING[V.in_transit.name]
     tokens = _drop(clause.lemmas, P.lost)
     if tokens != clause.lemmas and not self_negating.in_(tokens):
-        return any(not _negated_before(tokens, s) for s, _ in phrases.find(tokens))
+        return any(not negated_before(tokens, s) for s, _ in phrases.find(tokens))
     return _asserted(phrases, self_negating, clause)
 
 
 def _lost_reason(phrases: Phrases, clause: Clause) -> bool:
-    return any(not _negated_before(clause.lemmas, s) for s, _ in phrases.find(clause.lemmas))
+    return any(not negated_before(clause.lemmas, s) for s, _ in phrases.find(clause.lemmas))
 
 
 def _warranty_reason(phrases: Phrases, clause: Clause) -> bool:
@@ -762,148 +756,6 @@ def _teams(reply: str) -> frozenset[str]:
     }
     found |= {m.group(1) or m.group(2) for m in V.bare_team.pattern.finditer(reply)}
     return frozenset(found)
-
-
-# ------------------------------------------------------------------------- conduct: rudeness and leaks
-
-
-def _rude(text: str, tokens: Tokens) -> tuple[str, ...]:
-    """Insults and dismissals, blame and lecturing, in the normalised ``text`` and its lemmas ``tokens``."""
-    found = {
-        " ".join(tokens[s:e]) for s, e in P.rude.find(tokens) if not _negated_before(tokens, s) and not _kind(tokens, s)
-    }
-    plain = without_idioms(tokens)  # "not your fault" and "no fault of your own" never count
-    found |= {
-        " ".join(plain[s:e])
-        for s, e in P.blame.find(plain)
-        if not _negated_before(plain, s) and not _excused(plain, s, e)
-    }
-    found |= {
-        sentence for sentence in sentences(text) if _lectures(lemmas(sentence)) or _blames_people(lemmas(sentence))
-    }
-    found |= {c.text for c in clauses(text) if _lectures(c.lemmas)}  # "… so we can't replace it - treat it with care"
-    asked = {after for before, after in pairwise(sentences(text)) if before.endswith("?")}
-    found |= {
-        c.text
-        for c in clauses(text)
-        if c.lemmas in V.scoffs.sequences
-        and c.sentence.startswith(c.text)
-        and not (c.lemmas in V.answers.sequences and c.sentence in asked)  # "Lost? No - it's on its way."
-    }
-    found |= {
-        m.group(0)
-        for m in V.hindsight.pattern.finditer(text)
-        if m.group(1) is None or (V.participle.pattern.fullmatch(m.group(1)) and m.group(1) not in V.expected.words)
-    }
-    found |= {
-        m.group(0)
-        for m in V.passive_hindsight.pattern.finditer(text)
-        if not V.our_doing.pattern.search(text[max(0, m.start() - 40) : m.start()])
-    }
-    return tuple(sorted(found))
-
-
-def _blames_people(tokens: Tokens) -> bool:
-    """Blame in a generalisation: customers' careless conduct given as the cause ("that happens when people
-    don't pay attention", "it's usually down to customers not reading the label") — not the courier's."""
-    if not P.generalisation.in_(tokens):
-        return False
-    careless = [s for s, _ in P.careless.find(tokens)]
-    if any(a < s <= a + 4 for a, t in enumerate(tokens) if t in V.customers.words for s in careless):
-        return True
-    # no actor named: "marks like these appear when a mat isn't looked after" (not "parcels dropped in transit")
-    return P.neglect.in_(tokens) and not V.handlers.words & set(tokens)
-
-
-def _lectures(tokens: Tokens) -> bool:
-    """Told to the customer about their future conduct: addressed to them, or an imperative with no first
-    person ("perhaps treat it with more care next time"); "next time we'll take more care" is about us, and
-    an invitation back ("next time, feel free to contact us") is none."""
-    ours = any(t in V.ourselves_or_mine.words for t in tokens)
-    addressed = bool(V.addressing.words & set(tokens)) or (not ours and P.care.in_(tokens))
-    return addressed and P.lecture_time.in_(tokens) and not P.invitation.in_(tokens)
-
-
-def _excused(tokens: Tokens, start: int, end: int) -> bool:
-    """Blame-shaped phrases that blame nobody: "please check at your end" asks for a check, and "next
-    time we'll check the stock" or "we'll take more care" are about ourselves."""
-    if tokens[end - 1] in V.at_your_end.words:
-        return any(t in V.checking.words for t in tokens[max(0, start - 4) : start])
-    if not V.about_the_future.words & set(tokens[start:end]):
-        return False
-    return any(t in V.ourselves.words for t in tokens[max(0, start - 2) : end])
-
-
-def _kind(tokens: Tokens, start: int) -> bool:
-    """ "whatever they find" / "whatever you need" is not dismissive; a bare "whatever" is."""
-    return (
-        tokens[start] in V.whatever.words
-        and start + 1 < len(tokens)
-        and tokens[start + 1] in V.whatever_followers.words
-    )
-
-
-def _insinuates(text: str) -> tuple[str, ...]:
-    """Suspicion insinuated ("we have to be careful with requests like yours"), or how the customer
-    treated the item guessed from the photos ("they look like they've been dropped a fair bit")."""
-    found = [m.group(0) for m in V.insinuation.pattern.finditer(text)]
-    for sentence in sentences(text):
-        m = V.mishandled.pattern.search(sentence)
-        if (
-            m
-            and V.speculation.pattern.search(sentence)
-            and not V.someone_else.pattern.search(sentence)
-            and not V.negated_nearby.pattern.search(sentence[: m.start()])
-        ):
-            found.append(sentence)
-    return tuple(found)
-
-
-def _leaks(text: str, all_lemmas: Tokens, teams: frozenset[str]) -> tuple[str, ...]:
-    """Internal notes told to the customer: risk screening, their history, our fraud team."""
-    notes = V.leaking_queues.table
-    return (
-        tuple(" ".join(all_lemmas[s:e]) for s, e in P.leak.find(all_lemmas) if not _third_party(all_lemmas, s, e))
-        + _history(text)
-        + _record_mentions(text)
-        + tuple(sorted(notes[q] for q in teams if q in notes))
-    )
-
-
-def _third_party(tokens: Tokens, start: int, end: int) -> bool:
-    """A fraud team of the bank or the card provider, not ours: "your card provider's fraud team can help"."""
-    return bool(V.fraud_word.words & set(tokens[start:end])) and any(
-        t in V.third_party.words for t in tokens[max(0, start - 4) : start]
-    )
-
-
-def _history(text: str) -> tuple[str, ...]:
-    """Sentences that tell the customer their own record — a return, claim or dispute of theirs with how
-    often or how many ("you've sent back eight orders this year") — but not an instruction ("once you've
-    sent back the two items")."""
-    out = []
-    for sentence in sentences(text):
-        acts = [c for c in clauses(sentence) if P.history_act.in_(c.lemmas) and not c.conditional]
-        if acts and (P.frequency.in_(lemmas(sentence)) or V.counted.pattern.search(normalize(sentence))):
-            out.append(sentence)
-    return tuple(out)
-
-
-def _record_mentions(text: str) -> tuple[str, ...]:
-    """The customer's record with an ordinal or none, not only a count: "the third claim on your account
-    this year", "the missing-parcel claims already on your account", "as this is your first return"."""
-    out = []
-    for sentence in sentences(text):
-        if not V.addressed.pattern.search(sentence):
-            continue
-        if (
-            V.ordinal_record.pattern.search(sentence)
-            or V.ordinal_time.pattern.search(sentence)
-            or V.past_record.pattern.search(sentence)
-            or (V.plural_record.pattern.search(sentence) and V.on_record.pattern.search(sentence))
-        ):
-            out.append(sentence)
-    return tuple(out)
 
 
 # ------------------------------------------------------------------------- token helpers

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import simplemma
 
-from service.env import language, reader
+from service.env import conduct, language, reader
 from service.env.language import Phrases, clauses, lemma, lemmas, normalize, words
 from service.env.replies import Meaning, meaning
 from service.env.vocabulary import FOLDER, LANGUAGE, VOCABULARY, Concept, Entry, Vocabulary, VocabularyError
@@ -92,7 +92,7 @@ def test_every_example_is_read_as_its_entry_claims(folder: str) -> None:
 
 
 def test_every_concept_says_what_it_is_and_is_used() -> None:
-    engine = "\n".join(Path(m.__file__ or "").read_text() for m in (reader, language))
+    engine = "\n".join(Path(m.__file__ or "").read_text() for m in (reader, conduct, language))
     slots = {s for c in VOCABULARY.concepts.values() for e in c.entries for s in re.findall(r"<([a-z_]+)>", e.says)}
     for concept in VOCABULARY.concepts.values():
         assert len(concept.about) > 15 and concept.entries, concept.path
@@ -118,7 +118,7 @@ def _literals(path: Path) -> list[tuple[int, str]]:
     ]
 
 
-@pytest.mark.parametrize("module", [reader, language])
+@pytest.mark.parametrize("module", [reader, conduct, language])
 def test_the_engine_names_no_word_or_phrase(module: Any) -> None:
     """No string in the engine holds two letters in a row (a regex escape like \\b aside): every word it
     knows comes from the vocabulary."""
