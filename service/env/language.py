@@ -41,6 +41,7 @@ _PARTICIPLE_CONDITIONS = V.participle_conditions.words  # matched on the words: 
 _SUBJECTS, _MODALS = V.subjects.words, V.modals.words
 _FRONTED = V.fronted_conditions.words  # a condition only where it opens the clause: "should you need anything"
 _THAT = [[w] for w in V.that_complement.words]  # "provided that …"
+_CHAIN, _NEGATION_HEADS = V.chain.words, V.negation_heads.words  # what a negation reaches through, and starts with
 
 
 @lru_cache(maxsize=16384)
@@ -137,9 +138,9 @@ def negated_before(tokens: tuple[str, ...], start: int) -> bool:
     """A negator governs the phrase at ``start``: auxiliaries, modals and a verb chain may stand in
     between ("we can't approve", "I'm not going to refuse this", "we would never dream of turning it down")."""
     i = start - 1
-    while i >= 0 and tokens[i] in V.chain.words:
+    while i >= 0 and tokens[i] in _CHAIN:
         i -= 1
-    return i >= 0 and tokens[i] in V.negation_heads.words
+    return i >= 0 and tokens[i] in _NEGATION_HEADS
 
 
 @lru_cache(maxsize=4096)

@@ -103,6 +103,7 @@ REFUND, REPLACEMENT, CLAIM = V.refund.name, V.replacement.name, V.claim.name
 _TO = frozenset((w,) for w in V.infinitive.words)
 _ORDER_FACTS = frozenset(c.name for c in V.reasons if c.order_fact)
 _SELF_NEGATING = {c.name: Phrases(c.self_negating) for c in V.reasons}
+_REASON_PHRASES = [(c.name, getattr(P, c.name), _SELF_NEGATING[c.name]) for c in V.reasons]
 
 
 @lru_cache(maxsize=8192)
@@ -540,11 +541,10 @@ def _reasons(clause: Clause) -> set[str]:
         return set()
     clause = _without_adverbs(clause)
     found = set()
-    for concept in V.reasons:
-        phrases = getattr(P, concept.name)
-        rule = _REASON_RULES.get(concept.name)
-        if rule(phrases, clause) if rule is not None else _asserted(phrases, _SELF_NEGATING[concept.name], clause):
-            found.add(concept.name)
+    for name, phrases, self_negating in _REASON_PHRASES:
+        rule = _REASON_RULES.get(name)
+        if rule(phrases, clause) if rule is not None else _asserted(phrases, self_negating, clause):
+            found.add(name)
     return found
 
 

@@ -153,6 +153,8 @@ class Vocabulary:
                 raise VocabularyError(f"{path}: a concept named {concept.name!r} exists already")
             self.concepts[concept.name] = concept
         self.__dict__.update(self.concepts)  # plain attributes: the reader looks them up in its inner loops
+        # the concepts whose names are the reasons a reply asserts (Meaning.reasons)
+        self.reasons: tuple[Concept, ...] = tuple(c for c in self.concepts.values() if c.reason)
         for concept in self.concepts.values():
             for entry in concept.entries:
                 for slot in _SLOT.findall(entry.says):
@@ -168,10 +170,6 @@ class Vocabulary:
         except KeyError:
             raise AttributeError(f"no concept {name!r} in the vocabulary") from None
 
-    @property
-    def reasons(self) -> tuple[Concept, ...]:
-        """The concepts whose names are the reasons a reply asserts (``Meaning.reasons``)."""
-        return tuple(c for c in self.concepts.values() if c.reason)
 
 
 def _load(path: Path, vocabulary: Vocabulary) -> Concept:
