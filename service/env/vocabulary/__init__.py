@@ -171,7 +171,6 @@ class Vocabulary:
             raise AttributeError(f"no concept {name!r} in the vocabulary") from None
 
 
-
 def _load(path: Path, vocabulary: Vocabulary) -> Concept:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     unknown = set(data) - _CONCEPT_KEYS
