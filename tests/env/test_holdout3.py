@@ -12,6 +12,16 @@ On arrival, with the reader at c948755 (this branch's reader was still the same 
 (0.062), FN 10/74 (0.135) — on the author's own labels FP 6/88 (0.068), FN 19/83 (0.229), the nine order-id
 disagreements included — the same bound to the first three tickets of each case; questions 48/62
 (0.774).
+
+After the vocabulary moved to data files and the three classes issue 23 names were fixed (written from
+the issue, before anyone looked at this batch's entries, so still an unseen measurement): FP 6/97, FN 7/74
+(0.095).
+
+Then its misses were examined and fixed by class, on new replies (tests/env/test_replies_batch6_classes.py,
+never this batch's sentences): FP 0/97, FN 1/74 (b6_108: a greeting and an explanation with no warm word,
+the class b5_079 left open); on the author's labels FP 0/88, FN 10/83. From here on the batch is no longer
+unseen: these rates are a regression floor, not an accuracy. Questions are unchanged (48/62): the question
+reader shares no vocabulary with the reply reader and was not changed.
 """
 
 from __future__ import annotations
@@ -23,8 +33,8 @@ import pytest
 from service.env.customer import TOPICS, topics_asked
 from tests.env.corpus_binding import CORPUS, load, rates
 
-# Measured (see above); deterministic readers, so the bound is the measured share itself.
-REPLY_BOUNDS = {"false_positive_rate": 0.0619, "false_negative_rate": 0.1352}
+# Measured after the fixes (see above); deterministic readers, so the bound is the measured share itself.
+REPLY_BOUNDS = {"false_positive_rate": 0.0, "false_negative_rate": 0.0136}
 QUESTION_FLOOR = 0.774
 
 

@@ -23,7 +23,9 @@ Issue 23: the three classes the issue names (a refund because the replacement is
 contradiction, a rule's true scope read as a false reason, a holding reply's generalised blame missed) got
 26 new paraphrases and near misses (``i23-*``, tests/env/test_replies_issue23.py): the reader before the fix
 read them FP 5/12, FN 9/14; after, the dev corpus (1087 entries) reads FP 1/543, FN 2/544 and both holdouts
-are unchanged (FP 0/46, FN 1/37; FP 4/69, FN 9/61).
+are unchanged (FP 0/46, FN 1/37; FP 4/69, FN 9/61). Blind batch 6 (replies_holdout3.jsonl) then revealed
+eleven more classes, fixed on 45 new replies (``b6c-*``, tests/env/test_replies_batch6_classes.py): dev 1132
+entries, FP 1/566, FN 2/566.
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
