@@ -227,7 +227,7 @@ def _match(alt: tuple[str, ...], tokens: tuple[str, ...], start: int) -> int | N
     return j
 
 
-class PhraseBook:
+class ConceptPhrases:
     """Every phrases concept of the vocabulary as :class:`Phrases`, built on first use: ``PHRASES.refund``."""
 
     def __getattr__(self, name: str) -> Phrases:
@@ -236,6 +236,6 @@ class PhraseBook:
         return phrases
 
 
-PHRASES = PhraseBook()
+PHRASES = ConceptPhrases()
 _IDIOMS = PHRASES.idioms
 _AS_SOON_AS = PHRASES.as_soon_as

@@ -31,11 +31,11 @@ concept ``reason = true`` (its name is one of the reasons :func:`~service.env.re
 ``order_fact = true`` (the reason is a fact about the order, false in any reply where untrue).
 
 ``expect`` (on the concept, or on an entry to override it) says what :func:`service.env.replies.meaning`
-reads in the example: ``grants``/``offers``/``options``/``reasons``/``facts``/``teams`` (these at least),
-``no_grants``/``no_reasons``/… (none of these), ``refuses``/``holds``/``courteous``/``prejudges``/``partial``
-(exactly), ``rude``/``leaks`` (something or nothing), ``amounts``/``window_days``/``warranty_days``/
-``elapsed`` (these at least), ``lemmas`` (the example's lemmas include these) and ``normalized`` (its
-normalised text contains this). ``tests/env/test_replies_vocabulary.py`` checks every example: the entry
+reads in the example: a set field of :class:`~service.env.reader.Meaning` (``grants``, ``reasons``,
+``scoped``, ``refused``, ``promised_if``, ``amounts``, ``window_days``, ``elapsed``…: these at least),
+``no_`` and its name (none of these), ``refuses``/``holds``/``courteous``/``prejudges``/``partial``
+(exactly), ``rude``/``leaks`` (something or nothing), ``lemmas`` (the example's lemmas include these)
+and ``normalized`` (its normalised text contains this). ``tests/env/test_replies_vocabulary.py`` checks every example: the entry
 is found in it, and it is read as expected — so the data documents itself and cannot rot.
 
 To extend the reader, add an entry with the sentence that needs it as its example (docs/development.md).
