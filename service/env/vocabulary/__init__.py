@@ -35,8 +35,9 @@ reads in the example: a set field of :class:`~service.env.reader.Meaning` (``gra
 ``scoped``, ``refused``, ``promised_if``, ``amounts``, ``window_days``, ``elapsed``…: these at least),
 ``no_`` and its name (none of these), ``refuses``/``holds``/``courteous``/``prejudges``/``partial``
 (exactly), ``rude``/``leaks`` (something or nothing), ``lemmas`` (the example's lemmas include these)
-and ``normalized`` (its normalised text contains this). ``tests/env/test_replies_vocabulary.py`` checks every example: the entry
-is found in it, and it is read as expected — so the data documents itself and cannot rot.
+and ``normalized`` (its normalised text contains this). ``tests/env/test_replies_vocabulary.py`` checks
+every example: the entry is found in it, and it is read as expected — so the data documents itself and
+cannot rot.
 
 To extend the reader, add an entry with the sentence that needs it as its example (docs/development.md).
 """
