@@ -16,136 +16,32 @@ replacement"), and alternatives are indexed by their first lemma. Everything is 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import simplemma
 
-# Numbers written as words, for durations ("two weeks", "a month") and counts ("three days ago").
-WORD_NUMBERS = {
-    "one": 1,
-    "a": 1,
-    "an": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "ten": 10,
-    "twelve": 12,
-    "fourteen": 14,
-    "fifteen": 15,
-    "eighteen": 18,
-    "twenty": 20,
-    "thirty": 30,
-    "sixty": 60,
-    "ninety": 90,
-}
+from service.env.vocabulary import LANGUAGE, VOCABULARY, Concept
+
+V = VOCABULARY
+WORD_NUMBERS: dict[str, int] = V.word_numbers.table  # "two weeks", "a month", "three days ago"
+NEGATORS = V.negators.words
+CONDITIONS = V.conditions.words
+TEMPORAL = V.temporal.words  # a condition of time: a step of the process still promises
 
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'"})
-_CONTRACTIONS = (
-    (re.compile(r"\bcan't\b|\bcannot\b"), "can not"),
-    (re.compile(r"\bwon't\b"), "will not"),
-    (re.compile(r"\bshan't\b"), "shall not"),
-    (re.compile(r"\b(\w+)n't\b"), r"\1 not"),
-    (re.compile(r"\b(\w+)'ll\b"), r"\1 will"),
-    (re.compile(r"\b(\w+)'ve\b"), r"\1 have"),
-    (re.compile(r"\b(\w+)'re\b"), r"\1 are"),
-    (re.compile(r"\b(\w+)'d\b"), r"\1 would"),
-    (re.compile(r"\b(i)'m\b"), r"\1 am"),
-    (re.compile(r"\b(it|that|there|what|here|he|she)'s\b"), r"\1 is"),
-    # the same contractions typed without the apostrophe: "we cant", "Ive passed"
-    (re.compile(r"\bcant\b"), "can not"),
-    (re.compile(r"\bwont\b"), "will not"),
-    (re.compile(r"\b(do|did|does|is|was|are|were|have|has|had|could|would|should)nt\b"), r"\1 not"),
-    (re.compile(r"\b(i|we|you|they)ve\b"), r"\1 have"),
-    (re.compile(r"\b(you|they)(ll|re)\b"), lambda m: m.group(1) + (" will" if m.group(2) == "ll" else " are")),
-    (re.compile(r"\bim\b"), "i am"),
-    (re.compile(r"\bthats\b"), "that is"),
-)
-# Frequent misspellings of the words the readers look for.
-_TYPOS = {
-    "recieve": "receive",
-    "recieved": "received",
-    "thansk": "thanks",
-    "thnaks": "thanks",
-    "thx": "thanks",
-    "pls": "please",
-    "plz": "please",
-    "unfortunatly": "unfortunately",
-    "sory": "sorry",
-    "replacment": "replacement",
-    "refudn": "refund",
-    "warrenty": "warranty",
-    "warrantee": "warranty",
-    "garantee": "guarantee",
-    "appologies": "apologies",
-    "recieving": "receiving",
-    "definately": "definitely",
-    "ur": "your",
-    "u": "you",
-    "cos": "because",
-    "coz": "because",
-}
+_CONTRACTIONS = V.contractions.rewrites
+_TYPOS: dict[str, str] = V.typos.table
+_LEMMA_FIXES: dict[str, str] = V.lemma_fixes.table
 _WORD = re.compile(r"\$?\d+(?:[.,]\d+)*|[a-z]+(?:-[a-z]+)*|[a-z]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-# Clause boundaries: punctuation and the conjunctions that start a new proposition.
-_CLAUSE = re.compile(
-    r"[;:,()—–]|\s-\s|\b(?:but|however|although|though|whereas|while|so|because|since|unless|otherwise|and then)\b"
-)
-_LEMMA_FIXES = {
-    "worn": "wear",
-    "wore": "wear",
-    "sent": "send",
-    "broke": "break",
-    "paid": "pay",
-    "found": "find",
-    "left": "leave",
-    "gotten": "get",
-    "got": "get",
-    "gone": "go",
-    "came": "come",
-    "began": "begin",
-    "bought": "buy",
-    "took": "take",
-    "refunded": "refund",
-    "data": "data",
-    "us": "us",
-    "was": "be",
-    "were": "be",
-    "is": "be",
-    "are": "be",
-    "been": "be",
-    "am": "be",
-}
-
-NEGATORS = frozenset(
-    {
-        "not",
-        "no",
-        "never",
-        "unable",
-        "nothing",
-        "neither",
-        "nor",
-        "without",
-        "cannot",
-        "decline",
-        "deny",
-        "refuse",
-        "reject",
-    }
-)
-CONDITIONS = frozenset({"if", "once", "when", "whenever", "whether", "unless", "after"})
-# Participles that open a condition only as the clause's first word (or before "that"): "provided it is
-# unused, …" — not "we've provided a label". Matched on the words, as their lemmas are plain verbs.
-_PARTICIPLE_CONDITIONS = frozenset({"provided", "providing", "assuming", "supposing"})
-TEMPORAL = frozenset({"once", "when", "whenever", "after", "as"})  # "as" opens "as soon as"
-# A consequent inside the clause starts at a subject followed by a modal: "if you post it back we'll refund you".
-_SUBJECTS = frozenset({"we", "i", "they", "it", "you", "this", "that", "there", "he", "she"})
-_MODALS = frozenset({"will", "would", "can", "shall", "could", "may", "might", "should"})
+_CLAUSE = V.clause_breaks.pattern
+_PARTICIPLE_CONDITIONS = V.participle_conditions.words  # matched on the words: their lemmas are plain verbs
+_SUBJECTS, _MODALS = V.subjects.words, V.modals.words
+_FRONTED = V.fronted_conditions.words  # a condition only where it opens the clause: "should you need anything"
+_THAT = [[w] for w in V.that_complement.words]  # "provided that …"
+_CHAIN, _NEGATION_HEADS = V.chain.words, V.negation_heads.words  # what a negation reaches through, and starts with
 
 
 @lru_cache(maxsize=16384)
@@ -163,7 +59,7 @@ def lemma(word: str) -> str:
         return _LEMMA_FIXES[word]
     if not word.isalpha():
         return word
-    return simplemma.lemmatize(word, lang="en").lower()
+    return simplemma.lemmatize(word, lang=LANGUAGE).lower()
 
 
 def words(text: str) -> list[str]:
@@ -224,11 +120,9 @@ class Clause:
 
 def _opens_condition(tokens: tuple[str, ...], raw: list[str], i: int) -> bool:
     token = tokens[i]
-    if token in CONDITIONS or (token == "should" and i == 0):
+    if token in CONDITIONS or (token in _FRONTED and i == 0) or _AS_SOON_AS.at(tokens, i) is not None:
         return True
-    if token == "as" and tokens[i + 1 : i + 3] == ("soon", "as"):
-        return True
-    return i < len(raw) and raw[i] in _PARTICIPLE_CONDITIONS and (i == 0 or raw[i + 1 : i + 2] == ["that"])
+    return i < len(raw) and raw[i] in _PARTICIPLE_CONDITIONS and (i == 0 or raw[i + 1 : i + 2] in _THAT)
 
 
 def without_idioms(tokens: tuple[str, ...]) -> tuple[str, ...]:
@@ -238,6 +132,15 @@ def without_idioms(tokens: tuple[str, ...]) -> tuple[str, ...]:
         return tokens
     drop = {i for start, end in spans for i in range(start, end)}
     return tuple(t for i, t in enumerate(tokens) if i not in drop)
+
+
+def negated_before(tokens: tuple[str, ...], start: int) -> bool:
+    """A negator governs the phrase at ``start``: auxiliaries, modals and a verb chain may stand in
+    between ("we can't approve", "I'm not going to refuse this", "we would never dream of turning it down")."""
+    i = start - 1
+    while i >= 0 and tokens[i] in _CHAIN:
+        i -= 1
+    return i >= 0 and tokens[i] in _NEGATION_HEADS
 
 
 @lru_cache(maxsize=4096)
@@ -252,13 +155,15 @@ def clauses(text: str) -> tuple[Clause, ...]:
 
 
 class Phrases:
-    """Alternatives of lemma sequences, matched on whole tokens; ``*`` skips up to three tokens."""
+    """Alternatives of lemma sequences, matched on whole tokens; ``*`` skips up to three tokens.
+
+    Built from a concept of the vocabulary (its alternatives) or from alternatives given directly."""
 
     GAP = 3
 
-    def __init__(self, spec: str) -> None:
-        self.spec = spec
-        self.alternatives: tuple[tuple[str, ...], ...] = tuple(_parse(alt) for alt in spec.split("|") if alt.strip())
+    def __init__(self, alternatives: Concept | Iterable[str]) -> None:
+        texts = alternatives.alternatives if isinstance(alternatives, Concept) else tuple(alternatives)
+        self.alternatives: tuple[tuple[str, ...], ...] = tuple(_parse(alt) for alt in texts if alt.strip())
         # Alternatives by their first lemma, so a token is tried only against those that can start there.
         self._by_first: dict[str, list[int]] = {}
         for index, alt in enumerate(self.alternatives):
@@ -273,6 +178,15 @@ class Phrases:
                 if end is not None:
                     found.append((index, start, end))
         return [(start, end) for _, start, end in sorted(found)]
+
+    def at(self, tokens: tuple[str, ...], start: int) -> int | None:
+        """The end of an alternative that matches at ``start``, or None."""
+        token = tokens[start] if start < len(tokens) else None
+        for index in self._by_first.get(token, ()) if token is not None else ():
+            end = _match(self.alternatives[index], tokens, start)
+            if end is not None:
+                return end
+        return None
 
     def in_(self, tokens: tuple[str, ...]) -> bool:
         return any(
@@ -313,12 +227,15 @@ def _match(alt: tuple[str, ...], tokens: tuple[str, ...], start: int) -> int | N
     return j
 
 
-_IDIOMS = Phrases(
-    "no cost|no charge|no extra|no additional|no problem|no worries|no worry|no trouble|no hassle|no need to worry|"
-    "no later than|not your fault|no fault of your own|not only|no doubt|without delay|without any cost|without charge|"
-    "no questions ask|free of charge|"
-    # eagerness, not refusal: "we can't wait to get the right one to you"
-    "can not wait|could not wait|not wait to|"
-    # not having to do something refuses nothing: "no need to send anything back", "you don't have to return it"
-    "no need to|not need to|need not|not have to|not necessary to"
-)
+class ConceptPhrases:
+    """Every phrases concept of the vocabulary as :class:`Phrases`, built on first use: ``PHRASES.refund``."""
+
+    def __getattr__(self, name: str) -> Phrases:
+        phrases = Phrases(VOCABULARY[name])
+        setattr(self, name, phrases)
+        return phrases
+
+
+PHRASES = ConceptPhrases()
+_IDIOMS = PHRASES.idioms
+_AS_SOON_AS = PHRASES.as_soon_as

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from service.env import PUBLIC, Dataset, derive_test_key
-from service.env.policy import ESCALATION_THRESHOLD, Verdict, evaluate, full_information_verdict
+from service.env.policy import ESCALATION_THRESHOLD, RETURN_WINDOW_DAYS, Verdict, evaluate, full_information_verdict
 from service.env.replies import Judgement, judge
 from service.env.world import Ticket
 
@@ -72,12 +72,15 @@ def bind(case: str, nth: int = 0) -> tuple[Ticket, Verdict, frozenset[str]]:
 
 
 def fill(reply: str, ticket: Ticket, verdict: Verdict) -> str:
+    """The reply with its placeholders filled from the ticket (``{warranty}`` in months, ``{window}`` in days)."""
     return reply.format(
         order_id=ticket.order.order_id,
         name=ticket.customer.name.split()[0],
         product=ticket.product.name,
         days=ticket.order.days_since_delivery,
         warranty_days=ticket.product.warranty_days,
+        warranty=round(ticket.product.warranty_days / (365 / 12)),
+        window=RETURN_WINDOW_DAYS,
         amount=f"{verdict.refund_amount:.2f}",
         price=f"${ticket.line.amount:.2f}",
     )

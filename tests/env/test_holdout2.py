@@ -6,6 +6,8 @@ On arrival (the round-3 readers): replies FP 4/69 (0.058), FN 9/61 (0.148); ques
 After round 4 (fixes by class from blind batch 5, written by another author at the same time): the
 same, to the entry. The round's fixes took batch 5 from FP 3/63, FN 12/67 to 0/63, 2/67 and moved this
 batch not at all: the honest reading is that each author's wording still brings classes of its own.
+Issue 23 (the vocabulary in data files, the issue's three classes, then batch 6's classes — none informed
+by this batch): FP 4/69, FN 7/61 (0.115; b4_037 and b4_063 now read as the lead does). The bounds follow.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from service.env.customer import TOPICS, topics_asked
 from tests.env.corpus_binding import CORPUS, load, rates
 
 # Measured once (see above); deterministic readers, so the bound is the measured share itself.
-REPLY_BOUNDS = {"false_positive_rate": 0.058, "false_negative_rate": 0.1475}
+REPLY_BOUNDS = {"false_positive_rate": 0.058, "false_negative_rate": 0.1148}
 QUESTION_FLOOR = 0.89
 
 

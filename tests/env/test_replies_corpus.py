@@ -19,6 +19,13 @@ Round 4: blind batch 5 (130 replies by an outside author) read FP 3/63, FN 12/67
 classes were fixed (test_replies_unseen_classes.py) FP 0/63, FN 2/67 (b5_079: a greeting and an
 explanation with no courtesy word; b5_113: "claims like yours" read as insinuation), and it joined the dev
 corpus as ``b5_*``: 1061 entries, FP 1/532, FN 2/529; the holdout is unchanged (FP 0/46, FN 1/37).
+Issue 23: the three classes the issue names (a refund because the replacement is out of stock read as a
+contradiction, a rule's true scope read as a false reason, a holding reply's generalised blame missed) got
+26 new paraphrases and near misses (``i23-*``, tests/env/test_replies_issue23.py): the reader before the fix
+read them FP 5/12, FN 9/14; after, the dev corpus (1087 entries) reads FP 1/543, FN 2/544 and both holdouts
+are unchanged (FP 0/46, FN 1/37; FP 4/69, FN 9/61). Blind batch 6 (replies_holdout3.jsonl) then revealed
+eleven more classes, fixed on 45 new replies (``b6c-*``, tests/env/test_replies_batch6_classes.py): dev 1132
+entries, FP 1/566, FN 2/566.
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
