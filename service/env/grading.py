@@ -30,7 +30,8 @@ from service.env.store.grading import grade_store_episode
 from service.env.tasks import get_task
 from service.env.world import Ticket
 
-GRADER_VERSION = "3.3.0"  # 3.3: the store desk reads told on meaning (true reasons only), notes and split writes
+# 3.4: replies read by the data-driven reader (its class fixes); 3.3: the store desk reads told on meaning
+GRADER_VERSION = "3.4.0"
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
 OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})

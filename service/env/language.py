@@ -162,7 +162,12 @@ class Phrases:
     GAP = 3
 
     def __init__(self, alternatives: Concept | Iterable[str]) -> None:
-        texts = alternatives.alternatives if isinstance(alternatives, Concept) else tuple(alternatives)
+        if isinstance(alternatives, Concept):
+            texts: tuple[str, ...] = alternatives.alternatives
+        elif isinstance(alternatives, str):  # "a|b|c", never its characters
+            texts = tuple(alternatives.split("|"))
+        else:
+            texts = tuple(alternatives)
         self.alternatives: tuple[tuple[str, ...], ...] = tuple(_parse(alt) for alt in texts if alt.strip())
         # Alternatives by their first lemma, so a token is tried only against those that can start there.
         self._by_first: dict[str, list[int]] = {}
