@@ -274,7 +274,7 @@ def storage(played: list[PlayedEpisode], database: Path | None = None) -> dict[s
         try:
             names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'transitions'")]
             marks = ",".join("?" * len(names))
-            disk = conn.execute(f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({marks})", names).fetchone()[0]  # noqa: S608
+            disk = conn.execute(f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({marks})", names).fetchone()[0]
             rows = conn.execute("SELECT count(*) FROM transitions").fetchone()[0]
             payload = conn.execute("SELECT sum(length(action) + length(observation)) FROM transitions").fetchone()[0]
         finally:
