@@ -59,6 +59,21 @@ async def test_prepared_statements_store_what_core_statements_store(settings: Se
         }
         assert rows["prepared"]["created_at"] == NOW and rows["prepared"]["state"]["nested"]["text"] == "é ✓"
 
+        # a prepared read gives what Core reads: the JSON decoded, the datetimes UTC-aware, the NULLs None
+        for episode_id in ("core", "prepared"):
+            read = await db.read(repo._SELECT_EPISODE.first, {"episode_id": episode_id})
+            assert read == rows[episode_id] and list(read) == list(rows[episode_id])
+            assert read["created_at"].tzinfo is not None and read["created_at"] == NOW
+            assert (await repo.get_episode(db, episode_id)) == repo._episode(
+                await db.read(lambda c, i=episode_id: c.execute(select(episodes).where(episodes.c.id == i)).one())
+            )
+        await db.write(
+            lambda c: c.execute(insert(episodes).values(**{**_episode_values("nulls"), "token_sha256": None}))
+        )
+        assert (await repo.get_episode(db, "nulls")).token_sha256 is None  # type: ignore[union-attr]
+        assert await db.read(repo._SELECT_EPISODE.first, {"episode_id": "missing"}) is None
+        await db.write(lambda c: c.execute(episodes.delete().where(episodes.c.id == "nulls")))
+
         # the guarded bump: literals of the statement are bound, the rowcount says who won
         bump = dict(
             episode_id="prepared",
