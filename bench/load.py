@@ -507,6 +507,7 @@ async def measure(
             "server": round(srv / wall, 3),
             "other": round(max(0.0, busy - gen - srv) / wall, 3),
         },
+        "server_cpu_ms_per_step": round(1000 * srv / steps, 4) if steps and srv else None,
         # the server stays up across rounds: a leak shows as growth from round to round
         "server_rss_mb": target.server.rss_mb(),
     }
@@ -550,6 +551,7 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": sum(r["errors"] for r in rounds),
         "error_samples": [s for r in rounds for s in r["error_samples"]][:5],
         "cpu_cores": {k: med(("cpu_cores", k)) for k in ("generator", "server", "other")},
+        "server_cpu_ms_per_step": med(("server_cpu_ms_per_step",)),
         "server_rss_mb": max((r["server_rss_mb"] for r in rounds if r["server_rss_mb"] is not None), default=None),
         "rounds": [
             {k: r[k] for k in ("steps_per_s", "episodes_per_s", "errors", "window_s", "cpu_cores", "server_rss_mb")}
@@ -561,6 +563,12 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 def ratio(a: Any, b: Any) -> float | None:
     return round(a / b, 3) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
+def steps_per_cpu_s(result: dict[str, Any]) -> float | None:
+    """Steps per second of the server's CPU (median steps/s over median server cores)."""
+    cores = result["cpu_cores"]["server"]
+    return round(result["steps_per_s"] / cores, 1) if cores else None
 
 
 def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -578,6 +586,9 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "steps_per_s": ratio(ours["steps_per_s"], ref["steps_per_s"]),
                 "episodes_per_s": ratio(ours["episodes_per_s"], ref["episodes_per_s"]),
                 "step_p99": ratio(ours["step_latency_ms"]["p99"], ref["step_latency_ms"]["p99"]),
+                # steps per second of server CPU: what each step costs the server, whatever share of the
+                # machine each server got in its windows (on a busy machine that share decides steps_per_s)
+                "steps_per_server_cpu_s": ratio(steps_per_cpu_s(ours), steps_per_cpu_s(ref)),
             }
     return out
 
