@@ -1,19 +1,21 @@
 """Growth benchmark: the same server on an empty database and on one that has served for months
-(300 finished runs, 120k episodes), side by side in one run, on 127.0.0.1 only. Prints one JSON document.
+(300 finished runs, 165k episodes), side by side in one run, on 127.0.0.1 only. Prints one JSON document.
 
-    .venv/bin/python -m bench.growth                     # 300 runs x 400 episodes; about 4 minutes
+    .venv/bin/python -m bench.growth                     # 300 runs x 550 episodes; about 6 minutes
     .venv/bin/python -m bench.growth --runs 3 --episodes-per-run 20 --duration 1 --rounds 1   # a smoke run
 
 The large database is built directly with bulk inserts (no HTTP): every run is a finished, ranked dev
-run whose episodes were really played by the heuristic agent through the core (played once, copied
-per run), stored as the service stores them (compact transitions, grades, summaries). Then two servers
+run (550 entries: 400 tickets and 150 store-desk conversations) whose episodes were really played by
+each family's heuristic agent through the core (played once, copied per run), stored as the service
+stores them (compact transitions, grades, summaries). ``storage`` reports what a transition and an
+episode's snapshot take per family, and a transition row on disk (SQLite ``dbstat``). Then two servers
 (``python -m service.app``, one worker, SQLite) serve the empty and the large database. Each rate is
 measured on both servers *in the same window* (N agents each, at once), so whatever else the machine
 does then slows both alike; ``ratios`` are medians over rounds of those paired large ÷ empty ratios:
 
 - ``steps``: scripted agents playing plain episodes (reset, steps, grader), as ``bench.load`` does.
-- ``run_play_k1`` / ``run_play_k8``: agents each playing its own dev run of 1 or 8 trials (400 or
-  3,200 manifest entries) episode after episode (``POST /reset`` with the run, steps with its token);
+- ``run_play_k1`` / ``run_play_k8``: agents each playing its own dev run of 1 or 8 trials (550 or
+  4,400 manifest entries) episode after episode (``POST /reset`` with the run, steps with its token);
   the rate is episodes per second.
 - ``steps_polled``: ``steps`` while another client reads ``GET /leaderboard`` twice a second.
 - ``run_play_k8_vs_k1``: k=8 ÷ k=1 episodes per second, crossed over: one window plays k=1 on the
@@ -22,7 +24,7 @@ does then slows both alike; ``ratios`` are medians over rounds of those paired l
 - ``leaderboard_ms``: ``GET /leaderboard?split=dev`` one at a time on the large database, median (the
   first request after start, which builds the cache, is reported apart as ``leaderboard_first_ms``).
 
-Targets: ``leaderboard_ms`` (median, large) ≤ 15 ms; every ratio ≥ 0.95.
+Targets: ``leaderboard_ms`` (median, large) ≤ 15 ms; every ratio ≥ 0.95; a store transition ≤ 2 kB.
 """
 
 from __future__ import annotations
@@ -60,7 +62,17 @@ from bench.load import (
 )
 
 DEFAULT_RUNS = 300
-DEFAULT_EPISODES_PER_RUN = 400  # the dev split's full task list: 400 tickets (ranked runs)
+
+
+def dev_run_size() -> int:
+    """Entries of a full dev run (one trial of every task's pool, the store desk's included): what a ranked
+    run plays, and the default size of every built run."""
+    from service import env as core
+
+    return len(core.run_manifest("dev", None, 1, None))
+
+
+DEFAULT_EPISODES_PER_RUN = dev_run_size()  # 550: 400 tickets of the decision and workflow tasks, 150 store
 LEADERBOARD_POLL_S = 0.5
 CHUNK = 5000  # rows per bulk insert
 
@@ -82,17 +94,19 @@ class PlayedEpisode:
 
 
 def play_templates(count: int) -> tuple[list[dict[str, Any]], list[PlayedEpisode]]:
-    """The first ``count`` entries of a dev run's manifest, each played once through the pure core."""
+    """The first ``count`` entries of a dev run's manifest, each played once through the pure core by the
+    heuristic agent of its family (the store desk's plays tool calls)."""
     from service import env as core
     from service.db.observations import compact
     from service.domain.episodes.schemas import wire_observation
-    from service.env.agents import HeuristicAgent
+    from service.env.agents import make_agent
 
     manifest = [e.model_dump() for e in core.run_manifest("dev", None, 1, None)][:count]
     played = []
     for entry in manifest:
         state, obs = core.reset(entry["task_id"], entry["seed"], "dev")
-        agent, previous, steps, result = HeuristicAgent(entry["seed"]), None, [], None
+        agent = make_agent("heuristic", entry["seed"], state.ticket_id)
+        previous, steps, result = None, [], None
         while not state.done:
             action = agent.act(obs)
             result = core.step(state, action)
@@ -113,7 +127,7 @@ def play_templates(count: int) -> tuple[list[dict[str, Any]], list[PlayedEpisode
                 entry["task_id"],
                 entry["seed"],
                 state.ticket_id,
-                state.model_dump(mode="json"),
+                state.as_json(),
                 steps,
                 {
                     "score": grade.score,
@@ -221,7 +235,63 @@ def _episode_rows(
     return episode, steps, dict(episode_id=episode_id, created_at=at, **p.grade)
 
 
-async def build_large(database_url: str, runs: int, per_run: int) -> dict[str, Any]:
+def storage(played: list[PlayedEpisode], database: Path | None = None) -> dict[str, Any]:
+    """What an episode stores, per family: its transitions' JSON columns as the database keeps them (the action
+    and the observation, compact after the first step), its state snapshot and grade; and, from SQLite's
+    ``dbstat`` of the large database, what a transition row occupies on disk with its indexes (every
+    family together), from which a store transition's share is estimated (its payload plus the average
+    row's overhead)."""
+    from service import env as core
+    from service.db.engine import json_serializer
+
+    size = lambda value: len(json_serializer(value).encode())  # noqa: E731 - a one-line local helper
+    families: dict[str, dict[str, float]] = {}
+    for p in played:
+        f = families.setdefault(
+            "store" if core.TASKS[p.task_id].family == "store" else "ticket",
+            {"episodes": 0, "transitions": 0, "action_bytes": 0, "observation_bytes": 0, "state_bytes": 0},
+        )
+        f["episodes"] += 1
+        f["transitions"] += len(p.steps)
+        f["action_bytes"] += sum(size(s["action"]) for s in p.steps)
+        f["observation_bytes"] += sum(size(s["observation"]) for s in p.steps)
+        f["state_bytes"] += size(p.state)
+    out: dict[str, Any] = {}
+    for name, f in sorted(families.items()):
+        n = max(1, int(f["transitions"]))
+        out[name] = {
+            "episodes": int(f["episodes"]),
+            "steps_per_episode": round(f["transitions"] / max(1, f["episodes"]), 2),
+            "transition_payload_bytes": round((f["action_bytes"] + f["observation_bytes"]) / n),
+            "action_bytes": round(f["action_bytes"] / n),
+            "observation_bytes": round(f["observation_bytes"] / n),
+            "state_snapshot_bytes_per_episode": round(f["state_bytes"] / max(1, f["episodes"])),
+        }
+    if database is not None and database.exists():
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        try:
+            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'transitions'")]
+            marks = ",".join("?" * len(names))
+            disk = conn.execute(f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({marks})", names).fetchone()[0]
+            rows = conn.execute("SELECT count(*) FROM transitions").fetchone()[0]
+            payload = conn.execute("SELECT sum(length(action) + length(observation)) FROM transitions").fetchone()[0]
+        finally:
+            conn.close()
+        per_row = disk / max(1, rows)
+        overhead = per_row - payload / max(1, rows)  # fixed columns, record headers, pages' slack, indexes
+        out["on_disk"] = {
+            "transition_bytes_per_row": round(per_row),
+            "row_overhead_bytes": round(overhead),
+            "tables_and_indexes": names,
+        }
+        for name in families:
+            out[name]["transition_on_disk_bytes_estimate"] = round(out[name]["transition_payload_bytes"] + overhead)
+    return out
+
+
+async def build_large(database_url: str, runs: int, per_run: int) -> tuple[dict[str, Any], list[PlayedEpisode]]:
     """Fill an empty database with ``runs`` finished dev runs of ``per_run`` played episodes each
     (bulk inserts in chunks of CHUNK episodes)."""
     from sqlalchemy import insert
@@ -271,7 +341,7 @@ async def build_large(database_url: str, runs: int, per_run: int) -> dict[str, A
         await flush()
     finally:
         await db.dispose()
-    return {**counts, "seconds": round(time.perf_counter() - started, 1)}
+    return {**counts, "seconds": round(time.perf_counter() - started, 1)}, played
 
 
 # ------------------------------------------------------------------------------------ measuring
@@ -294,7 +364,7 @@ class RunPlayer(Player):
         self.own_run = json.loads(payload)
 
     async def play_real(self, k: int) -> None:
-        from service.env.agents import HeuristicAgent
+        from service.env.agents import make_agent
 
         if self.own_run is None:
             await self.new_run()
@@ -314,7 +384,7 @@ class RunPlayer(Player):
                 return
             raise
         episode_id = episode_id_of(result)
-        agent = HeuristicAgent(result["metadata"]["seed"])
+        agent = make_agent("heuristic", result["metadata"]["seed"], result["observation"]["ticket_id"])
         steps = 0
         while not result["done"]:
             action = agent.act(agent_observation(result["observation"], result["reward"], result["done"]))
@@ -494,7 +564,7 @@ def paired_ratios(
 
 
 def crossed_ratio(per_round: dict[str, list[dict[str, dict[str, Any]]]]) -> tuple[dict[str, Any], float | None]:
-    """Does a 3,200-entry run play as fast as a 400-entry one? The crossover cancels both the load of
+    """Does a 4,400-entry run play as fast as a 550-entry one? The crossover cancels both the load of
     the moment (each window pairs k=8 with k=1) and any difference between the servers (each plays
     both): per round, sqrt((k8/k1 in window a) * (k8/k1 in window b)). (Not k=1 and k=8 agents on one
     server in one window: they would share its queue, and a costlier request would slow both alike.)"""
@@ -526,9 +596,10 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
         "large": f"sqlite+aiosqlite:///{workdir / 'large.db'}",
     }
     log(f"building the large database: {args.runs} runs x {args.episodes_per_run} episodes")
-    built = await build_large(urls["large"], args.runs, args.episodes_per_run)
+    built, played = await build_large(urls["large"], args.runs, args.episodes_per_run)
     size_mb = round(sum(p.stat().st_size for p in workdir.glob("large.db*")) / 1e6, 1)
     log(f"built in {built['seconds']} s: {built} ({size_mb} MB)")
+    stored = await asyncio.to_thread(storage, played, workdir / "large.db")
     by_name = await start_servers(args, urls, servers, workdir)
     first_ms = {name: (await leaderboard_latency(s, 1))[0] for name, s in by_name.items()}
     board = json.loads(urllib_get(by_name["large"].url + "/leaderboard?split=dev"))
@@ -558,12 +629,13 @@ async def run(args: argparse.Namespace, servers: list[ServerProcess], workdir: P
             "megabytes": size_mb,
             "leaderboard_rows": len(board["rows"]) + len(board.get("unranked") or []),
         },
+        "storage": stored,
         "leaderboard_ms": round(leaderboard_ms, 3) if leaderboard_ms is not None else None,
         "leaderboard_ms_empty": round(median(lb["empty"]) or 0.0, 3),
         "leaderboard_first_ms": {k: round(v, 1) for k, v in first_ms.items()},
         "results": results,
         "ratios": ratios,
-        "targets": {"leaderboard_ms": "<= 15", "ratios": ">= 0.95"},
+        "targets": {"leaderboard_ms": "<= 15", "ratios": ">= 0.95", "store transition on disk": "<= 2 kB"},
         "notes": NOTES,
     }
 
@@ -598,7 +670,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="finished runs in the large database (default 300)")
     p.add_argument(
-        "--episodes-per-run", type=int, default=DEFAULT_EPISODES_PER_RUN, help="episodes per run (default 400, max 400)"
+        "--episodes-per-run",
+        type=int,
+        default=DEFAULT_EPISODES_PER_RUN,
+        help=f"episodes per run (default and most: {DEFAULT_EPISODES_PER_RUN}, a full dev run)",
     )
     p.add_argument(
         "--agents", type=int, default=8, help="concurrent scripted agents per server and measurement (default 8)"
@@ -619,7 +694,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         or args.agents < 1
         or args.rounds < 1
     ):
-        p.error("--runs, --agents and --rounds must be >= 1; --episodes-per-run between 1 and 400")
+        p.error(
+            f"--runs, --agents and --rounds must be >= 1; --episodes-per-run between 1 and {DEFAULT_EPISODES_PER_RUN}"
+        )
     return args
 
 

@@ -183,6 +183,7 @@ class Window:
     grader_ms: list[float] = field(default_factory=list)
     episodes: int = 0
     episode_steps: int = 0
+    family_step_ms: dict[str, list[float]] = field(default_factory=dict)  # step latencies per task family
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
 
@@ -204,10 +205,12 @@ class Window:
     def counts(self, t: float) -> bool:
         return t >= self.start and (self.end is None or t <= self.end)
 
-    def record(self, bucket: list[float], t0: float) -> None:
+    def record(self, bucket: list[float], t0: float, family: str | None = None) -> None:
         t1 = time.perf_counter()
         if self.counts(t1):
             bucket.append((t1 - t0) * 1000.0)
+            if family is not None:
+                self.family_step_ms.setdefault(family, []).append((t1 - t0) * 1000.0)
 
     def error(self, message: str) -> None:
         # every error counts, warm-up included: the run must be clean, not just its window
@@ -269,18 +272,20 @@ class Player:
 
     # -- transport primitives (each checks the window, times itself, raises on a bad answer)
 
-    async def http_json(self, method: str, path: str, body: bytes | None, bucket: list[float]) -> dict[str, Any]:
+    async def http_json(
+        self, method: str, path: str, body: bytes | None, bucket: list[float], family: str | None = None
+    ) -> dict[str, Any]:
         if not self.window.may_send():
             raise Stopped
         t0 = time.perf_counter()
         status, payload = await self.http.request(method, path, body)
         result = json.loads(payload)
-        self.window.record(bucket, t0)
+        self.window.record(bucket, t0, family)
         if status != 200:
             raise HttpError(f"{method} {path.split('?')[0]} -> {status}: {payload[:200]!r}")
         return result
 
-    async def ws_frame(self, frame: str, bucket: list[float]) -> dict[str, Any]:
+    async def ws_frame(self, frame: str, bucket: list[float], family: str | None = None) -> dict[str, Any]:
         if not self.window.may_send():
             raise Stopped
         if self.ws is None:
@@ -291,7 +296,7 @@ class Player:
         t0 = time.perf_counter()
         await self.ws.send(frame)
         reply = json.loads(await self.ws.recv())
-        self.window.record(bucket, t0)
+        self.window.record(bucket, t0, family)
         if reply.get("type") != "observation":
             raise HttpError(f"ws {json.loads(frame)['type']} -> {json.dumps(reply)[:200]}")
         return reply["data"]
@@ -315,6 +320,7 @@ class Player:
             result = await self.ws_frame(json.dumps({"type": "reset", "data": reset_body}), w.reset_ms)
         episode_id = episode_id_of(result)
         agent = make_agent("heuristic", seed, result["observation"]["ticket_id"])  # the family's own heuristic
+        family = task_family(task_id)
         steps = 0
         while not result["done"]:
             if steps >= MAX_EPISODE_STEPS:
@@ -324,9 +330,9 @@ class Player:
             payload = action.model_dump(mode="json", exclude_defaults=True)
             if self.target.transport == "http":
                 body = json.dumps({"episode_id": episode_id, "action": payload}).encode()
-                result = await self.http_json("POST", "/step", body, w.step_ms)
+                result = await self.http_json("POST", "/step", body, w.step_ms, family)
             else:
-                result = await self.ws_frame(json.dumps({"type": "step", "data": payload}), w.step_ms)
+                result = await self.ws_frame(json.dumps({"type": "step", "data": payload}), w.step_ms, family)
             steps += 1
         grade = await self.http_json("GET", f"/grader?episode_id={episode_id}", None, w.grader_ms)
         if not isinstance(grade.get("score"), (int, float)):
@@ -340,17 +346,18 @@ class Player:
         w = self.window
         reset_body = {"task_id": task_id, "seed": seed, "split": "train"}
         episode_id = "0" * 32
+        family = task_family(task_id)
         if self.target.transport == "http":
             await self.http_json("POST", "/reset", json.dumps(reset_body).encode(), w.reset_ms)
             for action in script:
                 await self.think()
                 body = b'{"episode_id":"' + episode_id.encode() + b'","action":' + action + b"}"
-                await self.http_json("POST", "/step", body, w.step_ms)
+                await self.http_json("POST", "/step", body, w.step_ms, family)
         else:
             await self.ws_frame(json.dumps({"type": "reset", "data": reset_body}), w.reset_ms)
             for action in script:
                 await self.think()
-                await self.ws_frame('{"type":"step","data":' + action.decode() + "}", w.step_ms)
+                await self.ws_frame('{"type":"step","data":' + action.decode() + "}", w.step_ms, family)
         await self.http_json("GET", f"/grader?episode_id={episode_id}", None, w.grader_ms)
         self.finished(len(script))
 
@@ -387,6 +394,14 @@ class Player:
 
 
 SCRIPT_SEEDS = 16
+
+
+def task_family(task_id: str) -> str:
+    """``store`` for the store desk's tasks, ``ticket`` for the others (decision and workflow)."""
+    from service.env import TASKS
+
+    task = TASKS.get(task_id)
+    return "store" if task is not None and task.family == "store" else "ticket"
 
 
 def record_scripts(tasks: list[str]) -> dict[tuple[str, int], list[bytes]]:
@@ -477,6 +492,11 @@ async def measure(
         "episodes_per_s": round(window.episodes / elapsed, 1),
         "mean_steps_per_episode": round(window.episode_steps / window.episodes, 2) if window.episodes else None,
         "step_latency_ms": percentiles(window.step_ms),
+        # the ticket tasks and the store desk apart: their share of the window's steps and their latency
+        "by_family": {
+            f: {"steps_per_s": round(len(ms) / elapsed, 1), "step_latency_ms": percentiles(ms)}
+            for f, ms in sorted(window.family_step_ms.items())
+        },
         "reset_latency_ms": percentiles(window.reset_ms),
         "grader_latency_ms": percentiles(window.grader_ms),
         "errors": window.errors,
@@ -487,6 +507,7 @@ async def measure(
             "server": round(srv / wall, 3),
             "other": round(max(0.0, busy - gen - srv) / wall, 3),
         },
+        "server_cpu_ms_per_step": round(1000 * srv / steps, 4) if steps and srv else None,
         # the server stays up across rounds: a leak shows as growth from round to round
         "server_rss_mb": target.server.rss_mb(),
     }
@@ -520,9 +541,17 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "reset_latency_ms": {k: med(("reset_latency_ms", k)) for k in ("p50", "p99")},
         "grader_latency_ms": {k: med(("grader_latency_ms", k)) for k in ("p50", "p99")},
         "mean_steps_per_episode": med(("mean_steps_per_episode",)),
+        "by_family": {
+            f: {
+                "steps_per_s": med(("by_family", f, "steps_per_s")),
+                "step_latency_ms": {k: med(("by_family", f, "step_latency_ms", k)) for k in ("p50", "p95", "p99")},
+            }
+            for f in sorted(set.intersection(*(set(r["by_family"]) for r in rounds)))
+        },
         "errors": sum(r["errors"] for r in rounds),
         "error_samples": [s for r in rounds for s in r["error_samples"]][:5],
         "cpu_cores": {k: med(("cpu_cores", k)) for k in ("generator", "server", "other")},
+        "server_cpu_ms_per_step": med(("server_cpu_ms_per_step",)),
         "server_rss_mb": max((r["server_rss_mb"] for r in rounds if r["server_rss_mb"] is not None), default=None),
         "rounds": [
             {k: r[k] for k in ("steps_per_s", "episodes_per_s", "errors", "window_s", "cpu_cores", "server_rss_mb")}
@@ -534,6 +563,12 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 def ratio(a: Any, b: Any) -> float | None:
     return round(a / b, 3) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
+def steps_per_cpu_s(result: dict[str, Any]) -> float | None:
+    """Steps per second of the server's CPU (median steps/s over median server cores)."""
+    cores = result["cpu_cores"]["server"]
+    return round(result["steps_per_s"] / cores, 1) if cores else None
 
 
 def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -551,6 +586,9 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "steps_per_s": ratio(ours["steps_per_s"], ref["steps_per_s"]),
                 "episodes_per_s": ratio(ours["episodes_per_s"], ref["episodes_per_s"]),
                 "step_p99": ratio(ours["step_latency_ms"]["p99"], ref["step_latency_ms"]["p99"]),
+                # steps per second of server CPU: what each step costs the server, whatever share of the
+                # machine each server got in its windows (on a busy machine that share decides steps_per_s)
+                "steps_per_server_cpu_s": ratio(steps_per_cpu_s(ours), steps_per_cpu_s(ref)),
             }
     return out
 

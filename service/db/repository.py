@@ -128,7 +128,8 @@ _BUMP_EPISODE = Prepared(
 _INSERT_EPISODE = _insert(episodes)
 _INSERT_TRANSITION = _insert(transitions)
 _INSERT_GRADE = _insert(grades)
-_SELECT_EPISODE = select(episodes).where(episodes.c.id == bindparam("episode_id"))
+_SELECT_EPISODE = Prepared(select(episodes).where(episodes.c.id == bindparam("episode_id")))
+_EPISODE_FIELDS = tuple(EpisodeRecord.__dataclass_fields__)
 _SELECT_TRANSITIONS = (
     select(transitions).where(transitions.c.episode_id == bindparam("episode_id")).order_by(transitions.c.step_index)
 )
@@ -178,8 +179,8 @@ async def insert_episode(
 
 
 async def get_episode(db: Database, episode_id: str) -> EpisodeRecord | None:
-    row = await db.read(lambda conn: conn.execute(_SELECT_EPISODE, {"episode_id": episode_id}).first())
-    return _episode(row) if row is not None else None
+    row = await db.read(_SELECT_EPISODE.first, {"episode_id": episode_id})  # every step not served from the cache
+    return EpisodeRecord(**{k: row[k] for k in _EPISODE_FIELDS}) if row is not None else None
 
 
 async def get_transition_by_request(db: Database, episode_id: str, request_id: str) -> TransitionRecord | None:

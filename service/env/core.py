@@ -211,10 +211,11 @@ def observe(
     if task.family == "store":
         return store_episode.observe(state, dataset.store_ticket(state.ticket_id), task.instructions, reward)
     ticket = ticket if ticket is not None else dataset.ticket(state.ticket_id)
-    return Observation(
+    # Built from the state's own (validated) values, as every step does: no second validation.
+    return Observation.model_construct(
         ticket_id=ticket.ticket_id,
         task_id=task.id,
-        ticket=ticket_text(ticket),
+        ticket=_ticket_text(ticket),
         customer_message=ticket.message,
         current_queue=state.queue,
         tags=list(state.tags),
@@ -249,6 +250,21 @@ def public_state(state: EpisodeState) -> dict[str, Any]:
         "done": state.done,
         "truncated": state.truncated,
     }
+
+
+_TEXTS: dict[int, tuple[Ticket, str]] = {}
+
+
+def _ticket_text(t: Ticket) -> str:
+    """:func:`ticket_text`, once per ticket object (every observation of an episode shows it)."""
+    hit = _TEXTS.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    if len(_TEXTS) >= 4096:
+        _TEXTS.clear()
+    text = ticket_text(t)
+    _TEXTS[id(t)] = (t, text)
+    return text
 
 
 def ticket_text(t: Ticket) -> str:

@@ -54,6 +54,60 @@ def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
     return WRONG
 
 
+# ------------------------------------------------------------------------------ memoisation
+
+# The policy's verdicts and the reply judgements are pure functions of the ticket and their arguments, and
+# every step of an episode grades the whole episode so far: the same verdicts and replies each time. They
+# are kept per ticket object (tickets are cached and frozen, so each step passes the same one), bounded.
+_MAX_TICKETS = 4096
+_MAX_JUDGEMENTS = 512  # per ticket: replies seen across every episode of it
+
+
+class _TicketMemo:
+    __slots__ = ("ticket", "verdicts", "judgements")
+
+    def __init__(self, ticket: Ticket) -> None:
+        self.ticket = ticket  # kept alive while its entry stands, so its id is not reused meanwhile
+        self.verdicts: dict[frozenset[str], Verdict] = {}
+        self.judgements: dict[tuple[str, str | None, int, frozenset[str]], tuple[Verdict, Judgement]] = {}
+
+
+_MEMO: dict[int, _TicketMemo] = {}
+
+
+def _memo(ticket: Ticket) -> _TicketMemo:
+    memo = _MEMO.get(id(ticket))
+    if memo is None or memo.ticket is not ticket:
+        if len(_MEMO) >= _MAX_TICKETS:
+            _MEMO.clear()
+        memo = _MEMO[id(ticket)] = _TicketMemo(ticket)
+    return memo
+
+
+def _evaluate(ticket: Ticket, revealed: frozenset[str] = frozenset()) -> Verdict:
+    """:func:`~service.env.policy.evaluate`, once per ticket and facts known."""
+    verdicts = _memo(ticket).verdicts
+    verdict = verdicts.get(revealed)
+    if verdict is None:
+        verdict = verdicts[revealed] = evaluate(ticket, revealed)
+    return verdict
+
+
+def _judge(reply: str, ticket: Ticket, decision: str | None, verdict: Verdict, revealed: frozenset[str]) -> Judgement:
+    """:func:`~service.env.replies.judge`, once per ticket and arguments (the verdict by identity: the same
+    object from :func:`_evaluate` each time, checked)."""
+    judgements = _memo(ticket).judgements
+    key = (reply, decision, id(verdict), revealed)
+    hit = judgements.get(key)
+    if hit is not None and hit[0] is verdict:
+        return hit[1]
+    judgement = judge(reply, ticket, decision, verdict, revealed)
+    if len(judgements) >= _MAX_JUDGEMENTS:
+        judgements.clear()
+    judgements[key] = (verdict, judgement)
+    return judgement
+
+
 # ------------------------------------------------------------------------------- the episode
 
 
@@ -146,11 +200,13 @@ class _Context:
         if not real:
             return None
         decision, revealed = real[0]
-        return decision, evaluate(self.ticket, revealed)
+        return decision, _evaluate(self.ticket, revealed)
 
     def judge_replies(self, replies: list[str], decision: str | None, verdict: Verdict) -> Judgement | None:
         return (
-            judge(" ".join(replies), self.ticket, decision, verdict, frozenset(self.walk.revealed)) if replies else None
+            _judge(" ".join(replies), self.ticket, decision, verdict, frozenset(self.walk.revealed))
+            if replies
+            else None
         )
 
     @cached_property
@@ -172,7 +228,7 @@ class _Context:
         decided = self.decision
         bad: list[str] = []
         for reply in self.walk.replies:
-            j = judge(
+            j = _judge(
                 reply,
                 self.ticket,
                 decided[0] if decided else None,
@@ -200,7 +256,7 @@ def _ok(passed: bool, yes: str, no: str) -> _Check:
 def _information(c: _Context) -> _Check:
     real = c.walk.real_decisions
     revealed = real[0][1] if real else frozenset(c.walk.revealed)
-    known = evaluate(c.ticket, revealed)
+    known = _evaluate(c.ticket, revealed)
     done = known.gold != "request_info"
     if done:
         return _Check(1.0, "asked the customer and learned what the policy needs", c.initial.clauses)
@@ -231,7 +287,7 @@ def _expected_tag(c: _Context) -> str:
     if decided is not None:
         return decided[1].tag
     outcome = [(tag, rev) for tag, rev in c.walk.tags if tag in OUTCOME_TAGS]
-    return evaluate(c.ticket, outcome[-1][1]).tag if outcome else c.initial.tag
+    return _evaluate(c.ticket, outcome[-1][1]).tag if outcome else c.initial.tag
 
 
 def _outcome_tag(c: _Context) -> _Check:
@@ -384,7 +440,7 @@ _CLOSED: dict[str, Callable[[_Context], _Check]] = {
 
 def _needless_questions(c: _Context) -> int:
     return sum(
-        1 for d, rev in c.walk.decisions if d == "request_info" and evaluate(c.ticket, rev).gold != "request_info"
+        1 for d, rev in c.walk.decisions if d == "request_info" and _evaluate(c.ticket, rev).gold != "request_info"
     )
 
 
@@ -417,7 +473,7 @@ def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
     if task.family == "store":
         return grade_store_episode(state, dataset.store_ticket(state.ticket_id), GRADER_VERSION)
     ticket = dataset.ticket(state.ticket_id)
-    ctx = _Context(ticket, _walk(state.acts), evaluate(ticket), task.id)
+    ctx = _Context(ticket, _walk(state.acts), _evaluate(ticket), task.id)
     info_needed = ctx.initial.gold == "request_info"
     criteria = [c for c in task.rubric.criteria if c.applies == "always" or info_needed]
     total = sum(c.weight for c in criteria) or 1.0

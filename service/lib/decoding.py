@@ -141,8 +141,10 @@ class DecodedRequest(Request[Any, Any, Any]):
 
 async def check_request_params(request: Request[Any, Any, Any]) -> None:
     """``before_request`` hook: path and query text follows the same rule as bodies."""
-    check_params(request.path_params.items())
-    if request.scope.get("query_string"):
+    scope = request.scope
+    if path_params := scope.get("path_params"):
+        check_params(path_params.items())
+    if scope.get("query_string"):
         check_params(request.query_params.items())
 
 

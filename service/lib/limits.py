@@ -24,9 +24,10 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from litestar import Request
@@ -65,6 +66,7 @@ class Client:
     forwarded: int = 0
 
 
+@lru_cache(maxsize=4096)  # a pure function of the text, asked for on every request and connection
 def normalised_address(raw: str) -> str:
     """An address as the limits count it: an IPv4 address, an IPv6 /64, or (not an IP) the text, cut short."""
     text = raw.strip().strip('"')
@@ -92,7 +94,10 @@ class ClientAddresses:
         self.unproxied_seen = False  # a request that did not come through the trusted proxies was logged
 
     def of(self, connection: ASGIConnection[Any, Any, Any, Any]) -> Client:
-        scope: Any = connection.scope
+        return self.of_scope(connection.scope)
+
+    def of_scope(self, scope: Any) -> Client:
+        """:meth:`of` from the ASGI scope itself (a middleware needs no request object for it)."""
         cached = scope.get(_SCOPE_KEY)
         if cached is None:
             cached = scope[_SCOPE_KEY] = self.resolve(scope.get("client"), scope.get("headers") or [])
@@ -228,9 +233,20 @@ class RunCreationRateLimitMiddleware(RateLimitMiddleware):
     """``POST /runs`` per address, per minute (own key prefix)."""
 
 
+def per_minute_route(scope: Any) -> bool:
+    """Whether a per-minute limit may apply to this request: a GET of a run page, manifest, trajectories
+    or the leaderboard, or ``POST /runs`` (each limit's own check then decides, exempt clients included).
+    Every other request — the step path among them — skips Litestar's rate-limit middleware entirely."""
+    if scope["type"] != "http":
+        return False
+    method, path = scope["method"], scope["path"]
+    return (method == "GET" and path.startswith(HEAVY_READ_PATHS)) or (method == "POST" and path == "/runs")
+
+
 def rate_limit_middleware(settings: Settings, clients: ClientAddresses | None = None) -> list[Any]:
-    """The HTTP rate limits these settings ask for (a limit set to 0 is off): the per-second request
-    budgets (:class:`RequestBudgetMiddleware`), then the per-minute limits of the costly routes."""
+    """The HTTP rate limits these settings ask for (a limit set to 0 is off), as one middleware: the
+    per-second request budgets (:class:`RequestBudgetMiddleware`), then the per-minute limits of the
+    costly routes (Litestar's ``RateLimitMiddleware``, run only for :func:`per_minute_route` requests)."""
     clients = clients or client_addresses(settings)
     per_minute = (
         (settings.rate_limit_heavy_reads_per_min, _heavy_read, HeavyReadRateLimitMiddleware),
@@ -248,7 +264,7 @@ def rate_limit_middleware(settings: Settings, clients: ClientAddresses | None = 
         for limit, check, middleware_class in per_minute
         if limit
     ]
-    return [RequestBudgetMiddleware(), *(c.middleware for c in configs)]
+    return [RequestBudgetMiddleware(configs)]
 
 
 RATE_LIMIT_STORE = "rate_limit"  # RateLimitConfig's default store name
@@ -424,17 +440,38 @@ _UNLIMITED = re.compile("|".join(UNLIMITED_PATHS))
 class RequestBudgetMiddleware(ASGIMiddleware):
     """Spends one request of :class:`RequestBudgets` (``app.state.budgets``) per HTTP request; over
     budget, a 429 problem (:class:`RateLimited`) with ``Retry-After``. Liveness and the docs page
-    are never limited."""
+    are never limited. Then, for the few routes they may apply to (:func:`per_minute_route`), the
+    per-minute limits (``per_minute``: Litestar's rate-limit middleware, one per config, in order).
+
+    One middleware, not one per limit: Litestar wraps every route in each app middleware, and each
+    rate-limit middleware built a request and awaited its check on every request, the step path's
+    included, to find that it did not apply."""
 
     scopes = (ScopeType.HTTP,)
     # by the request's path (a path pattern is matched against the route's, which Litestar 3 changes)
     should_bypass_for_scope = staticmethod(_unlimited)
 
+    def __init__(self, per_minute: Sequence[RateLimitConfig] = ()) -> None:
+        self.per_minute = tuple(per_minute)
+
+    def __call__(self, app: Any) -> Any:
+        """The middleware around one route's ``app`` (Litestar wraps each route once, at start)."""
+        if not self.per_minute:
+            return super().__call__(app)
+        limited = app
+        for config in reversed(self.per_minute):
+            limited = config.middleware_class(app=limited, config=config)
+
+        async def route(scope: Any, receive: Any, send: Any) -> None:
+            await (limited if per_minute_route(scope) else app)(scope, receive, send)
+
+        return super().__call__(route)
+
     async def handle(self, scope: Any, receive: Any, send: Any, next_app: Any) -> None:
-        request: Request[Any, Any, Any] = scope["litestar_app"].request_class(scope, receive)
         state = scope["litestar_app"].state
-        client = state.clients.of(request)
+        client = state.clients.of_scope(scope)
         if not client.exempt:
+            request: Request[Any, Any, Any] = scope["litestar_app"].request_class(scope, receive)
             credential, is_bearer = await request_credential(request)
             refused = state.budgets.spend(client, credential, is_bearer)
             if refused is not None:
@@ -454,6 +491,7 @@ __all__ = [
     "TokenBuckets",
     "client_addresses",
     "normalised_address",
+    "per_minute_route",
     "rate_limit_middleware",
     "sweep_rate_limit_counters",
 ]

@@ -3,9 +3,13 @@ episode cache. Each must give exactly what the plain paths give, on SQLite and P
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -54,6 +58,21 @@ async def test_prepared_statements_store_what_core_statements_store(settings: Se
             k: v for k, v in rows["prepared"].items() if k != "id"
         }
         assert rows["prepared"]["created_at"] == NOW and rows["prepared"]["state"]["nested"]["text"] == "é ✓"
+
+        # a prepared read gives what Core reads: the JSON decoded, the datetimes UTC-aware, the NULLs None
+        for episode_id in ("core", "prepared"):
+            read = await db.read(repo._SELECT_EPISODE.first, {"episode_id": episode_id})
+            assert read == rows[episode_id] and list(read) == list(rows[episode_id])
+            assert read["created_at"].tzinfo is not None and read["created_at"] == NOW
+            assert (await repo.get_episode(db, episode_id)) == repo._episode(
+                await db.read(lambda c, i=episode_id: c.execute(select(episodes).where(episodes.c.id == i)).one())
+            )
+        await db.write(
+            lambda c: c.execute(insert(episodes).values(**{**_episode_values("nulls"), "token_sha256": None}))
+        )
+        assert (await repo.get_episode(db, "nulls")).token_sha256 is None  # type: ignore[union-attr]
+        assert await db.read(repo._SELECT_EPISODE.first, {"episode_id": "missing"}) is None
+        await db.write(lambda c: c.execute(episodes.delete().where(episodes.c.id == "nulls")))
 
         # the guarded bump: literals of the statement are bound, the rowcount says who won
         bump = dict(
@@ -147,3 +166,60 @@ async def test_grader_after_another_process_finished_the_episode(settings: Setti
         )
     finally:
         await db.dispose()
+
+
+# --------------------------------------------------------------- per-request shortcuts (#22 item 5)
+
+
+@pytest.mark.parametrize("value", ["0f3a9c", "", None, "a%2Fb-._~", "x y", "é", 'q"uote'])
+@pytest.mark.parametrize("max_age", [None, 0])
+@pytest.mark.parametrize("secure", [False, True])
+def test_reset_cookies_are_the_headers_litestar_writes(value: str | None, max_age: int | None, secure: bool) -> None:
+    from litestar.datastructures import Cookie
+
+    from service.domain.episodes.cookies import _cookie
+
+    for key in ("ecomm_episode", "ecomm_episode_token"):
+        ours = _cookie(key, value, max_age=max_age, secure=secure)  # type: ignore[arg-type]
+        plain = Cookie(key=key, value=value, httponly=True, samesite="lax", path="/", max_age=max_age, secure=secure)
+        assert ours.to_encoded_header() == plain.to_encoded_header()
+        assert ours == plain and hash(ours) == hash(plain)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(_JSON, _JSON)
+@hsettings(max_examples=500, deadline=None)
+def test_compared_by_encoding_as_by_walking(a: object, b: object) -> None:
+    """The writer compares a step's values with the step before's by ``==`` and their JSON encoding; that says
+    "same" exactly when the walk over types, key order and values does."""
+    from service.db.observations import _same, _same_walk
+
+    assert _same(a, b) == _same_walk(a, b)
+    assert _same(a, a) and _same(b, b)
+
+
+def test_compared_by_encoding_keeps_json_types_apart() -> None:
+    from service.db.observations import _same
+
+    for a, b in [(1, 1.0), (1, True), (0.0, -0.0), (float("inf"), None), ({"a": 1, "b": 2}, {"b": 2, "a": 1})]:
+        assert not _same(a, b) and not _same(b, a)
+
+
+def test_wire_observation_is_what_the_wire_model_dumps() -> None:
+    from service.domain.episodes.schemas import WIRE_LIFTED, WireObservation, wire_observation
+
+    for task_id in core.TASKS:
+        state, observation = core.reset(task_id, 3, "train")
+        _, actions = play_episode("heuristic", task_id, 3, "train")
+        for action in actions:
+            wire = wire_observation("e1", observation)
+            model = WireObservation.model_construct(**dict(observation), episode_id="e1")
+            assert json.dumps(wire) == json.dumps(model.model_dump(mode="json", exclude=set(WIRE_LIFTED)))
+            result = core.step(state, action)
+            state, observation = result.state, result.observation

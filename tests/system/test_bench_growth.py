@@ -66,3 +66,19 @@ def test_bench_growth_tiny_run(tmp_path: Path) -> None:
     pids = report["config"]["server_pids"]
     assert set(pids) == {"empty", "large"}
     assert not [name for name, pid in pids.items() if _alive(pid)], "bench/growth.py left a server running"
+
+
+def test_built_episodes_are_played_by_each_familys_own_heuristic() -> None:
+    """A store-desk entry of the built runs is the store heuristic's episode (it finishes well inside the cap),
+    not the ticket agent's (which never calls a tool and runs into the step cap)."""
+    from bench.growth import play_templates
+    from service import env as core
+    from service.env.agents import play_episode
+
+    manifest, played = play_templates(12)  # seeds 0 and 1: every task, the store desk's included
+    store = [p for p in played if core.TASKS[p.task_id].family == "store"]
+    assert store and len(played) == len(manifest) == 12
+    for p in played:
+        actions = play_episode("heuristic", p.task_id, p.seed, "dev")[1]
+        assert [s["action"] for s in p.steps] == [a.as_json() for a in actions], p.task_id
+    assert all(len(p.steps) < core.TASKS[p.task_id].max_steps for p in store)

@@ -67,6 +67,9 @@ def test_bench_load_tiny_run(tmp_path: Path) -> None:
         assert set(r["cpu_cores"]) == {"generator", "server", "other"}
         assert r["server_rss_mb"] > 10 and r["rounds"][0]["server_rss_mb"] == r["server_rss_mb"]
         assert len(r["rounds"]) == 1
+        # the families' own lines: their steps add up to the window's
+        assert set(r["by_family"]) <= {"ticket", "store"} and r["by_family"], (name, r["by_family"])
+        assert sum(f["steps_per_s"] for f in r["by_family"].values()) == pytest.approx(r["steps_per_s"], abs=0.5)
     # scripted agents finish real episodes: a few steps each, as the tasks allow
     assert 1 <= report["results"]["ours/http"]["mean_steps_per_episode"] <= 20
     assert set(report["ratios"]) == {
@@ -117,3 +120,11 @@ def test_bench_step_path_tiny_run(tmp_path: Path) -> None:
     assert report["service_overhead_ms_per_step"] == pytest.approx(
         report["cpu_ms_per_step"]["service"]["median"] - report["cpu_ms_per_step"]["core"]["median"], abs=1e-3
     )
+    # the ticket tasks and the store desk apart, each with its own episodes and steps
+    families = report["by_family"]
+    assert set(families) == {"ticket", "store"}
+    for line in families.values():
+        assert line["steps_per_round"] > 0 and line["service_over_core"] > 1
+        for target in ("core", "service"):
+            assert len(line["cpu_ms_per_step"][target]["rounds"]) == 2
+    assert report["steps_per_round"] == sum(line["steps_per_round"] for line in families.values())

@@ -73,6 +73,14 @@ def closed_query(request: Request[Any, Any, Any], accepted: tuple[str, ...]) -> 
     )
 
 
+def service(request: Request[Any, Any, Any]) -> EpisodeService:
+    """The episode service of the hot routes (reset, step), from app state rather than a dependency: Litestar
+    resolves a dependency on every request and opens a cleanup group for it (~9 µs of a step's ~70 µs of
+    framework time)."""
+    episodes: EpisodeService = request.app.state.episodes
+    return episodes
+
+
 def implicit(request: Request[Any, Any, Any]) -> ImplicitEpisode:
     # app state, not a dependency: a second dependency costs every request a task group
     fallback: ImplicitEpisode = request.app.state.implicit_episode
@@ -102,11 +110,9 @@ class OpenEnvController(Controller):
         response_cookies=[COOKIE_DOC, TOKEN_COOKIE_DOC],
     )
     async def reset_post(
-        self,
-        request: Request[Any, Any, Any],
-        episodes: NamedDependency[EpisodeService],
-        data: JSONBody[ResetParams | None] = None,
+        self, request: Request[Any, Any, Any], data: JSONBody[ResetParams | None] = None
     ) -> Response[ObservationResponse]:
+        episodes = service(request)
         params = data or ResetParams()
         token = episode_token(
             request, params.episode_token, params.episode_id
@@ -146,9 +152,8 @@ class OpenEnvController(Controller):
         summary="Apply an action to an episode",
         responses=problem_responses(401, 403, 404, 409),
     )
-    async def step(
-        self, request: Request[Any, Any, Any], episodes: NamedDependency[EpisodeService], data: JSONBody[StepRequest]
-    ) -> ObservationResponse:
+    async def step(self, request: Request[Any, Any, Any], data: JSONBody[StepRequest]) -> ObservationResponse:
+        episodes = service(request)
         token = bearer(request) or data.run_token
         action = data.the_action()
         episode_id = implicit(request).resolve(request, data.episode_id)

@@ -44,6 +44,8 @@ def explicit_episode_token(request: Request[Any, Any, Any], in_body: str | None 
 async def refuse_tokens_in_url(request: Request[Any, Any, Any]) -> None:
     """``before_request`` hook of the app: a secret in the query string is a 400, never used — and revoked,
     since it has been seen where it may be logged (:mod:`service.db.leaks`)."""
+    if not request.scope.get("query_string"):  # no query string (the step path): nothing to look for
+        return
     found = [key for key in SECRET_QUERY_KEYS if key in request.query_params]
     if not found:
         return

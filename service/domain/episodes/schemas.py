@@ -164,12 +164,15 @@ class WireObservation(core.Observation):
 
 
 WIRE_LIFTED = frozenset({"reward", "done"})  # sent beside the observation, not inside it
+_NOT_IN_WIRE = set(WIRE_LIFTED)  # model_dump's `exclude` (never changed)
 
 
 def wire_observation(episode_id: str, observation: core.Observation) -> dict[str, Any]:
-    # model_construct: the core's observation is already valid; only the id is added.
-    wire = WireObservation.model_construct(**dict(observation), episode_id=episode_id)
-    return wire.model_dump(mode="json", exclude=set(WIRE_LIFTED))
+    """The observation as :class:`WireObservation` dumps it (``reward`` and ``done`` lifted out): the core's
+    own dump plus the id, which comes last there too — without building a second model per step."""
+    wire = observation.model_dump(mode="json", exclude=_NOT_IN_WIRE)
+    wire["episode_id"] = episode_id
+    return wire
 
 
 def wire_observation_schema() -> dict[str, Any]:

@@ -132,7 +132,7 @@ def _asked(args: SendMessage) -> frozenset[str]:
 def observe(state: EpisodeState, ticket: StoreTicket, instructions: str, reward: float | None = None) -> Observation:
     """The agent's view: the request, the conversation, the last tool result — never the gold, the
     customer's hidden facts or the records it has not looked up."""
-    return Observation(
+    return Observation.model_construct(  # the state's own, validated values: no second validation per step
         ticket_id=ticket.ticket_id,
         task_id=state.task_id,
         ticket=ticket_text(ticket),
