@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from statistics import mean
 from typing import Any, Protocol
 
@@ -25,7 +26,8 @@ from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, 
 from service.env.policy import ESCALATION_THRESHOLD
 from service.env.store.agents import StoreHeuristicAgent, StoreRandomAgent
 from service.env.store.generator import STORE_TICKET_PREFIX
-from service.env.tasks import TASKS, get_task
+from service.env.tasks import TASKS, ReplyRole, TaskSpec, get_task
+from service.env.world import TICKET_FAMILIES
 
 
 class Agent(Protocol):
@@ -36,14 +38,14 @@ class Agent(Protocol):
 
 
 class RandomAgent:
-    """Random valid actions; decision tasks get a random decision, workflow tasks random parts."""
+    """Random valid actions: a random decision where the decision ends the episode, else random parts."""
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(stable_seed("random-agent", seed))
 
     def act(self, obs: Observation) -> Action:
         rng = self.rng
-        if get_task(obs.task_id).family == "decision":
+        if get_task(obs.task_id).ends_on_decision:
             decision = rng.choice(DECISIONS)
             return Action(
                 decision=decision,
@@ -119,6 +121,32 @@ def holding_reply(queue: str, order_id: str) -> str:
         f"{_TEAMS.get(queue, 'support')} "
         "team, who will review it and get back to you shortly."
     )
+
+
+def task_action(
+    task: TaskSpec, decision: str, tag: str, queue: str, reply: Callable[[ReplyRole], str] | None = None
+) -> Action:
+    """A ticket task's whole answer in one action, as its declaration asks: the decision, the team and the
+    outcome tag where the rubric grades them, the reply it grades (``reply`` writes it, by role), and the
+    close — unless the decision ends the episode."""
+    parts: dict[str, Any] = {}
+    if task.grades("decision"):
+        parts["decision"] = decision
+    if task.grades("queue"):
+        parts["reassign_queue"] = queue
+    if task.grades("outcome_tag"):
+        parts["add_tag"] = tag
+    if task.reply is not None and reply is not None:
+        parts["reply"] = reply(task.reply)
+    if not task.ends_on_decision:
+        parts["close_ticket"] = True
+    return Action(**parts)
+
+
+def asks_before_answering(task: TaskSpec) -> bool:
+    """Whether the task's answer is judged on what the customer tells (the decision, the outcome tag) and
+    not on the ticket as first seen (the team): then a ticket that needs information is asked about first."""
+    return task.answer in ("decision", "tag")
 
 
 def _outcome_tag(decision: str, reason: str | None) -> str:
@@ -475,36 +503,32 @@ class HeuristicAgent:
         task = get_task(obs.task_id)
         decision, topic, reason, amount = self._judge(obs)
         order_id = self.order["order_id"]
-        if task.family == "decision":
-            if decision == "request_info":
-                self.asked.add(topic or "details")
-                return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
-            return Action(decision=decision)
-        if task.id == "workflow-triage":
-            return Action(add_tag=_outcome_tag(decision, reason), close_ticket=True)
-        if task.id == "workflow-routing":
-            if reason == "unverifiable":
-                queue = "Fraud"
-            elif read_issue(obs.customer_message) == "duplicate_charge":
-                queue = "Billing"
-            elif decision == "approve_refund" and amount > ESCALATION_THRESHOLD:
-                queue = "Escalations"
-            else:
-                queue = "Returns"
-            return Action(reassign_queue=queue, reply=holding_reply(queue, order_id), close_ticket=True)
-        # resolution
-        if not self.looked_policy:
+        if task.grades("policy_lookup") and not self.looked_policy:
             self.looked_policy = True
             return Action(lookup="policy")
-        if decision == "request_info":
+        if task.answer == "decision" and decision == "request_info":
             self.asked.add(topic or "details")
             return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
-        return Action(
-            decision=decision,
-            add_tag=_outcome_tag(decision, reason),
-            reply=resolution_reply(decision, reason, order_id, amount if decision == "approve_refund" else None),
-            close_ticket=True,
-        )
+        queue = self._queue(obs, decision, reason, amount) if task.grades("queue") else "Returns"
+
+        def reply(role: ReplyRole) -> str:
+            if role == "holding":
+                return holding_reply(queue, order_id)
+            return resolution_reply(decision, reason, order_id, amount if decision == "approve_refund" else None)
+
+        return task_action(task, decision, _outcome_tag(decision, reason), queue, reply)
+
+    @staticmethod
+    def _queue(obs: Observation, decision: str, reason: str | None, amount: float) -> str:
+        """The team it routes to: Fraud for what P7 declines, Billing for a double charge, Escalations for a
+        large refund, Returns for the rest."""
+        if reason == "unverifiable":
+            return "Fraud"
+        if read_issue(obs.customer_message) == "duplicate_charge":
+            return "Billing"
+        if decision == "approve_refund" and amount > ESCALATION_THRESHOLD:
+            return "Escalations"
+        return "Returns"
 
 
 # --------------------------------------------------------------------------------- evaluator
@@ -518,9 +542,9 @@ def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) 
 
 
 def family_agent(name: str, family: str, seed: int) -> Agent:
-    """The reference agent ``name`` (``random`` or ``heuristic``) of a task family: the store desk's
-    plays tool calls, every other family's the ticket actions."""
-    store = family == "store"
+    """The reference agent ``name`` (``random`` or ``heuristic``) of a task family: the ticket families'
+    play the ticket actions, any other (the store desk's) tool calls."""
+    store = family not in (*TICKET_FAMILIES, "ticket")
     if name == "random":
         return StoreRandomAgent(seed) if store else RandomAgent(seed)
     if name == "heuristic":

@@ -33,7 +33,7 @@ def reset(task_id: str, seed: int, split: str = "train", dataset: Dataset = PUBL
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise EnvError("seed must be a non-negative integer")
     pool = dataset.pool(split, task.family, task.difficulty)
-    if task.family == "store":
+    if task.store_desk:
         conversation = dataset.store_ticket(pool[seed % len(pool)])
         state = EpisodeState(
             task_id=task.id,
@@ -63,7 +63,7 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
     if state.done:
         raise EpisodeFinished("this episode is finished; call reset to start a new one")
     task = get_task(state.task_id)
-    if task.family == "store":
+    if task.store_desk:
         return _store_step(state, action, dataset)
     if action.tool is not None:
         action = legacy_action(task.id, action)
@@ -71,7 +71,7 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
     draft = _Draft.of(state)
     _apply_parts(draft, action, ticket)
     if action.decision:
-        _decide(draft, action, ticket, get_task(state.task_id).family)
+        _decide(draft, action, ticket, task.ends_on_decision)
     if action.close_ticket:
         draft.act("close", "closed")
         draft.status, draft.done = "closed", True
@@ -125,14 +125,14 @@ def _apply_parts(draft: _Draft, action: Action, ticket: Ticket) -> None:
         draft.history.append(HistoryEntry(role="agent", text=action.reply))
 
 
-def _decide(draft: _Draft, action: Action, ticket: Ticket, family: str) -> None:
+def _decide(draft: _Draft, action: Action, ticket: Ticket, ends_episode: bool) -> None:
     """The decision: request_info asks the customer (the reply is the question); any other decision
-    ends a decision-family episode."""
+    ends the episode of a task that ends on its decision."""
     assert action.decision is not None
     draft.act("decision", action.decision)
     draft.history.append(HistoryEntry(role="system", text=f"Decision recorded: {action.decision}."))
     if action.decision != "request_info":
-        draft.done = draft.done or family == "decision"
+        draft.done = draft.done or ends_episode
         return
     if not action.reply:
         draft.notes.append("request_info without a question in `reply`: the customer does not know what you need")
@@ -208,7 +208,7 @@ def observe(
 ) -> Observation:
     """The agent's view of ``state``: never gold labels, clause decisions or unrevealed facts."""
     task = get_task(state.task_id)
-    if task.family == "store":
+    if task.store_desk:
         return store_episode.observe(state, dataset.store_ticket(state.ticket_id), task.instructions, reward)
     ticket = ticket if ticket is not None else dataset.ticket(state.ticket_id)
     return Observation(
