@@ -25,21 +25,14 @@ from typing import cast
 from service.env import PUBLIC, Action, Dataset, Observation, get_task
 from service.env import TICKET_TASKS as TASKS  # the ticket tasks; the store desk's: bench.store_gaming_agents
 from service.env.agents import HeuristicAgent, task_action
-from service.env.models import QUEUES, TAGS
+from service.env.models import OUTCOME_TAGS, QUEUES, TAGS
 from service.env.policy import REASONS, evaluate
 
-OUTCOME_TAGS = ("Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk")
 CATCH_ALL_QUESTION = (
     "Could you send photos, tell me whether the item was used, check whether the parcel turned up, "
     "and describe exactly what the problem is?"
 )
 _ORDER_ID = re.compile(r"ORD-\d+")
-_TAG_OF = {
-    "approve_refund": "Refund",
-    "approve_replacement": "Replacement",
-    "reject": "Policy_Denied",
-    "request_info": "Needs_Info",
-}
 
 
 def order_id(obs: Observation) -> str:
@@ -697,7 +690,7 @@ class RewardProber:
         if task.answer == "tag":
             if self.tried and (obs.reward or 0) > 0:
                 return Action(close_ticket=True)
-            candidates = [t for t in OUTCOME_TAGS if t not in self.tried]
+            candidates: list[str] = [t for t in OUTCOME_TAGS if t not in self.tried]
             if not candidates:
                 return Action(close_ticket=True)
             self.tried.append(candidates[0])

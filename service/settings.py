@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from service.db.engine import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_TIMEOUT_S, Database
+from service.env.about import ENV_VERSION
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/ecomm_support.db"
 
@@ -169,7 +170,7 @@ class Settings:
     baseline_agent: str = "heuristic"
     baseline_split: str = "dev"
     baseline_seeds_per_task: int = 5
-    app_version: str = "1.0.0"
+    app_version: str = ENV_VERSION  # the package's (service.env.about)
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
     run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
     # Retention (a background task of every worker, every retention_interval_s): deleted after this

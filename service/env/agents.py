@@ -15,15 +15,15 @@ import random
 import re
 from collections.abc import Callable
 from statistics import mean
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from service.env.core import reset, step
 from service.env.dataset import PUBLIC, Dataset
 from service.env.generator import stable_seed
 from service.env.grading import grade_episode
 from service.env.language import WORD_NUMBERS
-from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Grade, Observation
-from service.env.policy import ESCALATION_THRESHOLD
+from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Decision, Grade, Observation
+from service.env.policy import ESCALATION_THRESHOLD, OUTCOME_TAG
 from service.env.store.agents import StoreHeuristicAgent, StoreRandomAgent
 from service.env.store.generator import STORE_TICKET_PREFIX
 from service.env.tasks import TASKS, ReplyRole, TaskSpec, get_task
@@ -150,14 +150,7 @@ def asks_before_answering(task: TaskSpec) -> bool:
 
 
 def _outcome_tag(decision: str, reason: str | None) -> str:
-    if reason == "unverifiable":
-        return "Fraud_Risk"
-    return {
-        "approve_refund": "Refund",
-        "approve_replacement": "Replacement",
-        "reject": "Policy_Denied",
-        "request_info": "Needs_Info",
-    }[decision]
+    return "Fraud_Risk" if reason == "unverifiable" else OUTCOME_TAG[cast(Decision, decision)]
 
 
 # -------------------------------------------------------------------------------- heuristic

@@ -10,7 +10,7 @@ from service.env import customer
 from service.env.dataset import PUBLIC, Dataset
 from service.env.errors import EnvError, EpisodeFinished, UnknownTask
 from service.env.grading import grade_episode
-from service.env.models import Act, Action, EpisodeState, HistoryEntry, Observation, StepResult
+from service.env.models import Act, Action, EpisodeState, HistoryEntry, Observation, StepResult, cut_off, view
 from service.env.policy import render_policy_markdown
 from service.env.store import episode as store_episode
 from service.env.tasks import get_task
@@ -147,7 +147,7 @@ def _decide(draft: _Draft, action: Action, ticket: Ticket, ends_episode: bool) -
 def _result(state: EpisodeState, draft: _Draft, ticket: Ticket, dataset: Dataset) -> StepResult:
     """The new state, its grade, the step's reward and the observation."""
     step_count = draft.step + 1
-    truncated = not draft.done and step_count >= state.max_steps
+    truncated = cut_off(state, step_count, draft.done)
     new_state = state.model_copy(
         update={
             "step_count": step_count,
@@ -171,7 +171,7 @@ def _result(state: EpisodeState, draft: _Draft, ticket: Ticket, dataset: Dataset
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
     observation = observe(new_state, reward, ticket=ticket)
     if new_state.done:
-        observation = observation.model_copy(update={"final": True, "score": grade.score, "resolved": grade.resolved})
+        observation = observation.model_copy(update={"score": grade.score, "resolved": grade.resolved})
     return StepResult(state=new_state, observation=observation, reward=reward, done=new_state.done, grade=grade)
 
 
@@ -183,7 +183,7 @@ def _store_step(state: EpisodeState, action: Action, dataset: Dataset) -> StepRe
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
     observation = store_episode.observe(new_state, conversation, get_task(state.task_id).instructions, reward)
     if new_state.done:
-        observation = observation.model_copy(update={"final": True, "score": grade.score, "resolved": grade.resolved})
+        observation = observation.model_copy(update={"score": grade.score, "resolved": grade.resolved})
     return StepResult(state=new_state, observation=observation, reward=reward, done=new_state.done, grade=grade)
 
 
@@ -211,22 +211,13 @@ def observe(
     if task.store_desk:
         return store_episode.observe(state, dataset.store_ticket(state.ticket_id), task.instructions, reward)
     ticket = ticket if ticket is not None else dataset.ticket(state.ticket_id)
-    return Observation(
+    return view(
+        state,
         ticket_id=ticket.ticket_id,
-        task_id=task.id,
         ticket=ticket_text(ticket),
         customer_message=ticket.message,
-        current_queue=state.queue,
-        tags=list(state.tags),
-        status=state.status,
-        history=list(state.history),
-        tool_result=state.tool_result,
-        last_action_error=state.last_action_error,
         instructions=task.instructions,
-        step_count=state.step_count,
-        max_steps=state.max_steps,
         reward=reward,
-        done=state.done,
     )
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
 
+from service.env import models
 from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Act, EpisodeState, Grade, GradeComponent
 from service.env.policy import Verdict, evaluate
@@ -34,7 +35,7 @@ from service.env.world import Ticket
 GRADER_VERSION = "3.4.0"
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
-OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})
+OUTCOME_TAGS = frozenset(models.OUTCOME_TAGS)
 
 
 def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:

@@ -15,8 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.env.dataset import family_pool_size
-from service.env.errors import UnknownTask
-from service.env.models import Action
+from service.env.errors import DifficultyMismatch, UnknownDifficulty, UnknownTask
+from service.env.models import DECISIONS, OUTCOME_TAGS, QUEUES, Action
 from service.env.store.grading import STORE_CHECKS
 from service.env.store.tools import TOOLS as STORE_TOOLS
 from service.env.world import TICKET_FAMILIES, Difficulty, Family
@@ -48,33 +48,43 @@ _ASKING_COSTS = (
 )
 
 
+def _either(values: tuple[str, ...]) -> str:
+    """``a, b or c``: the instructions name the values of the core's types, never a copy of them."""
+    return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+_TEAMS = tuple(q for q in QUEUES if q != "General")  # General is where tickets arrive, no team's
+_DECIDED = tuple(d for d in DECISIONS if d != "request_info")  # request_info asks and decides nothing
+_RECORDED = tuple(t for t in OUTCOME_TAGS if t != "Needs_Info")  # a resolution decides: nothing is left to ask
+
+
 def _step_limit(max_steps: int) -> str:
     return f"If you have not finished after {max_steps} steps, the episode ends there and is graded as it stands."
 
 
 _DECISION_INSTRUCTIONS = (
     "You are a support agent for an online store. Read the ticket and decide the claim under the store "
-    "policy with the `decision` field: approve_refund, approve_replacement or reject — that decision counts as "
+    f"policy with the `decision` field: {_either(_DECIDED)} — that decision counts as "
     "your answer and ends the episode (request_info does not: it asks the customer and the episode goes on). " + _ASKING
 )
 _TRIAGE_INSTRUCTIONS = (
     "Triage this ticket: add the one tag that records the outcome the store policy requires "
-    "(Refund, Replacement, Policy_Denied, Needs_Info or Fraud_Risk) with `add_tag`, then close it with "
+    f"({_either(OUTCOME_TAGS)}) with `add_tag`, then close it with "
     "`close_ticket: true`, which ends the episode. The outcome tag on the ticket when it is closed counts as "
     "your answer; a second outcome tag voids the tag. " + _ASKING_COSTS
 )
 _ROUTING_INSTRUCTIONS = (
     "Route this ticket: reassign it (`reassign_queue`) to the team that owns it under the store policy "
-    "(Returns, Billing, Escalations or Fraud) — the team you reassign it to counts as your answer, and a "
+    f"({_either(_TEAMS)}) — the team you reassign it to counts as your answer, and a "
     "reassignment to another team counts against you — send the customer a courteous holding reply (`reply`) "
     "that quotes the order id, says the ticket is with the right team and promises no outcome, then close "
     "your part with `close_ticket: true`, which ends the episode. Do not decide the claim yourself. " + _ASKING_COSTS
 )
 _RESOLUTION_INSTRUCTIONS = (
     "Resolve this ticket end to end: consult the store policy (`lookup: policy`), decide the claim "
-    "(`decision`: approve_refund, approve_replacement or reject — the first of these counts as your decision, "
+    f"(`decision`: {_either(_DECIDED)} — the first of these counts as your decision, "
     "and changing it later counts against you), add the one outcome tag that records it (`add_tag`: "
-    "Refund, Replacement, Policy_Denied or Fraud_Risk), tell the customer (`reply`, with the decision or "
+    f"{_either(_RECORDED)}), tell the customer (`reply`, with the decision or "
     "after it) — courteous, quoting the order id, stating the decision and, when declining, the actual "
     "reason in your own words — and close it (`close_ticket: true`), which ends the episode. " + _ASKING
 )
@@ -258,7 +268,7 @@ TRIAGE_RUBRIC = Rubric(
             name="outcome_tag",
             weight=0.6,
             required=True,
-            description="exactly one outcome tag (Refund, Replacement, Policy_Denied, Needs_Info, Fraud_Risk) "
+            description=f"exactly one outcome tag ({', '.join(OUTCOME_TAGS)}) "
             "is on the ticket, and it is the one the policy requires",
         ),
         Criterion(name="closed", weight=0.4, required=True, gate="outcome_tag", description="closed with that tag on"),
@@ -570,6 +580,31 @@ def get_task(task_id: str) -> TaskSpec:
         aliases = ", ".join(f"{a} ({t})" for a, t in TASK_ALIASES.items())
         raise UnknownTask(f"unknown task_id {task_id!r}; choose one of: {', '.join(TASKS)}, or an alias: {aliases}")
     return task
+
+
+def choose_task(
+    task_id: str | None, difficulty: str | None, seed: int, pool: tuple[str, ...] | None = None
+) -> TaskSpec:
+    """The task of a reset: the one named (an id or an alias), else the one of the asked difficulty — the
+    task its name is an alias of (seed A's easy|medium|hard), else one by seed —, else one of ``pool`` (task
+    ids; the ticket tasks by default) by seed. Raises :class:`UnknownTask`, :class:`UnknownDifficulty` or
+    :class:`DifficultyMismatch`."""
+    if task_id is not None:
+        task = get_task(task_id)
+        if difficulty is not None and task.difficulty != difficulty:
+            raise DifficultyMismatch(
+                f"task {task.id!r} has difficulty {task.difficulty!r}, not {difficulty!r}; pass one of them only"
+            )
+        return task
+    if difficulty is not None:
+        matching = [t for t in TASKS.values() if t.difficulty == difficulty]
+        if not matching:
+            known = sorted({t.difficulty for t in TASKS.values()})
+            raise UnknownDifficulty(f"no task has difficulty {difficulty!r}; use one of: {', '.join(known)}")
+        named = [t for t in matching if t.id == TASK_ALIASES.get(difficulty)]
+        return (named or matching)[seed % len(named or matching)]
+    ids = pool or tuple(TICKET_TASKS)
+    return TASKS[ids[seed % len(ids)]]
 
 
 class ManifestEntry(BaseModel):

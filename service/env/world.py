@@ -40,6 +40,9 @@ SPLITS: tuple[Split, ...] = get_args(Split)
 DIFFICULTIES: tuple[Difficulty, ...] = get_args(Difficulty)
 FAMILIES: tuple[Family, ...] = get_args(Family)
 TICKET_FAMILIES: tuple[Family, ...] = ("decision", "workflow")  # the families of this module's Ticket
+InfoTopic = Literal["photos", "usage", "delivery", "details"]
+# What the customer can be asked about (and answers): ``evaluate`` says which one a ticket needs.
+INFO_TOPICS: tuple[InfoTopic, ...] = get_args(InfoTopic)
 
 
 class _Frozen(BaseModel):

@@ -27,6 +27,7 @@ import re
 from functools import lru_cache
 
 from service.env.language import NEGATORS, Clause, Phrases, clauses, lemmas, normalize, sentences
+from service.env.policy import REASONS
 from service.env.replies import meaning
 
 _USD = re.compile(r"\b(?:usd|us\$)\s?(\d[\d,]*(?:\.\d{1,2})?)\b", re.I)
@@ -82,20 +83,8 @@ def stated_timelines(text: str) -> frozenset[tuple[int, int]]:
 
 # ------------------------------------------------------------------------------------ reasons
 
-# The reply reader's reasons the store desk uses (its "lost" is no refusal reason here).
-_MEANING_REASONS = frozenset(
-    {
-        "window",
-        "used",
-        "final_sale",
-        "warranty",
-        "normal_wear",
-        "in_transit",
-        "parcel_found",
-        "not_charged_twice",
-        "unverifiable",
-    }
-)
+# The reply reader's reasons the store desk uses: the ticket tasks' refusal reasons (its "lost" is none).
+_MEANING_REASONS = frozenset(REASONS)
 # An item in use is an item's: "I used the email you gave me" uses no item.
 _USED_ON = Phrases(
     "use the detail|use your detail|use the email|use your email|use the address|use your address|use the postcode|"
