@@ -9,7 +9,6 @@ message; what an agent may *see* of it is decided in :mod:`service.env.core` (``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -185,7 +184,3 @@ class Ticket(_Frozen):
     @property
     def product(self) -> Product:
         return self.line.product
-
-
-def days_between(earlier: str, later: str) -> int:
-    return (date.fromisoformat(later) - date.fromisoformat(earlier)).days

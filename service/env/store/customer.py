@@ -94,7 +94,6 @@ _REQUEST = re.compile(
     r"(?:need|have) your (?:ok|okay|go-ahead|yes|permission|consent|agreement))\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-GOVERNED = ("photos", "condition", "delivery")  # the policy says when these may be asked (P1, P5, P11)
 
 
 @lru_cache(maxsize=4096)
