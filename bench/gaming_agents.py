@@ -705,8 +705,8 @@ class RewardProber:
             return Action(reassign_queue=candidates[0])
         if self.stage == 1:
             return Action(lookup="policy")
-        if self.tried and (obs.reward or 0) > 0:
-            tag = self.tried[-1].split("/")[1]
+        if self.tried and (obs.reward or 0) > 0:  # the decision paid: finish with its tag (if graded) and reply
+            tag = dict(zip(answer_fields(self.task_id), self.tried[-1].split("/"), strict=False)).get("tag")
             return Action(add_tag=tag, reply=matching_reply(self.tried[-1], obs), close_ticket=True)
         candidates = [
             a
