@@ -19,9 +19,7 @@ Deterministic code, so "identical" is exact equality.
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from service.env import PUBLIC, TASKS
@@ -31,20 +29,11 @@ from service.env.language import sentences
 from service.env.models import Action
 from service.env.store.customer import asks_for_a_yes, topics_in
 from service.env.store.reading import asserted_reasons, stated_amounts, stated_reasons, stated_timelines
-from tests.env.oracles import make_reference
-from tests.env.store_oracles import GoldOracle, ObservableOracle
+from tests.env.reader_snapshot import AGENTS, reference_agent
+from tests.env.snapshots import main
 from tests.env.store_phrasings import BLIND, BLIND_LATER, OUTCOMES, TUNED
 
-AGENTS = ("random", "heuristic", "oracle", "observable-oracle")
 SPLITS = ("train", "dev")
-
-
-def _agent(name: str, store: bool, seed: int, ticket_id: str) -> Any:
-    if store and name == "oracle":
-        return GoldOracle(ticket_id, PUBLIC)
-    if store and name == "observable-oracle":
-        return ObservableOracle()
-    return make_reference(name, seed, ticket_id)
 
 
 def reading(text: str) -> dict[str, Any]:
@@ -81,10 +70,10 @@ def record() -> dict[str, Any]:
     for split in SPLITS:
         for task_id, task in TASKS.items():
             pool = PUBLIC.pool(split, task.family, task.difficulty)
-            store = task.family == "store"
+            store = task.store_desk
             for agent in AGENTS:
                 for seed, ticket_id in enumerate(pool):
-                    player = _agent(agent, store, seed, ticket_id)
+                    player = reference_agent(agent, task.family, seed, ticket_id)
                     if store:
                         out[f"{split}/{agent}/{task_id}/{seed}"] = _store_episode(player, task_id, seed, split)
                         continue
@@ -103,25 +92,5 @@ def record() -> dict[str, Any]:
     return out
 
 
-def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    keys = sorted(set(before) | set(after))
-    return [k for k in keys if before.get(k) != after.get(k)]
-
-
-def main(argv: list[str]) -> int:
-    command, path = argv[1], Path(argv[2])
-    now = json.loads(json.dumps(record(), sort_keys=True))
-    if command == "record":
-        path.write_text(json.dumps(now, sort_keys=True), encoding="utf-8")
-        print(f"recorded {len(now)} episodes and readings to {path}")
-        return 0
-    before = json.loads(path.read_text(encoding="utf-8"))
-    differences = compare(before, now)
-    for key in differences[:50]:
-        print(key, "\n  before:", json.dumps(before.get(key))[:600], "\n  after: ", json.dumps(now.get(key))[:600])
-    print(f"{len(before)} recorded before, {len(now)} after, {len(differences)} differ")
-    return 1 if differences else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, record, "records"))
