@@ -23,7 +23,13 @@ from service.env.generator import stable_seed
 from service.env.grading import grade_episode
 from service.env.language import WORD_NUMBERS
 from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Decision, Grade, Observation
-from service.env.policy import ESCALATION_THRESHOLD, OUTCOME_TAG
+from service.env.policy import (
+    ESCALATION_THRESHOLD,
+    HIGH_RISK_RETURNS,
+    LATE_IN_TRANSIT_DAYS,
+    OUTCOME_TAG,
+    RETURN_WINDOW_DAYS,
+)
 from service.env.store.agents import StoreHeuristicAgent, StoreRandomAgent
 from service.env.store.generator import STORE_TICKET_PREFIX
 from service.env.tasks import TASKS, ReplyRole, TaskSpec, get_task
@@ -86,7 +92,7 @@ _QUESTIONS = {
     "details": "Could you describe what happened and what exactly the problem with your order is?",
 }
 _REASON_SENTENCES = {
-    "window": "this falls outside our 30-day return window, so we can't accept it",
+    "window": f"this falls outside our {RETURN_WINDOW_DAYS}-day return window, so we can't accept it",
     "used": "the item has been used, so we can't accept this return: only unused items can be returned",
     "final_sale": (
         "this is a final-sale, hygiene or perishable item, so it can't be returned for a change of mind or size"
@@ -423,10 +429,10 @@ class HeuristicAgent:
         carrier = self.order["carrier"]
         verified = issue == "not_received" and (
             carrier["status"] in ("lost", "returned")
-            or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > 7)
+            or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > LATE_IN_TRANSIT_DAYS)
         )
         c = self.customer
-        if (c["returns_12m"] >= 5 or c["chargebacks"] > 0 or bool(c["account_flags"])) and not verified:
+        if (c["returns_12m"] >= HIGH_RISK_RETURNS or c["chargebacks"] > 0 or bool(c["account_flags"])) and not verified:
             return "reject", None, "unverifiable", amount
         decision, topic, reason = (
             self._parcel(verified, answers)
@@ -454,7 +460,7 @@ class HeuristicAgent:
         """The rule for a delivered item: wrong item, damage or defect, or a return."""
         assert self.order is not None
         days = self._days(obs)
-        in_window = days is None or days <= 30
+        in_window = days is None or days <= RETURN_WINDOW_DAYS
         item = self.order["items"][0]
         if issue == "wrong_item":
             return (self._approve(), None, None) if in_window else ("reject", None, "window")

@@ -38,6 +38,7 @@ from functools import lru_cache
 
 from service.env import messages
 from service.env.policy import (
+    ESCALATION_THRESHOLD,
     HIGH_RISK_RETURNS,
     LATE_IN_TRANSIT_DAYS,
     RETURN_ISSUES,
@@ -416,7 +417,7 @@ def _item(
 def _price(rng: random.Random, item: CatalogItem, pool: Pool) -> float:
     lo, hi = item.price
     value = rng.uniform(lo, hi)
-    if pool.price == "around_threshold" and hi > 300:  # either side of the escalation threshold
+    if pool.price == "around_threshold" and hi > ESCALATION_THRESHOLD:  # either side of the escalation threshold
         value = rng.uniform(max(lo, 150), 299) if rng.random() < 0.35 else rng.uniform(305, max(hi, 420))
     return round(max(round(value) - rng.choice((0.0, 0.01, 0.05)), 5.0), 2)
 
