@@ -57,13 +57,14 @@ from service.env.tasks import (
 )
 from service.env.toolbox import tool_specs, tools_for
 from service.env.visibility import Feedback, feedback
-from service.env.world import SPLITS, Split
+from service.env.world import DEFAULT_SPLIT, SPLITS, Split
 
 __all__ = [
     "ACTION_FIELDS",
     "ACTION_TYPE",
     "ACTION_TYPE_CONFLICT",
     "DATASET_VERSION",
+    "DEFAULT_SPLIT",
     "ENV_NAME",
     "ENV_VERSION",
     "GRADER_VERSION",

@@ -15,12 +15,14 @@ from service.env.policy import render_policy_markdown
 from service.env.store import episode as store_episode
 from service.env.tasks import get_task
 from service.env.toolbox import legacy_action
-from service.env.world import SPLITS, Ticket
+from service.env.world import DEFAULT_SPLIT, SPLITS, Ticket
 
 __all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "replay", "reset", "step"]
 
 
-def reset(task_id: str, seed: int, split: str = "train", dataset: Dataset = PUBLIC) -> tuple[EpisodeState, Observation]:
+def reset(
+    task_id: str, seed: int, split: str = DEFAULT_SPLIT, dataset: Dataset = PUBLIC
+) -> tuple[EpisodeState, Observation]:
     """Start an episode of ``task_id`` on the ticket that ``seed`` picks from the task's pool in ``split``.
 
     Seeds ``0 .. n-1`` enumerate the ``n`` tickets of the pool (in a keyed order that says nothing

@@ -36,6 +36,7 @@ Split = Literal["train", "dev", "test"]
 
 # Each value list is its Literal's arguments: one definition per list.
 SPLITS: tuple[Split, ...] = get_args(Split)
+DEFAULT_SPLIT: Split = "train"  # a reset's split when it names none (the core, the service, the in-memory server)
 DIFFICULTIES: tuple[Difficulty, ...] = get_args(Difficulty)
 FAMILIES: tuple[Family, ...] = get_args(Family)
 TICKET_FAMILIES: tuple[Family, ...] = ("decision", "workflow")  # the families of this module's Ticket
