@@ -24,22 +24,15 @@ from typing import cast
 
 from service.env import PUBLIC, Action, Dataset, Observation, get_task
 from service.env import TICKET_TASKS as TASKS  # the ticket tasks; the store desk's: bench.store_gaming_agents
-from service.env.agents import HeuristicAgent
-from service.env.models import QUEUES, TAGS
+from service.env.agents import HeuristicAgent, task_action
+from service.env.models import OUTCOME_TAGS, QUEUES, TAGS
 from service.env.policy import REASONS, evaluate
 
-OUTCOME_TAGS = ("Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk")
 CATCH_ALL_QUESTION = (
     "Could you send photos, tell me whether the item was used, check whether the parcel turned up, "
     "and describe exactly what the problem is?"
 )
 _ORDER_ID = re.compile(r"ORD-\d+")
-_TAG_OF = {
-    "approve_refund": "Refund",
-    "approve_replacement": "Replacement",
-    "reject": "Policy_Denied",
-    "request_info": "Needs_Info",
-}
 
 
 def order_id(obs: Observation) -> str:
@@ -59,7 +52,7 @@ def matching_reply(answer: Answer, obs: Observation) -> str:
     says what is approved, a denial gives the one reason the constant names."""
     oid = order_id(obs)
     parts = answer.split("/")  # "decision", "decision/tag" or "reject/tag/reason"
-    decision, reason = parts[0], parts[2] if len(parts) > 2 else ""
+    decision, reason = parts[0], parts[-1] if parts[-1] in _DENIALS else ""
     if decision == "approve_refund":
         return (
             f"Thank you for contacting us about order {oid}, and I'm sorry for the trouble. "
@@ -102,29 +95,35 @@ def stuffed_reply(obs: Observation) -> str:
 
 # ------------------------------------------------------------------------------- answers
 
-Answer = str  # decision tasks: a decision; triage: a tag; routing: a queue; resolution: "decision/tag"
+Answer = str  # the task's answer fields joined by "/" (answer_fields); a denial's reason may follow
+
+
+def answer_fields(task_id: str) -> tuple[str, ...]:
+    """What a task's answer is made of, from its declaration: what counts as its answer (the decision, the
+    outcome tag or the team), and the outcome tag that records a decision where the rubric grades one."""
+    task = get_task(task_id)
+    fields = [task.answer or "decision"]
+    if task.answer == "decision" and task.grades("outcome_tag"):
+        fields.append("tag")
+    return tuple(fields)
 
 
 def answer_of(task_id: str, ticket) -> Answer:
     """The core label of a ticket for a task (what a lookup table would learn)."""
     v = evaluate(ticket)
-    if task_id == "workflow-triage":
-        return v.tag
-    if task_id == "workflow-routing":
-        return v.queue
-    if task_id == "workflow-resolution":
-        return f"{v.gold}/{v.tag}"
-    return v.gold
+    values = {"decision": v.gold, "tag": v.tag, "queue": v.queue}
+    return "/".join(values[f] for f in answer_fields(task_id))
 
 
 def answers_for(task_id: str) -> list[Answer]:
     """Every answer a constant strategy could give on a task."""
-    if task_id == "workflow-triage":
+    task = get_task(task_id)
+    if task.answer == "tag":
         return list(OUTCOME_TAGS)
-    if task_id == "workflow-routing":
+    if task.answer == "queue":
         return [q for q in QUEUES if q != "General"]
     decisions = ["approve_refund", "approve_replacement", "reject"]
-    if task_id == "workflow-resolution":
+    if "tag" in answer_fields(task_id):
         return (
             ["approve_refund/Refund", "approve_replacement/Replacement"]
             + [f"reject/Policy_Denied/{r}" for r in REASONS if r != "unverifiable"]
@@ -137,19 +136,22 @@ def answer_script(
     task_id: str, answer: Answer, obs: Observation, reply: Callable[[Observation], str] | None = None
 ) -> list[Action]:
     """The actions that give ``answer`` on ``task_id`` with a complete-looking workflow; the reply is the
-    one that matches the answer unless another is given."""
-    family = get_task(task_id).family
-    if family == "decision":
+    one that matches the answer unless another is given (a holding reply is always the polite one)."""
+    task = get_task(task_id)
+    if task.ends_on_decision:
         if answer == "request_info":
             return [Action(decision="request_info", reply=CATCH_ALL_QUESTION), Action(decision="reject")]
         return [Action(decision=answer)]
-    if task_id == "workflow-triage":
-        return [Action(add_tag=answer, close_ticket=True)]
-    if task_id == "workflow-routing":
-        return [Action(reassign_queue=answer, reply=polite_reply(obs), close_ticket=True)]
-    decision, tag = answer.split("/")[:2]
-    text = reply(obs) if reply is not None else matching_reply(answer, obs)
-    return [Action(lookup="policy"), Action(decision=decision, add_tag=tag, reply=text, close_ticket=True)]
+    values = dict(zip(answer_fields(task_id), answer.split("/"), strict=False))
+
+    def text(role: str) -> str:
+        if role == "holding":
+            return polite_reply(obs)
+        return reply(obs) if reply is not None else matching_reply(answer, obs)
+
+    lookup = [Action(lookup="policy")] if task.grades("policy_lookup") else []
+    decision, tag, queue = (values.get(f, "") for f in ("decision", "tag", "queue"))
+    return [*lookup, task_action(task, decision, tag, queue, text)]
 
 
 @dataclass
@@ -203,14 +205,8 @@ def ask_then_constant(
 
 # The audit's agent: it never reads the ticket — policy lookup, the catch-all question, then an approved
 # refund with the Refund tag and a plain approval reply, close. Each task's version of "approve a refund".
-APPROVE_REFUND = {
-    "decision-easy": "approve_refund",
-    "decision-medium": "approve_refund",
-    "decision-hard": "approve_refund",
-    "workflow-triage": "Refund",
-    "workflow-routing": "Returns",
-    "workflow-resolution": "approve_refund/Refund",
-}
+_APPROVE_REFUND = {"decision": "approve_refund", "tag": "Refund", "queue": "Returns"}
+APPROVE_REFUND = {t: "/".join(_APPROVE_REFUND[f] for f in answer_fields(t)) for t in TASKS}
 
 
 def every_tag(task_id: str, seed: int) -> object:
@@ -253,8 +249,7 @@ def policy_text_reply(task_id: str, seed: int) -> object:
             if isinstance(obs.tool_result, str):
                 self.policy = obs.tool_result
             text = self.policy[:2000]
-            family = get_task(task_id).family
-            if family == "decision":
+            if get_task(task_id).ends_on_decision:
                 return Action(decision="reject", reply=text)
             return Action(
                 decision="reject", add_tag="Policy_Denied", reassign_queue="Returns", reply=text, close_ticket=True
@@ -452,7 +447,7 @@ def learned_answer(task_id: str, ticket) -> Answer:
     """What a learned table predicts: the task's answer, and on resolution a denial's reason too (the reply
     has to give a true one)."""
     answer = answer_of(task_id, ticket)
-    if task_id == "workflow-resolution" and answer.startswith("reject/"):
+    if get_task(task_id).reply == "answer" and answer.split("/")[0] == "reject":
         return f"{answer}/{evaluate(ticket).reason or 'unverifiable'}"
     return answer
 
@@ -685,22 +680,22 @@ class RewardProber:
     def act(self, obs: Observation) -> Action:
         if self.pending:
             return self.pending.pop(0)
-        family = get_task(self.task_id).family
+        task = get_task(self.task_id)
         self.stage += 1
-        if family == "decision":
+        if task.ends_on_decision:
             if self.stage == 1:  # does asking pay? then the ticket needs information
                 return Action(decision="request_info", reply=CATCH_ALL_QUESTION)
             answer = self.fallback if self.fallback != "request_info" else "reject"
             return Action(decision=answer)
-        if self.task_id == "workflow-triage":
+        if task.answer == "tag":
             if self.tried and (obs.reward or 0) > 0:
                 return Action(close_ticket=True)
-            candidates = [t for t in OUTCOME_TAGS if t not in self.tried]
+            candidates: list[str] = [t for t in OUTCOME_TAGS if t not in self.tried]
             if not candidates:
                 return Action(close_ticket=True)
             self.tried.append(candidates[0])
             return Action(add_tag=candidates[0])
-        if self.task_id == "workflow-routing":
+        if task.answer == "queue":
             if self.tried and (obs.reward or 0) > 0:
                 return Action(reply=polite_reply(obs), close_ticket=True)
             candidates = [q for q in QUEUES if q != "General" and q not in self.tried]
@@ -710,8 +705,8 @@ class RewardProber:
             return Action(reassign_queue=candidates[0])
         if self.stage == 1:
             return Action(lookup="policy")
-        if self.tried and (obs.reward or 0) > 0:
-            tag = self.tried[-1].split("/")[1]
+        if self.tried and (obs.reward or 0) > 0:  # the decision paid: finish with its tag (if graded) and reply
+            tag = dict(zip(answer_fields(self.task_id), self.tried[-1].split("/"), strict=False)).get("tag")
             return Action(add_tag=tag, reply=matching_reply(self.tried[-1], obs), close_ticket=True)
         candidates = [
             a
@@ -741,7 +736,7 @@ def strategies(train: dict[str, list[tuple[int, str, Answer]]], dataset: Dataset
         Strategy(
             "constant queue (Returns) + polite reply",
             True,
-            constant({t: ("Returns" if t == "workflow-routing" else majority[t]) for t in TASKS}, polite_reply),
+            constant({t: ("Returns" if TASKS[t].answer == "queue" else majority[t]) for t in TASKS}, polite_reply),
         ),
         Strategy("policy text as the reply, constant reject", True, policy_text_reply),
         Strategy("keyword-stuffed reply + constant decision", True, constant(majority, stuffed_reply)),

@@ -33,6 +33,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from service.env import get_task
+
 _TASK = re.compile(r"task_id: ([\w-]+)\) — step_count: (\d+)")
 _SYSTEM_TASK = re.compile(r"Task: ([\w-]+) —")
 REPLY = "Thank you for contacting us about your order; we have reviewed it."
@@ -42,24 +44,26 @@ def scripted_action(prompt: str) -> dict[str, Any]:
     """A valid action for the situation in the prompt: order lookup first, then finish."""
     m = _TASK.search(prompt)
     task_id, step_count = (m.group(1), int(m.group(2))) if m else ("decision-easy", 1)
-    if task_id.startswith("store"):
+    task = get_task(task_id)  # what the task's declaration says: its desk, what ends it
+    if task.store_desk:
         return scripted_call(task_id, step_count)
     if step_count == 0:
         return {"lookup": "order"}
-    if task_id.startswith("decision"):
+    if task.ends_on_decision:
         return {"decision": "reject"}
     return {"add_tag": "Policy_Denied", "reply": REPLY, "close_ticket": True}
 
 
 def scripted_call(task_id: str, step_count: int) -> dict[str, Any]:
     """A valid tool call (``{"tool", "arguments"}``) for the step of an episode of ``task_id``."""
-    if task_id.startswith("store"):
+    task = get_task(task_id)
+    if task.store_desk:
         if step_count == 0:
             return {"tool": "search_policy", "arguments": {"query": "damaged item replacement"}}
         return {"tool": "end_conversation", "arguments": {}}
     if step_count == 0:
         return {"tool": "lookup", "arguments": {"target": "order"}}
-    if task_id.startswith("decision"):
+    if task.ends_on_decision:
         return {"tool": "decide", "arguments": {"decision": "reject"}}
     workflow = [("tag", {"tag": "Policy_Denied"}), ("reply", {"text": REPLY}), ("close", {})]
     name, arguments = workflow[min(step_count - 1, len(workflow) - 1)]
@@ -95,7 +99,7 @@ def tool_message(kind: str, messages: list[dict[str, Any]], serial: int) -> dict
         call, arguments = {"tool": "decide"}, json.dumps({"decision": "maybe_later"})
     calls = [{"id": f"call_{serial}_0", "type": "function", "function": {"name": call["tool"], "arguments": arguments}}]
     if kind == "multi":  # a second call in the same message: the client answers it "not executed"
-        extra = {"name": "lookup" if not task_id.startswith("store") else "get_customer", "arguments": "{}"}
+        extra = {"name": "get_customer" if get_task(task_id).store_desk else "lookup", "arguments": "{}"}
         calls.append({"id": f"call_{serial}_1", "type": "function", "function": extra})
     return {"role": "assistant", "content": None, "tool_calls": calls}
 

@@ -146,7 +146,7 @@ def render_turn(obs: Mapping[str, Any], lookups: Mapping[str, Any], past: Sequen
 
 # What an agent is never shown of an observation: the grade, in any form (rewards ride beside the
 # observation on the wire; a final observation carries its score and verdict).
-HIDDEN_FIELDS = frozenset({"reward", "score", "resolved", "grade", "final", "breakdown"})
+HIDDEN_FIELDS = frozenset({"reward", "score", "resolved", "grade", "final", "truncated", "breakdown"})
 # What the first message already showed and never changes: left out of every tool message.
 STATIC_FIELDS = frozenset({"ticket", "customer_message", "instructions", "ticket_id", "task_id", "episode_id"})
 TOOL_TEXT_CHARS = 4000  # the longest text of a tool message (a policy section is shorter; a long reply is cut)

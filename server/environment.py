@@ -66,10 +66,10 @@ class SupportEnvironment(Environment):
         )
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
-        seed = seed if seed is not None else secrets.randbelow(2**31)
-        task_id = kwargs.get("task_id") or list(core.TICKET_TASKS)[seed % len(core.TICKET_TASKS)]
+        seed = seed if seed is not None else secrets.randbelow(core.MAX_SEED + 1)
+        task = core.choose_task(kwargs.get("task_id") or None, kwargs.get("difficulty") or None, seed)
         self._episode_id = episode_id or uuid.uuid4().hex
-        self._state, obs = core.reset(task_id, seed, kwargs.get("split") or "train")
+        self._state, obs = core.reset(task.id, seed, kwargs.get("split") or core.DEFAULT_SPLIT)
         return self._observation(obs, None, self._state.done)
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:

@@ -152,7 +152,7 @@ class Services:
                     self.database.describe(),
                 )
             self.episodes.dataset = self.runs.dataset = await set_up_database(self.database, settings)
-            log.info("serving ecomm-support-env; data lives in %s", self.database.describe())
+            log.info("serving %s; data lives in %s", core.ENV_NAME, self.database.describe())
             if settings.single_session:
                 log.warning(
                     "SINGLE_SESSION=1: an HTTP request with no episode_id and no cookie means the episode of the "
@@ -239,7 +239,7 @@ def create_app(settings: Settings) -> Litestar:
         before_request=check_request,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
-            title="ecomm-support-env",
+            title=core.ENV_NAME,
             version=settings.app_version,
             description="OpenEnv environment and benchmark service for e-commerce customer-support decisions.",
             path="/docs",

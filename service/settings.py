@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from service.db.engine import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_TIMEOUT_S, Database
+from service.env.about import ENV_VERSION
+from service.env.world import DEFAULT_SPLIT
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/ecomm_support.db"
 
@@ -158,7 +160,7 @@ class Settings:
     # so many unfinished at once, and so many started in 24 hours (0: no cap).
     max_active_episodes_per_client: int = 64
     max_episodes_per_client_per_day: int = 5000
-    default_split: str = "train"
+    default_split: str = DEFAULT_SPLIT
     # Who may show the pages in a frame (CSP frame-ancestors): Hugging Face shows a Space inside an
     # iframe on huggingface.co. "'none'": nobody (and X-Frame-Options: DENY).
     frame_ancestors: str = DEFAULT_FRAME_ANCESTORS
@@ -169,7 +171,7 @@ class Settings:
     baseline_agent: str = "heuristic"
     baseline_split: str = "dev"
     baseline_seeds_per_task: int = 5
-    app_version: str = "1.0.0"
+    app_version: str = ENV_VERSION  # the package's (service.env.about)
     run_ttl_s: float = 24 * 3600.0  # a run with no activity for this long expires (never ranked)
     run_sweep_interval_s: float = 60.0  # how often a background task expires idle runs (reads never write)
     # Retention (a background task of every worker, every retention_interval_s): deleted after this
@@ -266,7 +268,7 @@ class Settings:
             mcp_max_sessions_per_client=_int(env, "MCP_MAX_SESSIONS_PER_CLIENT", 64, minimum=1),
             max_active_episodes_per_client=_int(env, "MAX_ACTIVE_EPISODES_PER_CLIENT", 64, minimum=0),
             max_episodes_per_client_per_day=_int(env, "MAX_EPISODES_PER_CLIENT_PER_DAY", 5000, minimum=0),
-            default_split=env.get("DEFAULT_SPLIT") or "train",
+            default_split=env.get("DEFAULT_SPLIT") or DEFAULT_SPLIT,
             frame_ancestors=check_frame_ancestors(env.get("FRAME_ANCESTORS") or DEFAULT_FRAME_ANCESTORS),
             log_level=(env.get("LOG_LEVEL") or "INFO").upper(),
             access_log=_bool(env, "ACCESS_LOG", False),

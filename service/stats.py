@@ -14,7 +14,6 @@ import hashlib
 import hmac
 import math
 import random
-from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from math import comb
@@ -96,19 +95,6 @@ def bootstrap_ci(
     stats = sorted(sum(rng.choices(means, k=n)) / n for _ in range(resamples))
     tail = (1.0 - confidence) / 2
     return stats[int(tail * (resamples - 1))], stats[int(round((1 - tail) * (resamples - 1)))]
-
-
-def rank_bands(intervals: Mapping[str, tuple[float, float, float]]) -> dict[str, int]:
-    """Ranks where statistical ties share a rank.
-
-    ``intervals`` maps a row id to (value, lo, hi). A row's rank is 1 + the number of rows whose
-    lower bound is above its upper bound — rows it is *significantly* behind (Chatbot Arena's rule).
-    """
-    lows = sorted(lo for _, lo, _ in intervals.values())  # O(n log n): one binary search per row
-    return {
-        rid: 1 + len(lows) - bisect_right(lows, hi) - (1 if lo > hi else 0)  # never counts the row itself
-        for rid, (_, lo, hi) in intervals.items()
-    }
 
 
 def _r4(value: float) -> float:

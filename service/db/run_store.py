@@ -550,16 +550,6 @@ async def set_usage(db: Database, run_id: str, usage: dict[str, Any]) -> None:
     )
 
 
-async def list_runs(db: Database, split: str | None = None, status: str | None = None) -> list[RunRecord]:
-    query = select(runs).order_by(runs.c.created_at.desc())
-    if split is not None:
-        query = query.where(runs.c.split == split)
-    if status is not None:
-        query = query.where(runs.c.status == status)
-    rows = await db.read(lambda conn: conn.execute(query).all())
-    return [_run(r) for r in rows]
-
-
 async def leaderboard_version(db: Database, split: str) -> tuple[int, int]:
     """(complete runs, sum of their revisions) of ``split``: changes whenever a run completes or what the
     leaderboard shows of one changes, in any process. Answered from ``ix_runs_split_status_revision``."""

@@ -9,6 +9,7 @@ Public surface (read this, nothing else is needed to drive an episode)::
 Tasks live in :data:`TASKS`; the store policy document is :func:`render_policy_markdown`.
 """
 
+from service.env.about import ENV_NAME, ENV_VERSION
 from service.env.core import (
     EnvError,
     EpisodeFinished,
@@ -33,6 +34,8 @@ from service.env.dataset import (
 from service.env.grading import GRADER_VERSION, grade_episode
 from service.env.models import (
     ACTION_FIELDS,
+    ACTION_TYPE,
+    ACTION_TYPE_CONFLICT,
     Action,
     EpisodeState,
     Grade,
@@ -41,16 +44,32 @@ from service.env.models import (
     StepResult,
 )
 from service.env.policy import render_policy_markdown
-from service.env.tasks import MAX_TRIALS, TASKS, TICKET_TASKS, ManifestEntry, TaskSpec, get_task, run_manifest
+from service.env.tasks import (
+    MAX_SEED,
+    MAX_TRIALS,
+    TASKS,
+    TICKET_TASKS,
+    ManifestEntry,
+    TaskSpec,
+    choose_task,
+    get_task,
+    run_manifest,
+)
 from service.env.toolbox import tool_specs, tools_for
 from service.env.visibility import Feedback, feedback
-from service.env.world import SPLITS, Split
+from service.env.world import DEFAULT_SPLIT, SPLITS, Split
 
 __all__ = [
     "ACTION_FIELDS",
+    "ACTION_TYPE",
+    "ACTION_TYPE_CONFLICT",
     "DATASET_VERSION",
+    "DEFAULT_SPLIT",
+    "ENV_NAME",
+    "ENV_VERSION",
     "GRADER_VERSION",
     "HIDDEN_SPLIT",
+    "MAX_SEED",
     "MAX_TRIALS",
     "PUBLIC",
     "PUBLIC_SPLITS",
@@ -73,6 +92,7 @@ __all__ = [
     "TaskSpec",
     "UnknownTask",
     "UnknownTicket",
+    "choose_task",
     "derive_test_key",
     "feedback",
     "get_task",

@@ -13,19 +13,27 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from statistics import mean
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from service.env.core import reset, step
 from service.env.dataset import PUBLIC, Dataset
 from service.env.generator import stable_seed
 from service.env.grading import grade_episode
 from service.env.language import WORD_NUMBERS
-from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Grade, Observation
-from service.env.policy import ESCALATION_THRESHOLD
+from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Decision, Grade, Observation
+from service.env.policy import (
+    ESCALATION_THRESHOLD,
+    HIGH_RISK_RETURNS,
+    LATE_IN_TRANSIT_DAYS,
+    OUTCOME_TAG,
+    RETURN_WINDOW_DAYS,
+)
 from service.env.store.agents import StoreHeuristicAgent, StoreRandomAgent
 from service.env.store.generator import STORE_TICKET_PREFIX
-from service.env.tasks import TASKS, get_task
+from service.env.tasks import TASKS, ReplyRole, TaskSpec, get_task
+from service.env.world import TICKET_FAMILIES
 
 
 class Agent(Protocol):
@@ -36,14 +44,14 @@ class Agent(Protocol):
 
 
 class RandomAgent:
-    """Random valid actions; decision tasks get a random decision, workflow tasks random parts."""
+    """Random valid actions: a random decision where the decision ends the episode, else random parts."""
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(stable_seed("random-agent", seed))
 
     def act(self, obs: Observation) -> Action:
         rng = self.rng
-        if get_task(obs.task_id).family == "decision":
+        if get_task(obs.task_id).ends_on_decision:
             decision = rng.choice(DECISIONS)
             return Action(
                 decision=decision,
@@ -84,7 +92,7 @@ _QUESTIONS = {
     "details": "Could you describe what happened and what exactly the problem with your order is?",
 }
 _REASON_SENTENCES = {
-    "window": "this falls outside our 30-day return window, so we can't accept it",
+    "window": f"this falls outside our {RETURN_WINDOW_DAYS}-day return window, so we can't accept it",
     "used": "the item has been used, so we can't accept this return: only unused items can be returned",
     "final_sale": (
         "this is a final-sale, hygiene or perishable item, so it can't be returned for a change of mind or size"
@@ -121,15 +129,34 @@ def holding_reply(queue: str, order_id: str) -> str:
     )
 
 
+def task_action(
+    task: TaskSpec, decision: str, tag: str, queue: str, reply: Callable[[ReplyRole], str] | None = None
+) -> Action:
+    """A ticket task's whole answer in one action, as its declaration asks: the decision, the team and the
+    outcome tag where the rubric grades them, the reply it grades (``reply`` writes it, by role), and the
+    close — unless the decision ends the episode."""
+    parts: dict[str, Any] = {}
+    if task.grades("decision"):
+        parts["decision"] = decision
+    if task.grades("queue"):
+        parts["reassign_queue"] = queue
+    if task.grades("outcome_tag"):
+        parts["add_tag"] = tag
+    if task.reply is not None and reply is not None:
+        parts["reply"] = reply(task.reply)
+    if not task.ends_on_decision:
+        parts["close_ticket"] = True
+    return Action(**parts)
+
+
+def asks_before_answering(task: TaskSpec) -> bool:
+    """Whether the task's answer is judged on what the customer tells (the decision, the outcome tag) and
+    not on the ticket as first seen (the team): then a ticket that needs information is asked about first."""
+    return task.answer in ("decision", "tag")
+
+
 def _outcome_tag(decision: str, reason: str | None) -> str:
-    if reason == "unverifiable":
-        return "Fraud_Risk"
-    return {
-        "approve_refund": "Refund",
-        "approve_replacement": "Replacement",
-        "reject": "Policy_Denied",
-        "request_info": "Needs_Info",
-    }[decision]
+    return "Fraud_Risk" if reason == "unverifiable" else OUTCOME_TAG[cast(Decision, decision)]
 
 
 # -------------------------------------------------------------------------------- heuristic
@@ -402,10 +429,10 @@ class HeuristicAgent:
         carrier = self.order["carrier"]
         verified = issue == "not_received" and (
             carrier["status"] in ("lost", "returned")
-            or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > 7)
+            or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > LATE_IN_TRANSIT_DAYS)
         )
         c = self.customer
-        if (c["returns_12m"] >= 5 or c["chargebacks"] > 0 or bool(c["account_flags"])) and not verified:
+        if (c["returns_12m"] >= HIGH_RISK_RETURNS or c["chargebacks"] > 0 or bool(c["account_flags"])) and not verified:
             return "reject", None, "unverifiable", amount
         decision, topic, reason = (
             self._parcel(verified, answers)
@@ -433,7 +460,7 @@ class HeuristicAgent:
         """The rule for a delivered item: wrong item, damage or defect, or a return."""
         assert self.order is not None
         days = self._days(obs)
-        in_window = days is None or days <= 30
+        in_window = days is None or days <= RETURN_WINDOW_DAYS
         item = self.order["items"][0]
         if issue == "wrong_item":
             return (self._approve(), None, None) if in_window else ("reject", None, "window")
@@ -475,36 +502,32 @@ class HeuristicAgent:
         task = get_task(obs.task_id)
         decision, topic, reason, amount = self._judge(obs)
         order_id = self.order["order_id"]
-        if task.family == "decision":
-            if decision == "request_info":
-                self.asked.add(topic or "details")
-                return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
-            return Action(decision=decision)
-        if task.id == "workflow-triage":
-            return Action(add_tag=_outcome_tag(decision, reason), close_ticket=True)
-        if task.id == "workflow-routing":
-            if reason == "unverifiable":
-                queue = "Fraud"
-            elif read_issue(obs.customer_message) == "duplicate_charge":
-                queue = "Billing"
-            elif decision == "approve_refund" and amount > ESCALATION_THRESHOLD:
-                queue = "Escalations"
-            else:
-                queue = "Returns"
-            return Action(reassign_queue=queue, reply=holding_reply(queue, order_id), close_ticket=True)
-        # resolution
-        if not self.looked_policy:
+        if task.grades("policy_lookup") and not self.looked_policy:
             self.looked_policy = True
             return Action(lookup="policy")
-        if decision == "request_info":
+        if task.answer == "decision" and decision == "request_info":
             self.asked.add(topic or "details")
             return Action(decision="request_info", reply=_QUESTIONS[topic or "details"])
-        return Action(
-            decision=decision,
-            add_tag=_outcome_tag(decision, reason),
-            reply=resolution_reply(decision, reason, order_id, amount if decision == "approve_refund" else None),
-            close_ticket=True,
-        )
+        queue = self._queue(obs, decision, reason, amount) if task.grades("queue") else "Returns"
+
+        def reply(role: ReplyRole) -> str:
+            if role == "holding":
+                return holding_reply(queue, order_id)
+            return resolution_reply(decision, reason, order_id, amount if decision == "approve_refund" else None)
+
+        return task_action(task, decision, _outcome_tag(decision, reason), queue, reply)
+
+    @staticmethod
+    def _queue(obs: Observation, decision: str, reason: str | None, amount: float) -> str:
+        """The team it routes to: Fraud for what P7 declines, Billing for a double charge, Escalations for a
+        large refund, Returns for the rest."""
+        if reason == "unverifiable":
+            return "Fraud"
+        if read_issue(obs.customer_message) == "duplicate_charge":
+            return "Billing"
+        if decision == "approve_refund" and amount > ESCALATION_THRESHOLD:
+            return "Escalations"
+        return "Returns"
 
 
 # --------------------------------------------------------------------------------- evaluator
@@ -518,9 +541,9 @@ def make_agent(name: str, seed: int, ticket_id: str, dataset: Dataset = PUBLIC) 
 
 
 def family_agent(name: str, family: str, seed: int) -> Agent:
-    """The reference agent ``name`` (``random`` or ``heuristic``) of a task family: the store desk's
-    plays tool calls, every other family's the ticket actions."""
-    store = family == "store"
+    """The reference agent ``name`` (``random`` or ``heuristic``) of a task family: the ticket families'
+    play the ticket actions, any other (the store desk's) tool calls."""
+    store = family not in (*TICKET_FAMILIES, "ticket")
     if name == "random":
         return StoreRandomAgent(seed) if store else RandomAgent(seed)
     if name == "heuristic":

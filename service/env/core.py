@@ -10,17 +10,19 @@ from service.env import customer
 from service.env.dataset import PUBLIC, Dataset
 from service.env.errors import EnvError, EpisodeFinished, UnknownTask
 from service.env.grading import grade_episode
-from service.env.models import Act, Action, EpisodeState, HistoryEntry, Observation, StepResult
+from service.env.models import Act, Action, EpisodeState, HistoryEntry, Observation, StepResult, cut_off, view
 from service.env.policy import render_policy_markdown
 from service.env.store import episode as store_episode
 from service.env.tasks import get_task
 from service.env.toolbox import legacy_action
-from service.env.world import SPLITS, Ticket
+from service.env.world import DEFAULT_SPLIT, SPLITS, Ticket
 
 __all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "replay", "reset", "step"]
 
 
-def reset(task_id: str, seed: int, split: str = "train", dataset: Dataset = PUBLIC) -> tuple[EpisodeState, Observation]:
+def reset(
+    task_id: str, seed: int, split: str = DEFAULT_SPLIT, dataset: Dataset = PUBLIC
+) -> tuple[EpisodeState, Observation]:
     """Start an episode of ``task_id`` on the ticket that ``seed`` picks from the task's pool in ``split``.
 
     Seeds ``0 .. n-1`` enumerate the ``n`` tickets of the pool (in a keyed order that says nothing
@@ -33,7 +35,7 @@ def reset(task_id: str, seed: int, split: str = "train", dataset: Dataset = PUBL
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise EnvError("seed must be a non-negative integer")
     pool = dataset.pool(split, task.family, task.difficulty)
-    if task.family == "store":
+    if task.store_desk:
         conversation = dataset.store_ticket(pool[seed % len(pool)])
         state = EpisodeState(
             task_id=task.id,
@@ -63,7 +65,7 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
     if state.done:
         raise EpisodeFinished("this episode is finished; call reset to start a new one")
     task = get_task(state.task_id)
-    if task.family == "store":
+    if task.store_desk:
         return _store_step(state, action, dataset)
     if action.tool is not None:
         action = legacy_action(task.id, action)
@@ -71,7 +73,7 @@ def step(state: EpisodeState, action: Action, dataset: Dataset = PUBLIC) -> Step
     draft = _Draft.of(state)
     _apply_parts(draft, action, ticket)
     if action.decision:
-        _decide(draft, action, ticket, get_task(state.task_id).family)
+        _decide(draft, action, ticket, task.ends_on_decision)
     if action.close_ticket:
         draft.act("close", "closed")
         draft.status, draft.done = "closed", True
@@ -125,14 +127,14 @@ def _apply_parts(draft: _Draft, action: Action, ticket: Ticket) -> None:
         draft.history.append(HistoryEntry(role="agent", text=action.reply))
 
 
-def _decide(draft: _Draft, action: Action, ticket: Ticket, family: str) -> None:
+def _decide(draft: _Draft, action: Action, ticket: Ticket, ends_episode: bool) -> None:
     """The decision: request_info asks the customer (the reply is the question); any other decision
-    ends a decision-family episode."""
+    ends the episode of a task that ends on its decision."""
     assert action.decision is not None
     draft.act("decision", action.decision)
     draft.history.append(HistoryEntry(role="system", text=f"Decision recorded: {action.decision}."))
     if action.decision != "request_info":
-        draft.done = draft.done or family == "decision"
+        draft.done = draft.done or ends_episode
         return
     if not action.reply:
         draft.notes.append("request_info without a question in `reply`: the customer does not know what you need")
@@ -147,7 +149,7 @@ def _decide(draft: _Draft, action: Action, ticket: Ticket, family: str) -> None:
 def _result(state: EpisodeState, draft: _Draft, ticket: Ticket, dataset: Dataset) -> StepResult:
     """The new state, its grade, the step's reward and the observation."""
     step_count = draft.step + 1
-    truncated = not draft.done and step_count >= state.max_steps
+    truncated = cut_off(state, step_count, draft.done)
     new_state = state.model_copy(
         update={
             "step_count": step_count,
@@ -171,7 +173,7 @@ def _result(state: EpisodeState, draft: _Draft, ticket: Ticket, dataset: Dataset
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
     observation = observe(new_state, reward, ticket=ticket)
     if new_state.done:
-        observation = observation.model_copy(update={"final": True, "score": grade.score, "resolved": grade.resolved})
+        observation = observation.model_copy(update={"score": grade.score, "resolved": grade.resolved})
     return StepResult(state=new_state, observation=observation, reward=reward, done=new_state.done, grade=grade)
 
 
@@ -183,7 +185,7 @@ def _store_step(state: EpisodeState, action: Action, dataset: Dataset) -> StepRe
     new_state = new_state.model_copy(update={"rewards": state.rewards + (reward,)})
     observation = store_episode.observe(new_state, conversation, get_task(state.task_id).instructions, reward)
     if new_state.done:
-        observation = observation.model_copy(update={"final": True, "score": grade.score, "resolved": grade.resolved})
+        observation = observation.model_copy(update={"score": grade.score, "resolved": grade.resolved})
     return StepResult(state=new_state, observation=observation, reward=reward, done=new_state.done, grade=grade)
 
 
@@ -208,26 +210,16 @@ def observe(
 ) -> Observation:
     """The agent's view of ``state``: never gold labels, clause decisions or unrevealed facts."""
     task = get_task(state.task_id)
-    if task.family == "store":
+    if task.store_desk:
         return store_episode.observe(state, dataset.store_ticket(state.ticket_id), task.instructions, reward)
     ticket = ticket if ticket is not None else dataset.ticket(state.ticket_id)
-    # Built from the state's own (validated) values, as every step does: no second validation.
-    return Observation.model_construct(
+    return view(
+        state,
         ticket_id=ticket.ticket_id,
-        task_id=task.id,
         ticket=_ticket_text(ticket),
         customer_message=ticket.message,
-        current_queue=state.queue,
-        tags=list(state.tags),
-        status=state.status,
-        history=list(state.history),
-        tool_result=state.tool_result,
-        last_action_error=state.last_action_error,
         instructions=task.instructions,
-        step_count=state.step_count,
-        max_steps=state.max_steps,
         reward=reward,
-        done=state.done,
     )
 
 

@@ -11,3 +11,11 @@ class UnknownTask(EnvError):
 
 class EpisodeFinished(EnvError):
     pass
+
+
+class UnknownDifficulty(EnvError):
+    pass
+
+
+class DifficultyMismatch(EnvError):
+    """A reset named a task and a difficulty that is not the task's."""

@@ -38,8 +38,10 @@ from functools import lru_cache
 
 from service.env import messages
 from service.env.policy import (
+    ESCALATION_THRESHOLD,
     HIGH_RISK_RETURNS,
     LATE_IN_TRANSIT_DAYS,
+    RETURN_ISSUES,
     RETURN_WINDOW_DAYS,
     evaluate,
     full_information_verdict,
@@ -402,9 +404,7 @@ def _item(
                 return False
             if claim == "defective" and (c.perishable or c.category == "apparel"):
                 return False
-        return not (
-            issue in ("changed_mind", "size_issue", "item_used") and (c.hygiene or c.perishable) != return_flagged
-        )
+        return not (issue in RETURN_ISSUES and (c.hygiene or c.perishable) != return_flagged)
 
     candidates = [c for c in CATALOG if fits(c)]
     if pool.price == "around_threshold":  # items whose refund can land on either side of the escalation threshold
@@ -417,7 +417,7 @@ def _item(
 def _price(rng: random.Random, item: CatalogItem, pool: Pool) -> float:
     lo, hi = item.price
     value = rng.uniform(lo, hi)
-    if pool.price == "around_threshold" and hi > 300:  # either side of the escalation threshold
+    if pool.price == "around_threshold" and hi > ESCALATION_THRESHOLD:  # either side of the escalation threshold
         value = rng.uniform(max(lo, 150), 299) if rng.random() < 0.35 else rng.uniform(305, max(hi, 420))
     return round(max(round(value) - rng.choice((0.0, 0.01, 0.05)), 5.0), 2)
 
@@ -482,7 +482,7 @@ def _product(rng: random.Random, item: CatalogItem, pool: Pool, in_stock: float,
 def _lines(rng: random.Random, pool: Pool, main: IssueType, second: IssueType | None) -> tuple[list[OrderLine], int]:
     """The order's lines, and which one the claim is about."""
     # P6 for returns: a final-sale flag, or (as often) a hygiene/perishable item.
-    flagged_kind = rng.random() < pool.final_sale * 2 if main in ("changed_mind", "size_issue", "item_used") else False
+    flagged_kind = rng.random() < pool.final_sale * 2 if main in RETURN_ISSUES else False
     hygiene_item = flagged_kind and rng.random() < 0.5
     item = _item(rng, main, second, pool, return_flagged=hygiene_item)
     hygiene_item = hygiene_item and (item.hygiene or item.perishable)

@@ -22,19 +22,20 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
 
+from service.env import models
 from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Act, EpisodeState, Grade, GradeComponent
 from service.env.policy import Verdict, evaluate
 from service.env.replies import Judgement, judge
 from service.env.store.grading import grade_store_episode
-from service.env.tasks import get_task
+from service.env.tasks import TaskSpec, get_task
 from service.env.world import Ticket
 
 # 3.4: replies read by the data-driven reader (its class fixes); 3.3: the store desk reads told on meaning
 GRADER_VERSION = "3.4.0"
 
 GOLD, ALTERNATIVE, WRONG, HARMFUL = 1.0, 0.5, 0.0, -0.5
-OUTCOME_TAGS = frozenset({"Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"})
+OUTCOME_TAGS = frozenset(models.OUTCOME_TAGS)
 
 
 def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
@@ -186,12 +187,18 @@ class _Context:
     ticket: Ticket
     walk: _Walk
     initial: Verdict  # the verdict before the customer answered anything
-    task_id: str
+    task: TaskSpec
 
     @cached_property
     def reply(self) -> Judgement | None:
-        """The reply the task grades: the holding reply when routing, else the answer."""
-        return self.holding if self.task_id == "workflow-routing" else self.answer
+        """The reply the task grades (its declared ``reply``): a holding reply, or the answer."""
+        return self.holding if self.task.reply == "holding" else self.answer
+
+    @property
+    def replied_before_close(self) -> bool:
+        """Whether the reply the task grades was sent before the close (the answer: after the decision)."""
+        w = self.walk
+        return w.answered_before_close if self.task.reply == "answer" else w.replied_before_close
 
     @cached_property
     def decision(self) -> tuple[str, Verdict] | None:
@@ -301,31 +308,33 @@ def _outcome_tag(c: _Context) -> _Check:
     )
 
 
-def _closed_triage(c: _Context) -> _Check:
-    w = c.walk
-    return _ok(
-        w.closed and any(t in OUTCOME_TAGS for t in w.tags_before_close),
-        "closed with the outcome tag on",
-        "not closed with an outcome tag on",
-    )
+# What "closed" needs before the close (a task's ``close_after``), as (done, missing) phrases.
+_BEFORE_CLOSE = {
+    "queue": ("routing", "routing"),
+    "decision": ("deciding", "deciding"),
+    "reply": ("replying", "replying"),
+}
 
 
-def _closed_routing(c: _Context) -> _Check:
-    w = c.walk
-    return _ok(
-        w.closed and w.replied_before_close and w.routed_before_close,
-        "closed after routing and replying",
-        "not closed after routing and replying",
-    )
-
-
-def _closed_resolution(c: _Context) -> _Check:
-    w = c.walk
-    return _ok(
-        w.closed and w.answered_before_close and w.decided_before_close,
-        "closed after deciding and replying",
-        "not closed after deciding and telling the customer",
-    )
+def _closed(c: _Context) -> _Check:
+    """Closed, and only after what the task's declaration lists (``close_after``)."""
+    w, needs = c.walk, c.task.close_after
+    done = {
+        "outcome_tag": any(t in OUTCOME_TAGS for t in w.tags_before_close),
+        "queue": w.routed_before_close,
+        "decision": w.decided_before_close,
+        "reply": c.replied_before_close,
+    }
+    acts = [n for n in needs if n != "outcome_tag"]
+    yes, no = "closed", "not closed"
+    if acts:
+        yes += " after " + " and ".join(_BEFORE_CLOSE[n][0] for n in acts)
+        no += " after " + " and ".join(
+            "telling the customer" if n == "reply" and c.task.reply == "answer" else _BEFORE_CLOSE[n][1] for n in acts
+        )
+    if "outcome_tag" in needs:
+        yes, no = yes + " with the outcome tag on", no + " with an outcome tag on"
+    return _ok(w.closed and all(done[n] for n in needs), yes, no)
 
 
 def _queue(c: _Context) -> _Check:
@@ -426,12 +435,7 @@ _CHECKS: dict[str, Callable[[_Context], _Check]] = {
     "policy_lookup": _policy_lookup,
     "hands_off": _hands_off,
     "no_needless_question": _no_needless_question,
-}
-# "closed" means something different per task: what must have happened before closing.
-_CLOSED: dict[str, Callable[[_Context], _Check]] = {
-    "workflow-triage": _closed_triage,
-    "workflow-routing": _closed_routing,
-    "workflow-resolution": _closed_resolution,
+    "closed": _closed,
 }
 
 
@@ -456,10 +460,7 @@ _PENALTIES: dict[str, Callable[[_Context], int]] = {
     "repetition": _repetitions,
     "wrong_queue": lambda c: sum(1 for q in c.walk.queues if q != c.initial.queue),
     "decided": lambda c: int(bool(c.walk.real_decisions)),
-    "closed_without_reply": lambda c: int(
-        c.walk.closed
-        and not (c.walk.answered_before_close if c.task_id == "workflow-resolution" else c.walk.replied_before_close)
-    ),
+    "closed_without_reply": lambda c: int(c.walk.closed and not c.replied_before_close),
     "contradiction": lambda c: len({d for d, _ in c.walk.real_decisions}) - 1 if c.walk.real_decisions else 0,
 }
 
@@ -470,17 +471,17 @@ _PENALTIES: dict[str, Callable[[_Context], int]] = {
 def grade_episode(state: EpisodeState, dataset: Dataset = PUBLIC) -> Grade:
     """Score the episode (finished or not) from its acts. Pure and deterministic."""
     task = get_task(state.task_id)
-    if task.family == "store":
+    if task.store_desk:
         return grade_store_episode(state, dataset.store_ticket(state.ticket_id), GRADER_VERSION)
     ticket = dataset.ticket(state.ticket_id)
-    ctx = _Context(ticket, _walk(state.acts), _evaluate(ticket), task.id)
+    ctx = _Context(ticket, _walk(state.acts), _evaluate(ticket), task)
     info_needed = ctx.initial.gold == "request_info"
     criteria = [c for c in task.rubric.criteria if c.applies == "always" or info_needed]
     total = sum(c.weight for c in criteria) or 1.0
     passed: dict[str, bool] = {}
     components: list[GradeComponent] = []
     for criterion in criteria:
-        check = (_CLOSED[task.id] if criterion.name == "closed" else _CHECKS[criterion.name])(ctx)
+        check = _CHECKS[criterion.name](ctx)
         gated = criterion.gate is not None and not passed[criterion.gate]
         value = min(check.value, 0.0) if gated else check.value
         passed[criterion.name] = value >= GOLD

@@ -15,11 +15,9 @@ import random
 import re
 from collections.abc import Sequence
 
-from service.env.world import Claim, Customer, HiddenFacts, IssueType, Order, Product, Ticket
+from service.env.world import INFO_TOPICS, Claim, Customer, HiddenFacts, IssueType, Order, Product, Ticket
 
-__all__ = ["ANSWER_TOPICS", "inconsistencies", "render_customer_answer", "render_message"]
-
-ANSWER_TOPICS: tuple[str, ...] = ("photos", "usage", "delivery", "details")
+__all__ = ["inconsistencies", "render_customer_answer", "render_message"]
 
 _SOFT_GOODS = frozenset({"apparel", "footwear"})
 _TYPO_RATE = 0.08  # share of eligible words that get one typo in ``typos`` tone
@@ -432,14 +430,14 @@ def render_customer_answer(
     """The scripted customer's reply to the agent's request for information, and the hidden-fact
     topics the reply states.
 
-    ``topics`` is what the agent asked about, a subset of :data:`ANSWER_TOPICS`; each is answered
+    ``topics`` is what the agent asked about, a subset of :data:`~service.env.world.INFO_TOPICS`; each is answered
     in that fixed order from the hidden facts, and only what was asked is stated. A topic with
     nothing hidden gets a reply that refers to the first message and says nothing of the claim. An
     empty set means the question was unclear: the reply asks what is needed and reveals nothing.
     """
-    unknown = set(topics) - set(ANSWER_TOPICS)
+    unknown = set(topics) - set(INFO_TOPICS)
     if unknown:
-        raise ValueError(f"unknown answer topics {sorted(unknown)}; expected a subset of {ANSWER_TOPICS}")
+        raise ValueError(f"unknown answer topics {sorted(unknown)}; expected a subset of {INFO_TOPICS}")
     style = _style_of(claim.tone)
     product = order.lines[claim.line].product
     stated: set[str] = set()
@@ -447,7 +445,7 @@ def render_customer_answer(
         parts = [rng.choice(_CONFUSED[style])]
     else:
         parts = []
-        for topic in ANSWER_TOPICS:  # fixed order: frozenset iteration order is hash-salted
+        for topic in INFO_TOPICS:  # fixed order: frozenset iteration order is hash-salted
             if topic in topics:
                 text, facts = _ANSWERERS[topic](rng, hidden, claim, product, order.days_since_delivery)
                 parts.append(text)

@@ -10,18 +10,16 @@ from __future__ import annotations
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from service.env.store.state import StoreProgress
 from service.env.world import Split
 
 Decision = Literal["approve_refund", "approve_replacement", "reject", "request_info"]
 Queue = Literal["General", "Returns", "Billing", "Escalations", "Fraud"]
+OutcomeTag = Literal["Refund", "Replacement", "Policy_Denied", "Needs_Info", "Fraud_Risk"]  # record an outcome
 Tag = Literal[
-    "Refund",
-    "Replacement",
-    "Policy_Denied",
-    "Needs_Info",
-    "Fraud_Risk",
+    OutcomeTag,
     "Escalated",
     "Billing",
     "Shipping",
@@ -35,10 +33,15 @@ Status = Literal["open", "awaiting_customer", "closed"]
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
 QUEUES: tuple[Queue, ...] = get_args(Queue)
 TAGS: tuple[Tag, ...] = get_args(Tag)
+OUTCOME_TAGS: tuple[OutcomeTag, ...] = get_args(OutcomeTag)
 LOOKUP_TARGETS: tuple[LookupTarget, ...] = get_args(LookupTarget)
 MAX_REPLY_CHARS = 2000
 MAX_TOOL_NAME = 64
 ACTION_FIELDS = ("decision", "reply", "reassign_queue", "add_tag", "close_ticket", "lookup", "tool", "arguments")
+ACTION_TYPE = "action_type"
+"""Seed A's name for ``decision`` (its server's only action field): accepted wherever an action is, on every
+transport, by :class:`Action` itself."""
+ACTION_TYPE_CONFLICT = "conflict"  # the error type of an action_type that contradicts the decision
 
 
 class Action(BaseModel):
@@ -88,11 +91,14 @@ class Action(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _accept_action_type_alias(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "action_type" in data:
+        if isinstance(data, dict) and ACTION_TYPE in data:
             data = dict(data)
-            alias = data.pop("action_type")
+            alias = data.pop(ACTION_TYPE)
             if data.get("decision") is not None and data["decision"] != alias:
-                raise ValueError("give either `decision` or its alias `action_type`, not both with different values")
+                raise PydanticCustomError(
+                    ACTION_TYPE_CONFLICT,
+                    "give the decision once: `decision` or its alias `action_type`, not both with different values",
+                )
             data["decision"] = alias
         return data
 
@@ -115,11 +121,6 @@ class Action(BaseModel):
         """The action as stored and compared (idempotency): a ticket action keeps the shape it had before tool
         calls existed, so rows stored then still match."""
         return self.model_dump(mode="json", exclude={"tool", "arguments"} if self.tool is None else None)
-
-    def summary(self) -> str:
-        """A compact one-line rendering (used in logs and history)."""
-        parts = [f"{k}={v!r}" for k, v in self.model_dump(exclude_defaults=True).items()]
-        return ", ".join(parts)
 
 
 class HistoryEntry(BaseModel):
@@ -147,7 +148,16 @@ class Observation(BaseModel):
     instructions: str
     step_count: int
     max_steps: int
-    final: bool = Field(default=False, description="True on the observation that ends the episode.")
+    final: bool = Field(
+        default=False,
+        description="True on the observation that ends the episode: `done`, kept inside the observation (the "
+        "wire lifts `done` out of it).",
+    )
+    truncated: bool = Field(
+        default=False,
+        description="On the final observation: the episode ended on its step cap (max_steps), not by the agent "
+        "(Gymnasium's truncated; done without truncated is an ending the agent chose).",
+    )
     score: float | None = Field(
         default=None, description="On the final observation: the episode score in [0, 1] (null when withheld)."
     )
@@ -229,6 +239,38 @@ class Grade(BaseModel):
     clauses: tuple[str, ...]
     grader_version: str
     finished: bool
+
+
+def view(
+    state: EpisodeState, *, ticket_id: str, ticket: str, customer_message: str, instructions: str, reward: float | None
+) -> Observation:
+    """The agent's view of ``state`` (both desks'): where the episode ends, ``final`` and ``truncated`` come from
+    the state here, and nowhere else. Built without a second validation per step: every value is the
+    state's own, validated when it was made."""
+    return Observation.model_construct(
+        ticket_id=ticket_id,
+        task_id=state.task_id,
+        ticket=ticket,
+        customer_message=customer_message,
+        current_queue=state.queue,
+        tags=list(state.tags),
+        status=state.status,
+        history=list(state.history),
+        tool_result=state.tool_result,
+        last_action_error=state.last_action_error,
+        instructions=instructions,
+        step_count=state.step_count,
+        max_steps=state.max_steps,
+        final=state.done,
+        truncated=state.truncated,
+        reward=reward,
+        done=state.done,
+    )
+
+
+def cut_off(state: EpisodeState, step_count: int, ended: bool) -> bool:
+    """Whether an episode the agent has not ``ended`` ends after ``step_count`` steps, on its step cap."""
+    return not ended and step_count >= state.max_steps
 
 
 class StepResult(BaseModel):

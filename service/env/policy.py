@@ -16,7 +16,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from service.env.models import Decision, Queue, Tag
-from service.env.world import HYGIENE_ITEMS, IssueType, Ticket
+from service.env.world import HYGIENE_ITEMS, INFO_TOPICS, IssueType, Ticket
 
 RETURN_WINDOW_DAYS = 30
 LATE_IN_TRANSIT_DAYS = 7
@@ -36,8 +36,6 @@ REASONS = (
     "unverifiable",
 )
 
-# Topics the scripted customer can be asked about; ``evaluate`` says which one a ticket needs.
-INFO_TOPICS = ("photos", "usage", "delivery", "details")
 RETURN_ISSUES: frozenset[IssueType] = frozenset({"changed_mind", "size_issue", "item_used"})
 ITEM_ISSUES: frozenset[IssueType] = frozenset({"damaged", "defective"})
 
@@ -416,7 +414,8 @@ def _harmful(path: _Path) -> tuple[Decision, ...]:
     return ()
 
 
-_TAG: dict[Decision, Tag] = {
+# The outcome tag that records each decision (P7's claims are tagged Fraud_Risk instead: see _route).
+OUTCOME_TAG: dict[Decision, Tag] = {
     "approve_refund": "Refund",
     "approve_replacement": "Replacement",
     "reject": "Policy_Denied",
@@ -428,10 +427,10 @@ def _route(decision: Decision, clauses: tuple[str, ...], amount: float) -> tuple
     if clauses[0] == "P7":
         return "Fraud", "Fraud_Risk"
     if clauses[0] == "P10":
-        return "Billing", _TAG[decision]
+        return "Billing", OUTCOME_TAG[decision]
     if decision == "approve_refund" and amount > ESCALATION_THRESHOLD:
         return "Escalations", "Refund"
-    return "Returns", _TAG[decision]
+    return "Returns", OUTCOME_TAG[decision]
 
 
 def render_policy_markdown() -> str:

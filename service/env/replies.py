@@ -34,14 +34,6 @@ class Judgement:
     clean: bool  # no rudeness, leaks, contradiction, promise against the decision, false reason or fact
     problems: tuple[str, ...] = ()
 
-    @property
-    def resolution_ok(self) -> bool:
-        return self.states_outcome and self.courteous and self.quotes_order_id and self.clean
-
-    @property
-    def routing_ok(self) -> bool:
-        return self.no_outcome and self.courteous and self.quotes_order_id and self.clean
-
 
 def true_reasons(ticket: Ticket, revealed: frozenset[str]) -> frozenset[str]:
     """Denial reasons whose facts are true for this ticket (a reply may assert these without lying)."""

@@ -1,7 +1,11 @@
-"""The task registry: one environment, six tasks that differ in goal and grader.
+"""The task registry: one environment, nine tasks that differ in goal and grader.
 
-A task draws its tickets from one (family, difficulty) cell of a split; the seed picks the ticket.
-No task id implies its answer: every cell mixes gold decisions (see :mod:`service.env.generator`).
+A task is its declaration (:class:`TaskSpec`): the pool it draws tickets from — one (family,
+difficulty) cell of a split; the seed picks the ticket —, its rubric, its step cap, what ends the
+episode, the reply it grades and what closing requires. Grading, the reference agents and the
+services read these properties, never a task id, so a new task is its declaration plus its data
+(docs/development.md). No task id implies its answer: every cell mixes gold decisions (see
+:mod:`service.env.generator`).
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.env.dataset import family_pool_size
-from service.env.errors import UnknownTask
-from service.env.models import Action
+from service.env.errors import DifficultyMismatch, UnknownDifficulty, UnknownTask
+from service.env.models import DECISIONS, OUTCOME_TAGS, QUEUES, Action
 from service.env.store.grading import STORE_CHECKS
 from service.env.store.tools import TOOLS as STORE_TOOLS
 from service.env.world import TICKET_FAMILIES, Difficulty, Family
@@ -20,22 +24,38 @@ from service.env.world import TICKET_FAMILIES, Difficulty, Family
 DECISION_MAX_STEPS = 6
 WORKFLOW_MAX_STEPS = 10
 STORE_MAX_STEPS = 40
+MAX_SEED = 2**31 - 1
+"""The largest seed a reset takes: seeds are stored as signed 32-bit integers (the episodes table, and
+every client that reads them back); larger pools are never needed, since seeds wrap around a pool."""
+
+NEEDLESS_QUESTION_COST = 0.05
+"""Every task charges the same for asking the customer something the policy did not need."""
 
 _ASKING = (
     "To ask the customer something, send `decision: request_info` with your question in `reply` (ask in "
     "your own words for what you need: photos, the item's condition, whether the parcel turned up, or what "
     "the problem is); their answer arrives in `history`, and whatever they tell you counts as known. Asking "
     "when the policy needs the answer is required; a question it did not need (the facts you could already "
-    "see decided the claim) fails the episode and costs 0.05. Lookups (`lookup`: policy, order, customer) "
-    "are free."
+    f"see decided the claim) fails the episode and costs {NEEDLESS_QUESTION_COST:g}. Lookups (`lookup`: "
+    "policy, order, customer) are free."
 )
 # Triage and routing need no answer from the customer to be graded, but asking is judged the same way.
 _ASKING_COSTS = (
     "You may ask the customer something (`decision: request_info` with your question in `reply`); their "
     "answer arrives in `history`. As in every task, a question the policy did not need (the facts you could "
-    "already see decided the claim) fails the episode and costs 0.05. Lookups (`lookup`: policy, order, "
-    "customer) are free."
+    f"already see decided the claim) fails the episode and costs {NEEDLESS_QUESTION_COST:g}. Lookups "
+    "(`lookup`: policy, order, customer) are free."
 )
+
+
+def _either(values: tuple[str, ...]) -> str:
+    """``a, b or c``: the instructions name the values of the core's types, never a copy of them."""
+    return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+_TEAMS = tuple(q for q in QUEUES if q != "General")  # General is where tickets arrive, no team's
+_DECIDED = tuple(d for d in DECISIONS if d != "request_info")  # request_info asks and decides nothing
+_RECORDED = tuple(t for t in OUTCOME_TAGS if t != "Needs_Info")  # a resolution decides: nothing is left to ask
 
 
 def _step_limit(max_steps: int) -> str:
@@ -44,38 +64,29 @@ def _step_limit(max_steps: int) -> str:
 
 _DECISION_INSTRUCTIONS = (
     "You are a support agent for an online store. Read the ticket and decide the claim under the store "
-    "policy with the `decision` field: approve_refund, approve_replacement or reject — that decision counts as "
-    "your answer and ends the episode (request_info does not: it asks the customer and the episode goes on). "
-    + _ASKING
-    + " "
-    + _step_limit(DECISION_MAX_STEPS)
+    f"policy with the `decision` field: {_either(_DECIDED)} — that decision counts as "
+    "your answer and ends the episode (request_info does not: it asks the customer and the episode goes on). " + _ASKING
 )
 _TRIAGE_INSTRUCTIONS = (
     "Triage this ticket: add the one tag that records the outcome the store policy requires "
-    "(Refund, Replacement, Policy_Denied, Needs_Info or Fraud_Risk) with `add_tag`, then close it with "
+    f"({_either(OUTCOME_TAGS)}) with `add_tag`, then close it with "
     "`close_ticket: true`, which ends the episode. The outcome tag on the ticket when it is closed counts as "
-    "your answer; a second outcome tag voids the tag. " + _ASKING_COSTS + " " + _step_limit(WORKFLOW_MAX_STEPS)
+    "your answer; a second outcome tag voids the tag. " + _ASKING_COSTS
 )
 _ROUTING_INSTRUCTIONS = (
     "Route this ticket: reassign it (`reassign_queue`) to the team that owns it under the store policy "
-    "(Returns, Billing, Escalations or Fraud) — the team you reassign it to counts as your answer, and a "
+    f"({_either(_TEAMS)}) — the team you reassign it to counts as your answer, and a "
     "reassignment to another team counts against you — send the customer a courteous holding reply (`reply`) "
     "that quotes the order id, says the ticket is with the right team and promises no outcome, then close "
-    "your part with `close_ticket: true`, which ends the episode. Do not decide the claim yourself. "
-    + _ASKING_COSTS
-    + " "
-    + _step_limit(WORKFLOW_MAX_STEPS)
+    "your part with `close_ticket: true`, which ends the episode. Do not decide the claim yourself. " + _ASKING_COSTS
 )
 _RESOLUTION_INSTRUCTIONS = (
     "Resolve this ticket end to end: consult the store policy (`lookup: policy`), decide the claim "
-    "(`decision`: approve_refund, approve_replacement or reject — the first of these counts as your decision, "
+    f"(`decision`: {_either(_DECIDED)} — the first of these counts as your decision, "
     "and changing it later counts against you), add the one outcome tag that records it (`add_tag`: "
-    "Refund, Replacement, Policy_Denied or Fraud_Risk), tell the customer (`reply`, with the decision or "
+    f"{_either(_RECORDED)}), tell the customer (`reply`, with the decision or "
     "after it) — courteous, quoting the order id, stating the decision and, when declining, the actual "
-    "reason in your own words — and close it (`close_ticket: true`), which ends the episode. "
-    + _ASKING
-    + " "
-    + _step_limit(WORKFLOW_MAX_STEPS)
+    "reason in your own words — and close it (`close_ticket: true`), which ends the episode. " + _ASKING
 )
 
 
@@ -152,23 +163,58 @@ def render_rubrics_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+ReplyRole = Literal["answer", "holding"]
+Prerequisite = Literal["outcome_tag", "queue", "decision", "reply"]
+Answer = Literal["decision", "tag", "queue"]
+
+
 class TaskSpec(BaseModel):
+    """A task's declaration: everything grading, the agents and the services know about it."""
+
     model_config = ConfigDict(frozen=True)
 
     id: str
-    family: Family
+    family: Family = Field(description="With difficulty, the pool of tickets the task draws from.")
     difficulty: Difficulty
     title: str
     description: str
     grader: str
     rubric: Rubric
-    max_steps: int
+    max_steps: int = Field(description="The step cap: the episode ends there (truncated) and is graded as it stands.")
+    ends_on_decision: bool = Field(
+        default=False, description="A decision (request_info aside) ends the episode; otherwise closing does."
+    )
+    reply: ReplyRole | None = Field(
+        default=None,
+        description="What the reply checks read: the answer (the replies sent with the decision or after it, "
+        "judged against it) or a holding reply (every reply, judged as promising no outcome); none graded if null.",
+    )
+    close_after: tuple[Prerequisite, ...] = Field(
+        default=(),
+        description="What the `closed` check needs before the close: the outcome tag on, the queue set, the "
+        "decision made, the graded reply sent.",
+    )
     instructions: str
     action_schema: dict[str, Any]
 
+    def grades(self, check: str) -> bool:
+        """Whether the rubric has the check ``check`` (``outcome_tag``, ``queue``, ``policy_lookup`` …)."""
+        return any(c.name == check for c in self.rubric.criteria)
 
-NEEDLESS_QUESTION_COST = 0.05
-"""Every task charges the same for asking the customer something the policy did not need."""
+    @property
+    def answer(self) -> Answer | None:
+        """What counts as the agent's answer, the one its pool balances: the decision, else the team, else the
+        outcome tag the rubric grades (None at the store desk, graded on the store's final state)."""
+        for check, answer in (("decision", "decision"), ("queue", "queue"), ("outcome_tag", "tag")):
+            if self.grades(check):
+                return answer  # type: ignore[return-value]
+        return None
+
+    @property
+    def store_desk(self) -> bool:
+        """Played with the store desk's tool calls on a store's records (else: one ticket's action fields)."""
+        return self.family not in TICKET_FAMILIES
+
 
 _NEEDLESS = Penalty(
     name="needless_question", amount=NEEDLESS_QUESTION_COST, description="each request_info the policy did not need"
@@ -222,7 +268,7 @@ TRIAGE_RUBRIC = Rubric(
             name="outcome_tag",
             weight=0.6,
             required=True,
-            description="exactly one outcome tag (Refund, Replacement, Policy_Denied, Needs_Info, Fraud_Risk) "
+            description=f"exactly one outcome tag ({', '.join(OUTCOME_TAGS)}) "
             "is on the ticket, and it is the one the policy requires",
         ),
         Criterion(name="closed", weight=0.4, required=True, gate="outcome_tag", description="closed with that tag on"),
@@ -360,17 +406,24 @@ def _store_instructions() -> str:
         "backend refuses comes back as an error in tool_result; nothing changes then. The episode is graded on the "
         "store's final state (which orders and lines, amounts to the cent, where money goes, variants, labels, "
         "queues), on how it got there (identity verified, records read, what the customer needed to tell you, their "
-        "yes before each change) and on what you told the customer; end with end_conversation. Tools: "
-        + tools
-        + " "
-        + _step_limit(STORE_MAX_STEPS)
+        "yes before each change) and on what you told the customer; end with end_conversation. Tools: " + tools
     )
 
 
 def _task(
-    id: str, family: Family, difficulty: Difficulty, title: str, description: str, rubric: Rubric, instructions: str
+    id: str,
+    family: Family,
+    difficulty: Difficulty,
+    title: str,
+    description: str,
+    rubric: Rubric,
+    instructions: str,
+    max_steps: int,
+    *,
+    ends_on_decision: bool = False,
+    reply: ReplyRole | None = None,
+    close_after: tuple[Prerequisite, ...] = (),
 ) -> TaskSpec:
-    max_steps = {"decision": DECISION_MAX_STEPS, "workflow": WORKFLOW_MAX_STEPS}.get(family, STORE_MAX_STEPS)
     return TaskSpec(
         id=id,
         family=family,
@@ -380,7 +433,10 @@ def _task(
         grader=rubric.describe(),
         rubric=rubric,
         max_steps=max_steps,
-        instructions=instructions,
+        ends_on_decision=ends_on_decision,
+        reply=reply,
+        close_after=close_after,
+        instructions=f"{instructions} {_step_limit(max_steps)}",
         action_schema=Action.model_json_schema(),
     )
 
@@ -397,6 +453,8 @@ TASKS: dict[str, TaskSpec] = {
             "damage with or without photos, wrong items, billing errors.",
             DECISION_RUBRIC,
             _DECISION_INSTRUCTIONS,
+            DECISION_MAX_STEPS,
+            ends_on_decision=True,
         ),
         _task(
             "decision-medium",
@@ -407,6 +465,8 @@ TASKS: dict[str, TaskSpec] = {
             "the item's condition, the payment record. Lookups help.",
             DECISION_RUBRIC,
             _DECISION_INSTRUCTIONS,
+            DECISION_MAX_STEPS,
+            ends_on_decision=True,
         ),
         _task(
             "decision-hard",
@@ -417,6 +477,8 @@ TASKS: dict[str, TaskSpec] = {
             "vague or multi-issue messages, typos.",
             DECISION_RUBRIC,
             _DECISION_INSTRUCTIONS,
+            DECISION_MAX_STEPS,
+            ends_on_decision=True,
         ),
         _task(
             "workflow-triage",
@@ -426,6 +488,8 @@ TASKS: dict[str, TaskSpec] = {
             "Tag the ticket with the outcome the policy requires and close it.",
             TRIAGE_RUBRIC,
             _TRIAGE_INSTRUCTIONS,
+            WORKFLOW_MAX_STEPS,
+            close_after=("outcome_tag",),
         ),
         _task(
             "workflow-routing",
@@ -436,6 +500,9 @@ TASKS: dict[str, TaskSpec] = {
             "Returns) with a courteous holding reply.",
             ROUTING_RUBRIC,
             _ROUTING_INSTRUCTIONS,
+            WORKFLOW_MAX_STEPS,
+            reply="holding",
+            close_after=("queue", "reply"),
         ),
         _task(
             "workflow-resolution",
@@ -445,6 +512,9 @@ TASKS: dict[str, TaskSpec] = {
             "Look up the policy, decide, tag, reply with the real reason (and window), close.",
             RESOLUTION_RUBRIC,
             _RESOLUTION_INSTRUCTIONS,
+            WORKFLOW_MAX_STEPS,
+            reply="answer",
+            close_after=("decision", "reply"),
         ),
         _task(
             "store-easy",
@@ -455,6 +525,7 @@ TASKS: dict[str, TaskSpec] = {
             "return, a cancellation, an address, a late parcel, a double charge — settled with the store's tools.",
             STORE_RUBRIC,
             _store_instructions(),
+            STORE_MAX_STEPS,
         ),
         _task(
             "store-medium",
@@ -465,6 +536,7 @@ TASKS: dict[str, TaskSpec] = {
             "quantities, restocking fees, exchanges, facts the customer must be asked for, large refunds.",
             STORE_RUBRIC,
             _store_instructions(),
+            STORE_MAX_STEPS,
         ),
         _task(
             "store-hard",
@@ -476,6 +548,7 @@ TASKS: dict[str, TaskSpec] = {
             "policy forbids, changes their mind, writes for someone else or pastes instructions.",
             STORE_RUBRIC,
             _store_instructions(),
+            STORE_MAX_STEPS,
         ),
     )
 }
@@ -507,6 +580,31 @@ def get_task(task_id: str) -> TaskSpec:
         aliases = ", ".join(f"{a} ({t})" for a, t in TASK_ALIASES.items())
         raise UnknownTask(f"unknown task_id {task_id!r}; choose one of: {', '.join(TASKS)}, or an alias: {aliases}")
     return task
+
+
+def choose_task(
+    task_id: str | None, difficulty: str | None, seed: int, pool: tuple[str, ...] | None = None
+) -> TaskSpec:
+    """The task of a reset: the one named (an id or an alias), else the one of the asked difficulty — the
+    task its name is an alias of (seed A's easy|medium|hard), else one by seed —, else one of ``pool`` (task
+    ids; the ticket tasks by default) by seed. Raises :class:`UnknownTask`, :class:`UnknownDifficulty` or
+    :class:`DifficultyMismatch`."""
+    if task_id is not None:
+        task = get_task(task_id)
+        if difficulty is not None and task.difficulty != difficulty:
+            raise DifficultyMismatch(
+                f"task {task.id!r} has difficulty {task.difficulty!r}, not {difficulty!r}; pass one of them only"
+            )
+        return task
+    if difficulty is not None:
+        matching = [t for t in TASKS.values() if t.difficulty == difficulty]
+        if not matching:
+            known = sorted({t.difficulty for t in TASKS.values()})
+            raise UnknownDifficulty(f"no task has difficulty {difficulty!r}; use one of: {', '.join(known)}")
+        named = [t for t in matching if t.id == TASK_ALIASES.get(difficulty)]
+        return (named or matching)[seed % len(named or matching)]
+    ids = pool or tuple(TICKET_TASKS)
+    return TASKS[ids[seed % len(ids)]]
 
 
 class ManifestEntry(BaseModel):

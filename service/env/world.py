@@ -9,7 +9,6 @@ message; what an agent may *see* of it is decided in :mod:`service.env.core` (``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -37,9 +36,13 @@ Split = Literal["train", "dev", "test"]
 
 # Each value list is its Literal's arguments: one definition per list.
 SPLITS: tuple[Split, ...] = get_args(Split)
+DEFAULT_SPLIT: Split = "train"  # a reset's split when it names none (the core, the service, the in-memory server)
 DIFFICULTIES: tuple[Difficulty, ...] = get_args(Difficulty)
 FAMILIES: tuple[Family, ...] = get_args(Family)
 TICKET_FAMILIES: tuple[Family, ...] = ("decision", "workflow")  # the families of this module's Ticket
+InfoTopic = Literal["photos", "usage", "delivery", "details"]
+# What the customer can be asked about (and answers): ``evaluate`` says which one a ticket needs.
+INFO_TOPICS: tuple[InfoTopic, ...] = get_args(InfoTopic)
 
 
 class _Frozen(BaseModel):
@@ -182,7 +185,3 @@ class Ticket(_Frozen):
     @property
     def product(self) -> Product:
         return self.line.product
-
-
-def days_between(earlier: str, later: str) -> int:
-    return (date.fromisoformat(later) - date.fromisoformat(earlier)).days

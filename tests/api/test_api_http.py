@@ -265,6 +265,27 @@ async def test_malformed_inputs_never_cause_5xx(client: Client) -> None:
             assert resp.status_code < 500, (path, body[:40], resp.text)
 
 
+async def test_the_name_and_version_have_one_source(client: Client) -> None:
+    """Issue 23.4: the package's name and version (pyproject.toml), which openenv.yaml repeats, are what
+    GET /metadata, the OpenAPI document and MCP's serverInfo say (service.env.about reads them)."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    manifest = (root / "openenv.yaml").read_text()
+    assert (project["name"], project["version"]) == (core.ENV_NAME, core.ENV_VERSION)
+    assert re.search(rf"^name: {re.escape(core.ENV_NAME)}$", manifest, re.M), "openenv.yaml's name"
+    assert re.search(rf"^version: {re.escape(core.ENV_VERSION)}$", manifest, re.M), "openenv.yaml's version"
+    meta = (await client.get("/metadata")).json()
+    assert (meta["name"], meta["version"]) == (core.ENV_NAME, core.ENV_VERSION)
+    info = (await client.get("/openapi.json")).json()["info"]
+    assert (info["title"], info["version"]) == (core.ENV_NAME, core.ENV_VERSION)
+    init = (await client.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})).json()
+    assert init["result"]["serverInfo"] == {"name": core.ENV_NAME, "version": core.ENV_VERSION}
+
+
 async def test_mcp_jsonrpc(client: Client) -> None:
     empty = await client.post("/mcp", json={})
     assert empty.status_code == 200 and empty.json()["jsonrpc"] == "2.0" and empty.json()["error"]["code"] == -32600

@@ -12,9 +12,6 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from hypothesis import given
-from hypothesis import settings as hsettings
-from hypothesis import strategies as st
 from litestar.testing import AsyncTestClient
 from sqlalchemy import event, select, update
 from sqlalchemy.engine import Engine
@@ -24,7 +21,6 @@ from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
 from service.settings import Settings
-from service.stats import rank_bands
 from tests.api.test_runs import Client, auth, create_run, play_run
 
 STEPS: list[dict[str, Any]] = [
@@ -91,18 +87,6 @@ async def test_leaderboard_cache_follows_runs_completed_in_another_process(setti
         board = (await reader.get("/leaderboard", params={"split": "dev"})).json()
         assert [r["run_id"] for r in board["unranked"]] == [run["run_id"]]
         assert board["unranked"][0]["resolved"] is not None  # with its summary, not before it is stored
-
-
-@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), max_size=40))
-@hsettings(max_examples=200, deadline=None)
-def test_rank_bands_equal_the_definition(bounds: list[tuple[float, float]]) -> None:
-    intervals = {f"r{i}": ((lo + hi) / 2, min(lo, hi), max(lo, hi)) for i, (lo, hi) in enumerate(bounds)}
-    # rank = 1 + the number of rows whose lower bound lies above this row's upper bound
-    definition = {
-        rid: 1 + sum(1 for o, (_, olo, _) in intervals.items() if o != rid and olo > hi)
-        for rid, (_, _, hi) in intervals.items()
-    }
-    assert rank_bands(intervals) == definition
 
 
 # ------------------------------------------------------------------------------------- run steps

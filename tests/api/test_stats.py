@@ -15,7 +15,6 @@ from service.stats import (
     paired_comparison,
     pass_hat_k,
     published_release,
-    rank_bands,
     rounded,
     summarize,
     tie_ranks,
@@ -58,18 +57,6 @@ def test_bootstrap_ci_contains_the_mean_and_narrows_with_more_items() -> None:
 
 def test_bootstrap_of_constant_scores_is_a_point() -> None:
     assert bootstrap_ci([[0.7, 0.7]] * 10) == (pytest.approx(0.7), pytest.approx(0.7))
-
-
-def test_rank_bands_tie_overlapping_intervals() -> None:
-    ranks = rank_bands(
-        {
-            "a": (0.90, 0.85, 0.95),
-            "b": (0.88, 0.83, 0.93),  # overlaps a: tie
-            "c": (0.60, 0.55, 0.65),  # clearly behind a and b
-            "d": (0.58, 0.50, 0.70),  # overlaps c
-        }
-    )
-    assert ranks == {"a": 1, "b": 1, "c": 3, "d": 3}
 
 
 def test_summarize_ranks_on_resolved_and_groups() -> None:

@@ -58,6 +58,18 @@ def test_openenvs_in_memory_environment_takes_them_too() -> None:
     assert env.reset(seed=1, task_id="hard", split="dev").task_id == "decision-hard"
 
 
+async def test_openenvs_in_memory_environment_chooses_tasks_as_the_service_does(client: Client) -> None:
+    """Issue 23.4: one choice of task for a reset, the core's (``service.env.choose_task``) — by difficulty
+    (seed A's names), by seed among the ticket tasks, or the one named."""
+    from server.environment import SupportEnvironment
+
+    env = SupportEnvironment()
+    for seed, kwargs in [(s, {}) for s in range(7)] + [(4, {"difficulty": d}) for d in ("easy", "medium", "hard")]:
+        served = (await client.post("/reset", json={"seed": seed, "split": "dev", **kwargs})).json()
+        assert env.reset(seed=seed, split="dev", **kwargs).task_id == served["observation"]["task_id"], kwargs
+    assert env.reset(seed=2, difficulty="hard", split="dev").task_id == "decision-hard"
+
+
 async def test_http_ws_mcp_and_runs_take_them(client: Client, app: Litestar) -> None:
     for alias, task_id in EXPECTED.items():
         body = (await client.post("/reset", json={"task_id": alias, "seed": 1, "split": "dev"})).json()

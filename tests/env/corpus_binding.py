@@ -86,13 +86,23 @@ def fill(reply: str, ticket: Ticket, verdict: Verdict) -> str:
     )
 
 
+def resolution_ok(j: Judgement) -> bool:
+    """A resolution reply every reply check of the rubric accepts."""
+    return j.states_outcome and j.courteous and j.quotes_order_id and j.clean
+
+
+def routing_ok(j: Judgement) -> bool:
+    """A holding reply every reply check of the routing rubric accepts."""
+    return j.no_outcome and j.courteous and j.quotes_order_id and j.clean
+
+
 def judged(entry: dict[str, Any], nth: int = 0) -> tuple[Judgement, bool]:
     """The grader's judgement of a corpus entry (bound to the ``nth`` ticket of its case), and whether it
     accepts the reply."""
     ticket, verdict, revealed = bind(entry["case"], nth)
     text = fill(entry["reply"], ticket, verdict)
     j = judge(text, ticket, entry["decision"], verdict, revealed)
-    return j, (j.routing_ok if entry["task"] == "routing" else j.resolution_ok)
+    return j, (routing_ok(j) if entry["task"] == "routing" else resolution_ok(j))
 
 
 def rates(entries: list[dict[str, Any]], nth: int = 0) -> dict[str, Any]:

@@ -12,12 +12,21 @@ the public ones: shipped, it is a script that tops the test board under any name
 from __future__ import annotations
 
 from service.env import customer
-from service.env.agents import _QUESTIONS, Agent, holding_reply, make_agent, play, resolution_reply
+from service.env.agents import (
+    _QUESTIONS,
+    Agent,
+    asks_before_answering,
+    holding_reply,
+    make_agent,
+    play,
+    resolution_reply,
+    task_action,
+)
 from service.env.core import reset
 from service.env.dataset import PUBLIC, Dataset
 from service.env.models import Action, Observation
 from service.env.policy import Verdict, evaluate
-from service.env.tasks import get_task
+from service.env.tasks import ReplyRole, get_task
 from tests.env.readers import TicketReader
 
 
@@ -37,20 +46,19 @@ class _PolicyPlayer:
         task = get_task(obs.task_id)
         v = self.verdict(obs)
         oid = self.order_id(obs)
-        if v.gold == "request_info" and task.id != "workflow-routing":
+        if v.gold == "request_info" and asks_before_answering(task):
             return Action(decision="request_info", reply=_QUESTIONS[v.ask_topic or "details"])
-        if task.family == "decision":
-            return Action(decision=v.gold)
-        if task.id == "workflow-triage":
-            return Action(add_tag=v.tag, close_ticket=True)
-        if task.id == "workflow-routing":
-            return Action(reassign_queue=v.queue, reply=holding_reply(v.queue, oid), close_ticket=True)
-        if self.stage == 0:
+        if task.grades("policy_lookup") and self.stage == 0:
             self.stage = 1
             return Action(lookup="policy")
-        reason = v.reason if v.gold == "reject" else None
-        reply = resolution_reply(v.gold, reason, oid, v.refund_amount if v.gold == "approve_refund" else None)
-        return Action(decision=v.gold, add_tag=v.tag, reply=reply, close_ticket=True)
+
+        def reply(role: ReplyRole) -> str:
+            if role == "holding":
+                return holding_reply(v.queue, oid)
+            reason = v.reason if v.gold == "reject" else None
+            return resolution_reply(v.gold, reason, oid, v.refund_amount if v.gold == "approve_refund" else None)
+
+        return task_action(task, v.gold, v.tag, v.queue, reply)
 
 
 class OracleAgent(_PolicyPlayer):

@@ -13,10 +13,8 @@ grade (every check and penalty) and the meaning of every text the agent sent. De
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from service.env import PUBLIC, TASKS
@@ -25,6 +23,7 @@ from service.env.customer import topics_asked
 from service.env.replies import meaning
 from tests.env.corpus_binding import CORPUS, bind, fill, judged, load
 from tests.env.oracles import make_reference
+from tests.env.snapshots import main
 from tests.env.store_oracles import GoldOracle, ObservableOracle
 
 AGENTS = ("random", "heuristic", "oracle", "observable-oracle")
@@ -44,7 +43,8 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
-def _agent(name: str, family: str, seed: int, ticket_id: str) -> Any:
+def reference_agent(name: str, family: str, seed: int, ticket_id: str) -> Any:
+    """A reference agent of the family's desk (the store desk's oracles are its own)."""
     if family == "store" and name == "oracle":
         return GoldOracle(ticket_id, PUBLIC)
     if family == "store" and name == "observable-oracle":
@@ -71,7 +71,7 @@ def record() -> dict[str, Any]:
         for task_id, task in TASKS.items():
             for seed in range(len(PUBLIC.pool("dev", task.family, task.difficulty))):
                 ticket_id = PUBLIC.pool("dev", task.family, task.difficulty)[seed]
-                grade, actions = play(_agent(agent, task.family, seed, ticket_id), task_id, seed, "dev")
+                grade, actions = play(reference_agent(agent, task.family, seed, ticket_id), task_id, seed, "dev")
                 texts = [t for a in actions for t in _texts(a.model_dump(mode="json"))]
                 out[f"{agent}/{task_id}/{seed}"] = {
                     "grade": grade.model_dump(mode="json", exclude={"grader_version"}),
@@ -80,26 +80,5 @@ def record() -> dict[str, Any]:
     return out
 
 
-def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    keys = sorted(set(before) | set(after))
-    return [k for k in keys if before.get(k) != after.get(k)]
-
-
-def main(argv: list[str]) -> int:
-    command, path = argv[1], Path(argv[2])
-    now = record()
-    if command == "record":
-        path.write_text(json.dumps(now, sort_keys=True), encoding="utf-8")
-        print(f"recorded {len(now)} verdicts to {path}")
-        return 0
-    before = json.loads(path.read_text(encoding="utf-8"))
-    now = json.loads(json.dumps(now, sort_keys=True))
-    differences = compare(before, now)
-    for key in differences:
-        print(key, "\n  before:", json.dumps(before.get(key))[:600], "\n  after: ", json.dumps(now.get(key))[:600])
-    print(f"{len(before)} verdicts before, {len(now)} after, {len(differences)} differ")
-    return 1 if differences else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, record, "verdicts"))

@@ -24,12 +24,9 @@ from service.env.policy import evaluate
 
 
 def answer(task_id: str, ticket: Any) -> str:
+    """The ticket's label for the task: what counts as its answer (the decision, the tag or the team)."""
     v = evaluate(ticket)
-    if task_id == "workflow-triage":
-        return v.tag
-    if task_id == "workflow-routing":
-        return v.queue
-    return v.gold
+    return {"decision": v.gold, "tag": v.tag, "queue": v.queue}[TASKS[task_id].answer or "decision"]
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:

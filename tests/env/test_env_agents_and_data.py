@@ -222,6 +222,18 @@ def test_request_info_episode_reveals_and_then_grades_the_final_decision() -> No
     assert r1.state.revealed == ("photos",)
 
 
+@pytest.mark.parametrize("task_id", list(TASKS))
+def test_each_pool_balances_what_its_task_declares_as_the_answer(task_id: str) -> None:
+    """Issue 23.5: what counts as a task's answer is read off its declaration (TaskSpec.answer); the pool it
+    draws from deals exactly that answer round-robin (generator.pool_answer), so no constant answer pays."""
+    from service.env.generator import pool_answer
+
+    task = TASKS[task_id]
+    for ticket_id in PUBLIC.pool("dev", task.family, task.difficulty)[:40]:
+        ticket = PUBLIC.ticket(ticket_id)
+        assert pool_answer(ticket)[0] == task_answer(task_id, ticket), (task_id, ticket_id)
+
+
 def test_a_needless_question_costs_the_same_in_every_task() -> None:
     """#12.4: one documented amount (tasks.NEEDLESS_QUESTION_COST) wherever asking was not needed."""
     from service.env.tasks import NEEDLESS_QUESTION_COST

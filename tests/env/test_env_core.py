@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from service.env import TASKS, Action, EpisodeFinished, UnknownTask, grade_episode, reset, step
+from service.env import TASKS, Action, EpisodeFinished, UnknownTask, grade_episode, observe, reset, step
 from service.env.agents import play_episode
 from service.env.dataset import PUBLIC
 from service.env.models import DECISIONS, LOOKUP_TARGETS, MAX_REPLY_CHARS, QUEUES, TAGS
@@ -110,11 +110,23 @@ def test_steps_after_done_are_refused() -> None:
 
 @pytest.mark.parametrize("task_id", list(TASKS))
 def test_episodes_are_truncated_at_max_steps(task_id: str) -> None:
-    state, _ = reset(task_id, 3, "dev")
+    state, obs = reset(task_id, 3, "dev")
     for _ in range(state.max_steps):
-        assert not state.done
-        state = step(state, Action(lookup="policy")).state
+        assert not state.done and not obs.final and not obs.truncated
+        result = step(state, Action(lookup="policy"))
+        state, obs = result.state, result.observation
     assert state.done and state.truncated and state.step_count == TASKS[task_id].max_steps
+    # issue 23.4: the observation says so too (Gymnasium's truncated), and final is done, from one place
+    assert obs.done and obs.final and obs.truncated and observe(state).truncated and observe(state).final
+
+
+@pytest.mark.parametrize("task_id", list(TASKS))
+def test_an_episode_the_agent_ends_is_final_and_not_truncated(task_id: str) -> None:
+    state, _ = reset(task_id, 3, "dev")
+    end = Action(tool="end_conversation", arguments={}) if TASKS[task_id].store_desk else Action(close_ticket=True)
+    result = step(state, end)
+    assert result.done and result.observation.final and not result.observation.truncated, task_id
+    assert not result.state.truncated and result.observation.score is not None
 
 
 def test_step_does_not_mutate_its_input() -> None:

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.env.messages import ANSWER_TOPICS, render_customer_answer, render_message
+from service.env.messages import render_customer_answer, render_message
+from service.env.world import INFO_TOPICS as ANSWER_TOPICS
 from service.env.world import Claim, Customer, HiddenFacts, Order, OrderLine, Product
 
 ISSUES = (

@@ -18,7 +18,6 @@ from service.env.models import DECISIONS
 from service.env.policy import (
     CLAUSES,
     ESCALATION_THRESHOLD,
-    INFO_TOPICS,
     REASONS,
     RESOLUTION_ORDER,
     RETURN_WINDOW_DAYS,
@@ -26,7 +25,8 @@ from service.env.policy import (
     full_information_verdict,
     render_policy_markdown,
 )
-from service.env.world import CATALOG, Ticket
+from service.env.world import CATALOG, INFO_TOPICS, Ticket
+from tests.env.corpus_binding import resolution_ok
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -388,7 +388,7 @@ def _reply_passes(t: Ticket, decision: str, reply: str) -> bool:
     from service.env.replies import judge
 
     verdict = evaluate(t)
-    return judge(reply.format(oid=t.order.order_id), t, decision, verdict, frozenset()).resolution_ok
+    return resolution_ok(judge(reply.format(oid=t.order.order_id), t, decision, verdict, frozenset()))
 
 
 _UNVERIFIABLE = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from service.env.replies import judge, meaning
-from tests.env.corpus_binding import bind, fill
+from tests.env.corpus_binding import bind, fill, resolution_ok, routing_ok
 
 
 def _judged(case: str, reply: str, decision: str | None, nth: int = 0):
@@ -53,7 +53,7 @@ def _judged(case: str, reply: str, decision: str | None, nth: int = 0):
 )
 def test_a_holding_reply_that_names_another_team_is_wrong(case: str, reply: str) -> None:
     j = _judged(case, reply, None)
-    assert not j.routing_ok and any("team" in p for p in j.problems), (case, reply, j.problems)
+    assert not routing_ok(j) and any("team" in p for p in j.problems), (case, reply, j.problems)
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_a_holding_reply_that_names_another_team_is_wrong(case: str, reply: str)
 )
 def test_a_holding_reply_that_names_its_own_team_or_none_is_fine(case: str, reply: str) -> None:
     j = _judged(case, reply, None)
-    assert j.routing_ok, (case, reply, j.problems)
+    assert routing_ok(j), (case, reply, j.problems)
 
 
 def test_a_holding_reply_that_arranges_the_return_promises_the_outcome() -> None:
@@ -91,7 +91,7 @@ def test_a_holding_reply_that_arranges_the_return_promises_the_outcome() -> None
         "and will book a courier to collect it. Kind regards.",
     ):
         j = _judged("route/Returns", reply, None)
-        assert not j.routing_ok, (reply, j.problems)
+        assert not routing_ok(j), (reply, j.problems)
     assert not meaning("Once the team has approved it, they'll email a returns label.").grants
 
 
@@ -151,7 +151,7 @@ def test_a_colloquial_grant_on_a_decline_is_a_promise_against_the_decision() -> 
         "through for order {order_id} anyway. Sorry!",
         "reject",
     )
-    assert not j.resolution_ok and not j.clean, j.problems
+    assert not resolution_ok(j) and not j.clean, j.problems
 
 
 @pytest.mark.parametrize(
@@ -219,7 +219,7 @@ def test_speculation_about_the_courier_or_the_item_is_not_rude(reply: str) -> No
 )
 def test_a_window_mentioned_as_still_open_is_not_the_reason(reply: str) -> None:
     j = _judged("reject/used", reply, "reject")
-    assert j.resolution_ok, j.problems
+    assert resolution_ok(j), j.problems
 
 
 @pytest.mark.parametrize(
@@ -259,7 +259,7 @@ def test_a_window_mentioned_as_still_open_is_not_the_reason(reply: str) -> None:
 )
 def test_reasons_in_other_words(case: str, reply: str) -> None:
     j = _judged(case, reply, "reject")
-    assert j.resolution_ok, (case, j.problems)
+    assert resolution_ok(j), (case, j.problems)
 
 
 def test_a_rule_mentioned_as_not_applying_is_neither_a_reason_nor_a_refusal() -> None:
@@ -336,7 +336,7 @@ def test_hedged_refusals_and_reasons_decide_nothing() -> None:
 )
 def test_more_reasons_in_other_words(case: str, reply: str) -> None:
     j = _judged(case, reply, "reject")
-    assert j.resolution_ok, (case, j.problems)
+    assert resolution_ok(j), (case, j.problems)
 
 
 def test_guessing_how_the_customer_stored_it_and_habitual_outcomes() -> None:
@@ -406,7 +406,7 @@ def test_someone_will_be_in_touch_names_no_one() -> None:
     j = _judged(
         "route/Billing", "Hello {name}, thanks for writing about order {order_id}. Somebody will follow up.", None
     )
-    assert not j.routing_ok, j.problems
+    assert not routing_ok(j), j.problems
 
 
 def test_red_flags_on_the_account_leak() -> None:
@@ -435,7 +435,7 @@ def test_a_part_of_the_refund_is_an_untrue_amount() -> None:
         "Hello {name}, sorry about order {order_id}. A portion of the cost has been refunded to you.",
     ):
         j = _judged("approve_refund", text, "approve_refund")
-        assert not j.resolution_ok and any("part of the refund" in p for p in j.problems), (text, j.problems)
+        assert not resolution_ok(j) and any("part of the refund" in p for p in j.problems), (text, j.problems)
     assert not meaning("Thanks! That's a full refund, not a partial refund, for order ORD-12345678.").partial
 
 

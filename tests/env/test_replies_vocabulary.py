@@ -17,36 +17,16 @@ import pytest
 import simplemma
 
 from service.env import conduct, language, reader
-from service.env.language import Phrases, clauses, lemma, lemmas, normalize, words
+from service.env.language import lemma, lemmas, normalize
 from service.env.replies import Meaning, meaning
-from service.env.vocabulary import FOLDER, LANGUAGE, VOCABULARY, Concept, Entry, Vocabulary, VocabularyError
+from service.env.store import customer, reading
+from service.env.vocabulary import FOLDER, LANGUAGE, VOCABULARY, Vocabulary, VocabularyError
+from tests.env.vocabulary_check import found
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRIES = [(c, i, e) for c in VOCABULARY.concepts.values() for i, e in enumerate(c.entries)]
-
-
-def _found(concept: Concept, entry: Entry, example: str) -> bool:
-    """Whether ``entry`` is found in ``example``, read as its concept's kind reads it."""
-    alternatives = concept.expand(entry.says)
-    if concept.kind == "phrases":
-        return Phrases(alternatives).in_(lemmas(example))
-    text = normalize(example)
-    if concept.kind in ("words", "table"):
-        tokens = set(lemmas(example)) | set(words(text))
-        return any(
-            alt.lower() in tokens or re.search(rf"(?<!\w){re.escape(alt.lower())}(?!\w)", text) for alt in alternatives
-        )
-    if concept.kind == "endings":
-        return any(w.endswith(alt) for alt in alternatives for w in words(text))
-    if concept.kind == "clauses":
-        return any(c.lemmas == tuple(alt.split()) for alt in alternatives for c in clauses(example))
-    if concept.kind == "rewrites":
-        return re.search(entry.says, example.lower().replace("’", "'")) is not None
-    body = re.sub(r"<([a-z_]+)>", lambda m: VOCABULARY[m.group(1)].inserted, entry.says)
-    pattern = re.compile(concept.around[0] + body + concept.around[1], concept.flags)
-    target = example if concept.raw else text
-    # a pattern anchored at its end ("…$") reads the words right before a duration: try every prefix
-    return any(pattern.search(target[:end]) for end in range(len(target), -1, -1))
+# the reply reader's concepts (the store desk's are tests/env/test_store_vocabulary.py's)
+REPLY = [c for c in VOCABULARY.concepts.values() if c.reader == "reply"]
+ENTRIES = [(c, i, e) for c in REPLY for i, e in enumerate(c.entries)]
 
 
 def _read_as(m: Meaning, example: str, expect: dict[str, Any]) -> list[str]:
@@ -72,7 +52,7 @@ def _read_as(m: Meaning, example: str, expect: dict[str, Any]) -> list[str]:
     return wrong
 
 
-@pytest.mark.parametrize("folder", sorted({c.path.parent.name for c in VOCABULARY.concepts.values()}))
+@pytest.mark.parametrize("folder", sorted({c.path.parent.name for c in REPLY}))
 def test_every_example_is_read_as_its_entry_claims(folder: str) -> None:
     problems = []
     for concept, index, entry in ENTRIES:
@@ -82,7 +62,7 @@ def test_every_example_is_read_as_its_entry_claims(folder: str) -> None:
         if not entry.example.strip():
             problems.append(f"{where}: no example")
             continue
-        if not _found(concept, entry, entry.example):
+        if not found(concept, entry, entry.example):
             problems.append(f"{where}: not found in {entry.example!r}")
             continue
         wrong = _read_as(meaning(entry.example), entry.example, entry.expect or concept.expect)
@@ -92,8 +72,9 @@ def test_every_example_is_read_as_its_entry_claims(folder: str) -> None:
 
 
 def test_every_concept_says_what_it_is_and_is_used() -> None:
-    engine = "\n".join(Path(m.__file__ or "").read_text() for m in (reader, conduct, language))
-    slots = {s for c in VOCABULARY.concepts.values() for e in c.entries for s in re.findall(r"<([a-z_]+)>", e.says)}
+    engine = "\n".join(Path(m.__file__ or "").read_text() for m in (reader, conduct, language, reading, customer))
+    texts = [t for c in VOCABULARY.concepts.values() for t in (*(e.says for e in c.entries), *c.around)]
+    slots = {s for t in texts for s in re.findall(r"<([a-z_]+)>", t)}
     for concept in VOCABULARY.concepts.values():
         assert len(concept.about) > 15 and concept.entries, concept.path
         used = re.search(rf"\b(?:V|P|VOCABULARY|PHRASES)\.{concept.name}\b", engine) or concept.name in slots

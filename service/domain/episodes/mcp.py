@@ -364,7 +364,7 @@ async def handle_jsonrpc(
             {
                 "protocolVersion": PROTOCOL_VERSION,
                 "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "ecomm-support-env", "version": "1.0.0"},
+                "serverInfo": {"name": core.ENV_NAME, "version": core.ENV_VERSION},
             },
         )
     if req.method == "ping" or req.method.startswith("notifications/"):
@@ -549,7 +549,11 @@ async def mcp_http(request: Request[Any, Any, Any], episodes: NamedDependency[Ep
     try:
         payload = decode_json(body) if body.strip() else None
     except (BodyNotJson, RecursionError):
-        return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: the body is not JSON"}, "id": None}
+        return {
+            "jsonrpc": "2.0",
+            "error": {"code": PARSE_ERROR, "message": "Parse error: the body is not JSON"},
+            "id": None,
+        }
     except UnstorableText:
         payload = json.loads(body)  # valid JSON with unstorable text: answered below with the request's id
     return await handle_jsonrpc(

@@ -26,7 +26,12 @@ from service.lib.decoding import (
 )
 from service.lib.problems import InvalidInput, listed
 
-MAX_SEED = 2**31 - 1  # seeds are stored in a 32-bit integer column
+MAX_SEED = core.MAX_SEED
+# Limits of a reset's fields, for the POST body and GET /reset's query alike (OpenEnv: episode_id ≤ 255).
+EPISODE_ID_MAX = 255
+TASK_ID_MAX = 64
+RUN_ID_MAX = 64
+CHOICE_MAX = 16  # a split or a difficulty, as a query parameter
 # Run episodes are "<run_id>-<index>" with run ids "run_<hex>": clients may not choose ids there.
 RUN_ID_PREFIX = "run_"
 MIN_CLIENT_TOKEN = 32  # a client's own episode token must be at least this long (as hard to guess as ours)
@@ -67,14 +72,17 @@ class ResetParams(ClosedBody):
         default=None, ge=0, le=MAX_SEED, description="Ticket seed; random (and recorded) if omitted."
     )
     episode_id: str | None = Field(
-        default=None, min_length=1, max_length=255, description="Client-chosen episode id; generated if omitted."
+        default=None,
+        min_length=1,
+        max_length=EPISODE_ID_MAX,
+        description="Client-chosen episode id; generated if omitted.",
     )
-    task_id: str | None = Field(default=None, max_length=64, description="A task id from GET /tasks.")
+    task_id: str | None = Field(default=None, max_length=TASK_ID_MAX, description="A task id from GET /tasks.")
     split: core.Split | None = Field(default=None, description="Ticket split.")
-    difficulty: str | None = Field(default=None, max_length=16, description="Pick a task of this difficulty.")
+    difficulty: str | None = Field(default=None, max_length=CHOICE_MAX, description="Pick a task of this difficulty.")
     run_id: str | None = Field(
         default=None,
-        max_length=64,
+        max_length=RUN_ID_MAX,
         description="Start the next episode of this run (needs run_token); the run picks the ticket.",
     )
     run_token: RunToken = None
@@ -106,9 +114,8 @@ class EpisodeResult:
         return {"observation": self.observation, "reward": self.reward, "done": self.done, "metadata": self.metadata}
 
 
-# Seed A's name for `decision` (its server's only action field). Mapped here, once, for every
-# transport; GET /schema's action declares it (wire_action_schema).
-ACTION_TYPE = "action_type"
+# Seed A's name for `decision`: the core's Action takes it; GET /schema's action declares it (wire_action_schema).
+ACTION_TYPE = core.ACTION_TYPE
 # OpenEnv's `Action` base model (openenv-core 0.3.0, openenv 0.10) has `metadata: Dict = {}`, and its
 # clients send `action.model_dump()`: every typed action carries it. Accepted (an object), ignored.
 ACTION_METADATA = "metadata"
@@ -128,27 +135,22 @@ def parse_action(payload: Any) -> core.Action:
                 errors=[{"field": "action.metadata", "message": "must be an object", "type": "dict_type"}],
             )
         payload = {k: v for k, v in payload.items() if k != ACTION_METADATA}
-    aliased = ACTION_TYPE in payload
-    if aliased:
-        payload = dict(payload)
-        decision = payload.pop(ACTION_TYPE)
-        if payload.get("decision") is not None and payload["decision"] != decision:
-            raise InvalidInput(
-                "give the decision once: `decision` or its alias `action_type`, not both with different values",
-                errors=[
-                    {"field": "action.action_type", "message": "conflicts with action.decision", "type": "conflict"}
-                ],
-            )
-        payload["decision"] = decision
     try:
         return core.Action.model_validate(payload)
     except ValidationError as exc:
         errors = validation_errors(exc, "action")
-        if aliased:  # name the field the client sent
-            errors = [{**e, "field": e["field"].replace("action.decision", "action.action_type", 1)} for e in errors]
+        if ACTION_TYPE in payload:  # name the field the client sent
+            errors = [_aliased(e) for e in errors]
         raise InvalidInput(
             f"invalid action: {listed(errors)} — GET /schema shows the action schema", errors=errors
         ) from exc
+
+
+def _aliased(error: dict[str, Any]) -> dict[str, Any]:
+    """An error of an action sent with ``action_type``, naming that field as the client wrote it."""
+    if error["type"] == core.ACTION_TYPE_CONFLICT and error["field"] == "action":
+        return {**error, "field": f"action.{ACTION_TYPE}"}
+    return {**error, "field": error["field"].replace("action.decision", f"action.{ACTION_TYPE}", 1)}
 
 
 class WireObservation(core.Observation):
@@ -245,7 +247,7 @@ class StepRequest(ClosedBody):
     def the_action(self) -> Any:
         """The action payload, wherever the body put it (parsed by ``parse_action``)."""
         top = {k: v for k, v in (self.model_extra or {}).items() if k in TOP_LEVEL_ACTION_FIELDS}
-        if "action_type" in self.model_fields_set:
+        if ACTION_TYPE in self.model_fields_set:
             top[ACTION_TYPE] = self.action_type
         if self.action is not None and top:
             raise InvalidInput(

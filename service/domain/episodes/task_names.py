@@ -5,7 +5,7 @@ names none."""
 from __future__ import annotations
 
 from service import env as core
-from service.env.errors import UnknownTask
+from service.env.errors import DifficultyMismatch, UnknownDifficulty, UnknownTask
 from service.env.tasks import TASK_ALIASES
 from service.lib.problems import InvalidInput
 
@@ -43,29 +43,16 @@ def default_task_pool(names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def choose_task(task_id: str | None, difficulty: str | None, seed: int, pool: tuple[str, ...] | None = None) -> str:
-    """The task for a reset: the one asked for, else one of the asked difficulty, else one of
-    ``pool`` (the ticket tasks by default) by seed."""
-    tasks = list(core.TASKS.values())
-    if task_id is not None:
-        task_id = canonical_task_id(task_id)
-        if task_id not in core.TASKS:
-            raise unknown_task(task_id)
-        spec = core.TASKS[task_id]
-        if difficulty is not None and spec.difficulty != difficulty:
-            raise InvalidInput(
-                f"task {task_id!r} has difficulty {spec.difficulty!r}, not {difficulty!r}; pass one of them only",
-                errors=[{"field": "difficulty", "message": "does not match task_id", "type": "mismatch"}],
-            )
-        return task_id
-    if difficulty is not None:
-        matching = [t for t in tasks if t.difficulty == difficulty]
-        if not matching:
-            known = sorted({t.difficulty for t in tasks})
-            raise InvalidInput(
-                f"no task has difficulty {difficulty!r}; use one of: {', '.join(known)}",
-                errors=[{"field": "difficulty", "message": "unknown difficulty", "type": "unknown_difficulty"}],
-            )
-        preferred = [t for t in matching if t.family == "decision"] or matching
-        return preferred[seed % len(preferred)].id
-    ids = pool or tuple(core.TICKET_TASKS)
-    return ids[seed % len(ids)]
+    """The task id for a reset (:func:`service.env.tasks.choose_task`), its refusals as problems."""
+    try:
+        return core.choose_task(task_id, difficulty, seed, pool).id
+    except UnknownTask:
+        raise unknown_task(canonical_task_id(task_id or "")) from None
+    except DifficultyMismatch as exc:
+        raise InvalidInput(
+            str(exc), errors=[{"field": "difficulty", "message": "does not match task_id", "type": "mismatch"}]
+        ) from None
+    except UnknownDifficulty as exc:
+        raise InvalidInput(
+            str(exc), errors=[{"field": "difficulty", "message": "unknown difficulty", "type": "unknown_difficulty"}]
+        ) from None

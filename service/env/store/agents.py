@@ -21,8 +21,11 @@ from typing import Any
 
 from service.env.generator import stable_seed
 from service.env.models import Action, Observation
+from service.env.policy import ESCALATION_THRESHOLD, HIGH_RISK_RETURNS, RETURN_WINDOW_DAYS
+from service.env.store.clauses import TIMELINES
 from service.env.store.tools import TOOLS
 
+_CARD_DAYS = "{}-{}".format(*TIMELINES["card"])  # P32: how long a card refund takes, as it tells the customer
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _POSTCODE = re.compile(r"\b[A-Z]{1,2}\d{1,2}\s?\d[A-Z]{2}\b")
 _ORDER = re.compile(r"\bord-?\s?(\d{5})\b", re.I)
@@ -282,7 +285,8 @@ class StoreHeuristicAgent:
 
     def _risky(self) -> bool:
         risk = self.account.get("risk", {})
-        return risk.get("returns_last_12_months", 0) >= 5 or risk.get("chargebacks", 0) > 0 or bool(risk.get("flags"))
+        returns = risk.get("returns_last_12_months", 0)
+        return returns >= HIGH_RISK_RETURNS or risk.get("chargebacks", 0) > 0 or bool(risk.get("flags"))
 
     def _refund(self, r: _Request, *, shipping: bool) -> list[tuple[str, dict[str, Any]]]:
         """A refund of the whole line at its list price (plus the shipping fee), or an escalation over $300."""
@@ -290,11 +294,11 @@ class StoreHeuristicAgent:
         order, line = self.orders[r.order_id], r.line
         fee = order["shipping_fee"] if shipping else 0
         amount = round(line["unit_price"] * line["quantity"] + fee, 2)
-        if amount > 300:
+        if amount > ESCALATION_THRESHOLD:
             self.told.append("I've passed this to our Escalations team, who will be in touch.")
             note = f"{r.order_id} refund ${amount:.2f}"
             return [("escalate", {"queue": "Escalations", "order_id": r.order_id, "note": note})]
-        self.told.append(f"I've refunded ${amount:.2f}; it arrives in 5-10 business days.")
+        self.told.append(f"I've refunded ${amount:.2f}; it arrives in {_CARD_DAYS} business days.")
         items = [{"line_no": line["line_no"], "quantity": line["quantity"]}]
         args = {
             "order_id": r.order_id,
@@ -330,13 +334,15 @@ class StoreHeuristicAgent:
         assert r.line is not None
         days = self._days(r.line)
         warranty = r.kind == "defective" and days is not None and days <= r.line["warranty_days"]
-        if days is not None and days > 30 and not warranty:
-            self.told.append("Unfortunately this is outside our 30-day window, so I can't approve it.")
+        if days is not None and days > RETURN_WINDOW_DAYS and not warranty:
+            self.told.append(
+                f"Unfortunately this is outside our {RETURN_WINDOW_DAYS}-day window, so I can't approve it."
+            )
             return []
         if re.search(r"\b(wear|worn|scuff)", said):
             self.told.append("Unfortunately the photos show ordinary wear, so I can't approve this.")
             return []
-        return self._remedy(r, shipping=days is not None and days <= 30, send_back=True)
+        return self._remedy(r, shipping=days is not None and days <= RETURN_WINDOW_DAYS, send_back=True)
 
     def _remedy(self, r: _Request, *, shipping: bool, send_back: bool) -> list[tuple[str, dict[str, Any]]]:
         """A replacement when one is asked for and in stock, else a refund; faulty items over $50 come back."""
@@ -360,8 +366,8 @@ class StoreHeuristicAgent:
             self.told.append("Unfortunately final-sale and hygiene items can't be returned.")
             return []
         days = self._days(line)
-        if days is not None and days > 30:
-            self.told.append("Unfortunately this is outside our 30-day return window.")
+        if days is not None and days > RETURN_WINDOW_DAYS:
+            self.told.append(f"Unfortunately this is outside our {RETURN_WINDOW_DAYS}-day return window.")
             return []
         if re.search(r"\b(used|worn)\b", r.text.lower() + " " + said) and "unused" not in said:
             self.told.append("Unfortunately the item has been used, so it can't be returned.")
@@ -450,7 +456,7 @@ class StoreHeuristicAgent:
         if dup is None:
             self.told.append("Our records show you were charged only once.")
             return []
-        self.told.append(f"I've refunded the duplicate ${dup['amount']:.2f}; it arrives in 5-10 business days.")
+        self.told.append(f"I've refunded the duplicate ${dup['amount']:.2f}; it arrives in {_CARD_DAYS} business days.")
         return [("refund", {"order_id": r.order_id, "amounts": [{"to": dup["payment_id"], "amount": dup["amount"]}]})]
 
     def _tell(self, obs: Observation) -> Action:

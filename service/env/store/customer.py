@@ -33,6 +33,7 @@ from service.env.replies import meaning
 from service.env.store import messages
 from service.env.store.policy import shipment_of
 from service.env.store.world import DELIVERED_WHERE, Line, Request, StoreTicket
+from service.env.vocabulary import VOCABULARY as V
 
 TOPICS = ("identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation")
 
@@ -40,22 +41,10 @@ TOPICS = ("identity", "order", "quantity", "photos", "condition", "delivery", "p
 # that work for you", "can you confirm", "let me know if you agree", "do I have your go-ahead") or an act
 # offered ("shall I", "want me to", "happy for me to"). "Confirm" is a yes only when it confirms no detail
 # of the account (that is identity), and "can I" only before an act ("can I go ahead", not "can I help").
-_ASSENT = Phrases(
-    "ok|okay|alright|all right|fine|acceptable|agree|approve|accept|happy with|happy for me|happy for us|"
-    "happy to proceed|happy to go ahead|happy if|comfortable with|go ahead|go-ahead|proceed|good to go|"
-    "work for you|that work|this work|sound good|sound right|sound ok|sound okay|sound fine|sound alright|"
-    "want me to|like me to|shall i|should i|permission|consent|say yes|reply yes|answer yes|a yes|yes or no|"
-    "say the word|what you would like|what you want|let me know and i|confirm"
-)
-_NOT_ASSENT = Phrases(  # assent words that ask nothing of the kind: "is there anything else", "fine print"
-    "confirm your|confirm the email|confirm the e-mail|confirm the postcode|confirm the postal|confirm the address|"
-    "confirm the order number|confirm which|confirm what|confirm whether it|confirm that it|if you be not happy"
-)
-_CAN_I = Phrases("can i|may i|could i")
-_ACTS = frozenset(
-    "go proceed process issue refund send arrange do book cancel change open set put make exchange replace apply "  # noqa: SIM905 - a word list reads best as words
-    "add start finalise finalize complete action sort get take".split()
-)
+_ASSENT = Phrases(V.assent)
+_NOT_ASSENT = Phrases(V.not_assent)  # assent words that ask for no yes: "confirm your email"
+_CAN_I = Phrases(V.can_i)
+_ACTS = V.acts.words
 
 
 def asks_for_a_yes(sentence: str) -> bool:
@@ -73,28 +62,16 @@ def _without(tokens: tuple[str, ...], phrases: Phrases) -> tuple[str, ...]:
     return tuple(t for i, t in enumerate(tokens) if i not in drop)
 
 
-_IDENTITY = re.compile(
-    r"\b(?:(?:your|the|account'?s?) e-?mail(?: address)?|post ?code|postal code|zip(?: code)?|verify|verification|"
-    r"your identity|who you are)\b"
-)
-_ORDER = re.compile(r"\b(?:order (?:number|id|no|reference|ref)|which order|what order)\b")
-_PREFERENCE = re.compile(
-    r"\b(?:refund or (?:a )?(?:replacement|new one|exchange|swap)|(?:replacement|new one|exchange) or (?:a )?refund|"
-    r"would you (?:prefer|rather)|do you (?:prefer|want a|want the)|would you like (?:a|the|us to send)|"
-    r"which (?:size|colour|color|would you)|what size|what colou?r|prefer)\b"
-)
+_IDENTITY = V.identity_request.pattern
+_ORDER = V.order_request.pattern
+_PREFERENCE = V.preference_request.pattern
+_OFFER_TO_ACT = V.offer_to_act.pattern  # "would you like me to …" asks for a yes, no preference
 
 
-_QUANTITY = re.compile(r"\bhow many\b")
+_QUANTITY = V.quantity_request.pattern
 # A sentence asks something when it is a question or a request ("could you", "please send", "let me know whether").
-_REQUEST = re.compile(
-    r"\?|\b(?:could you|can you|would you|will you|kindly|tell me|send me|confirm|do you|are you|shall i|should i|"
-    r"may i|can i|let me know\b|please (?:send|share|attach|upload|check|confirm|"
-    r"tell|describe|let me know|reply|give|provide|take a (?:photo|picture)))\b|\b(?:say the word|"
-    r"(?:need|have) your (?:ok|okay|go-ahead|yes|permission|consent|agreement))\b"
-)
+_REQUEST = V.request.pattern
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-GOVERNED = ("photos", "condition", "delivery")  # the policy says when these may be asked (P1, P5, P11)
 
 
 @lru_cache(maxsize=4096)
@@ -119,7 +96,7 @@ def topics_in(text: str, explicit: tuple[str, ...] = ()) -> frozenset[str]:
             asked.add("order")
         if _QUANTITY.search(low):
             asked.add("quantity")
-        if _PREFERENCE.search(re.sub(r"would you like me to", "", low)):
+        if _PREFERENCE.search(_OFFER_TO_ACT.sub("", low)):
             asked.add("preference")
     if "identity" in asked and "confirmation" not in explicit:
         asked.discard("confirmation")
@@ -208,13 +185,10 @@ def reply(ticket: StoreTicket, text: str, asking_for: tuple[str, ...], memory: M
     )
 
 
-_REMEDY_WORDS = {
-    "replacement": Phrases("replace|replacement|new one|another one|send another|fresh one|resend|reship"),
-    "refund": Phrases("refund|money back|reimburse|your money|credit * card|back to your|back to the"),
-}
+_REMEDY_WORDS = {"replacement": Phrases(V.offers_replacement), "refund": Phrases(V.offers_refund)}
 _PARTS = re.compile(r"[;\n]|(?<=[.!?])\s+")  # the parts of a message that each propose one thing
-_LINE_REFS = re.compile(r"\blines?\s*#?\s*((?:\d+\s*(?:,|and|&)?\s*)+)")  # "line 2", "lines 1, 2 and 3"
-_NAME_STOP = frozenset({"the", "and", "with", "pack", "set", "for", "size", "colour", "color", "of", "a", "in"})
+_LINE_REFS = V.line_refs.pattern  # "line 2", "lines 1, 2 and 3"
+_NAME_STOP = V.name_stop.words
 
 
 def _proposes_changed(ticket: StoreTicket, text: str) -> tuple[Request, bool] | None:

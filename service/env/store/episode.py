@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.env.models import Action, EpisodeState, HistoryEntry, Observation
+from service.env.models import Action, EpisodeState, HistoryEntry, Observation, cut_off, view
 from service.env.store.customer import Memory, reply, topics_in
 from service.env.store.state import StoreProgress, ToolCall
 from service.env.store.tools import WRITE_TOOLS, Backend, EscalateEffect, SendMessage, ToolError, parse_args
@@ -72,7 +72,7 @@ def step(state: EpisodeState, action: Action, ticket: StoreTicket) -> tuple[Epis
     result = {"tool": call.tool, **result}
     progress = progress.model_copy(update={"calls": progress.calls + (call,)})
     step_count = state.step_count + 1
-    truncated = not done and step_count >= state.max_steps
+    truncated = cut_off(state, step_count, done)
     new = state.model_copy(
         update={
             "step_count": step_count,
@@ -132,22 +132,13 @@ def _asked(args: SendMessage) -> frozenset[str]:
 def observe(state: EpisodeState, ticket: StoreTicket, instructions: str, reward: float | None = None) -> Observation:
     """The agent's view: the request, the conversation, the last tool result — never the gold, the
     customer's hidden facts or the records it has not looked up."""
-    return Observation.model_construct(  # the state's own, validated values: no second validation per step
+    return view(
+        state,
         ticket_id=ticket.ticket_id,
-        task_id=state.task_id,
         ticket=ticket_text(ticket),
         customer_message=ticket.message,
-        current_queue=state.queue,
-        tags=list(state.tags),
-        status=state.status,
-        history=list(state.history),
-        tool_result=state.tool_result,
-        last_action_error=state.last_action_error,
         instructions=instructions,
-        step_count=state.step_count,
-        max_steps=state.max_steps,
         reward=reward,
-        done=state.done,
     )
 
 

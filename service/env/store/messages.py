@@ -22,7 +22,7 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -164,10 +164,6 @@ def spelled(n: int) -> str:
 
 def number(n: int, rng: random.Random) -> str:
     return _NUMBER_WORDS.get(n, str(n)) if rng.random() < 0.5 else str(n)
-
-
-def days_before(iso: str, days: int) -> str:
-    return (date.fromisoformat(iso) - timedelta(days=days)).isoformat()
 
 
 # ------------------------------------------------------------------------------ composition

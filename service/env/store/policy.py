@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
-from service.env.policy import LATE_IN_TRANSIT_DAYS, RETURN_WINDOW_DAYS
+from service.env.policy import LATE_IN_TRANSIT_DAYS, REASONS, RETURN_WINDOW_DAYS
 from service.env.store.clauses import (
     ESCALATION_CENTS,
     FREE_RETURN_TIERS,
@@ -56,15 +56,7 @@ GOVERNED_TOPICS: frozenset[str] = frozenset({"photos", "condition", "delivery"})
 # Every reason a refusal can rest on; the reply reader reads each in any words.
 STORE_REASONS = (
     "already_settled",
-    "window",
-    "used",
-    "final_sale",
-    "warranty",
-    "normal_wear",
-    "in_transit",
-    "parcel_found",
-    "not_charged_twice",
-    "unverifiable",
+    *REASONS,  # the ticket tasks' (service.env.policy)
     "shipped",
     "not_late",
     "already_credited",

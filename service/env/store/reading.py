@@ -23,13 +23,14 @@ was; ``tests/env/test_store_reasons.py`` reports both.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from service.env.language import NEGATORS, Clause, Phrases, clauses, lemmas, normalize, sentences
+from service.env.policy import REASONS
 from service.env.replies import meaning
+from service.env.vocabulary import VOCABULARY as V
 
-_USD = re.compile(r"\b(?:usd|us\$)\s?(\d[\d,]*(?:\.\d{1,2})?)\b", re.I)
+_USD = V.usd_amount.pattern
 
 
 @lru_cache(maxsize=8192)
@@ -42,32 +43,13 @@ def stated_amounts(text: str) -> frozenset[int]:
 
 # ------------------------------------------------------------------------------------ timelines
 
-_NUMBER = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "fourteen": 14,
-    "fifteen": 15,
-    "twenty": 20,
-}
-_N = r"(\d{1,2}|" + "|".join(_NUMBER) + r")"
-_DAYS = r"\s*(?:business|working|bank)?\s*days?"
-_SPAN = re.compile(rf"\b(?:between\s+)?{_N}\s*(?:-|–|—|to|and)\s*{_N}{_DAYS}\b")
-_WITHIN = re.compile(
-    rf"\b(?:within|up to|no more than|not more than|at most|in under|under|by)\s+(?:the\s+next\s+)?{_N}{_DAYS}\b"
-)
+_NUMBER: dict[str, int] = {**V.store_day_words.table, **V.count_words.table}
+_SPAN = V.timeline_span.pattern
+_WITHIN = V.timeline_within.pattern
 
 
 def _n(word: str) -> int:
+    """A count of days, written in digits or in words ("five", "a")."""
     return int(word) if word.isdigit() else _NUMBER[word]
 
 
@@ -82,99 +64,42 @@ def stated_timelines(text: str) -> frozenset[tuple[int, int]]:
 
 # ------------------------------------------------------------------------------------ reasons
 
-# The reply reader's reasons the store desk uses (its "lost" is no refusal reason here).
-_MEANING_REASONS = frozenset(
-    {
-        "window",
-        "used",
-        "final_sale",
-        "warranty",
-        "normal_wear",
-        "in_transit",
-        "parcel_found",
-        "not_charged_twice",
-        "unverifiable",
-    }
-)
+# The reply reader's reasons the store desk uses: the ticket tasks' refusal reasons (its "lost" is none).
+_MEANING_REASONS = frozenset(REASONS)
 # An item in use is an item's: "I used the email you gave me" uses no item.
-_USED_ON = Phrases(
-    "use the detail|use your detail|use the email|use your email|use the address|use your address|use the postcode|"
-    "use your postcode|use the information|use your information|use the label|use the prepaid|use the link|"
-    "use the portal|use the form|use the code|use your code|use the card|use your card|use the number|"
-    "use your number|use for the order|use to pay|use to place|you use|be use for"
-)
-_ITEM_STATE = Phrases("wear|unused|condition|as new|like new|return|send * back|take * back|sign of")
+_USED_ON = Phrases(V.use_of_details)
+_ITEM_STATE = Phrases(V.item_state)
 # Money and new items on their way are no parcel in transit: "it will reach your card in 5-10 days".
-_NOT_A_PARCEL = Phrases(
-    "refund|money|credit|card|paypal|statement|bank|balance|account|replacement|new one|exchange|label|"
-    "the one you want|new size|new colour|new color|right one|correct one"
-)
-_SALE_WORDS = Phrases("final sale|final-sale|clearance|hygiene|hygienic|perishable")
+_NOT_A_PARCEL = Phrases(V.not_a_parcel)
+_SALE_WORDS = Phrases(V.sale_words)
 
-_SHIPPED = Phrases(
-    "ship|dispatch|send out|leave * warehouse|leave our|with the courier|with the carrier|with our courier|"
-    "with the delivery|hand * courier|hand * carrier|hand over|go out|be out for delivery|on * way|in transit|"
-    "already be deliver|already deliver|already arrive|already go|already send|already be send|already out|"
-    "be deliver|have arrive|have be deliver|be collect|pick up by|already be pack|en route"
-)
-_NOT_LATE_PLAIN = Phrases(
-    "on time|not late|on schedule|ahead of schedule|ahead of time|early|before the estimate|before the estimated|"
-    "by the estimate|by the estimated|on the estimate|on the estimated|on the day * estimate|on the day * expect|"
-    "on the day * due|on the due date|not late enough|not * late enough|within * allowance|under * threshold|"
-    "within * threshold|not more than * late|no more than * late|less than * late|within * of the estimate|"
-    "within * of the estimated|within * of the expect|within * of the due"
-)
-_LATE_COUNT = re.compile(
-    rf"\b(?:only |just |about |around )?(a|an|{_N[1:-1]}|zero)\s*(?:business |working |calendar )?(?:days?|day's)\b"
-    r"[^.;,]{0,30}?\b(?:late|after|behind|past|over)\b"
-)
-_LIMIT_COUNT = re.compile(
-    rf"\b(?:within|under|no more than|not more than|less than|inside|at most)\s+(?:the\s+|our\s+|a\s+)?"
-    rf"({_N[1:-1]})[\s-]*(?:business |working )?(?:days?|day's)\b"
-)
-_DELIVERY_WORDS = Phrases("late|delay|estimate|estimated|expect|due|deliver|arrive|tracking|credit")
-_CREDITED = Phrases(
-    "credit|goodwill|gesture|compensation|compensate|voucher|make up for|late-delivery credit|late delivery credit"
-)
-_BEFORE = Phrases("already|previously|before|earlier|last month|last week|back in|in the past|prior")
-_HOLDER = Phrases(
-    "account holder|account owner|owner of the account|own the account|hold the account|whose account|"
-    "in your name|your own account|their account|the person who own|the person whose|on * behalf|own behalf|"
-    "not your account|account be not yours|account be in * name"
-)
-_ONLY = Phrases("only|not|no|unable|must|have to|need to|need|can not|should|will need|would need|directly")
-_THEMSELVES = Phrases("themselves|himself|herself|directly|in person|personally|their own")
-_CONTACT = Phrases("contact|get in touch|reach|call|write|email|message|speak|talk|ask|request")
-_ORIGINAL = Phrases(
-    "original payment|original card|original method|original account|same card|same payment|same method|"
-    "same account|use for the order|use to pay|use to place|pay with|pay for the order|how the order be pay|"
-    "payment method you use|card you use|card the order be pay|go back to|return to the|back to the|back to your|"
-    "back onto"
-)
-_MUST = Phrases("only|must|have to|need to|can not|always|go back|return to|back to|back onto|not able|unable")
-_OTHER_CARD = Phrases(
-    "different card|another card|other card|new card|different account|another account|other account|"
-    "different payment|another payment|other payment|different method|another method|else|elsewhere|"
-    "somewhere else|a card that be not"
-)
-_SETTLED = Phrases("replace|replacement|refund|return|settle|resolve|credit * for it|exchange|reimburse")
-_SETTLED_WHEN = Phrases(
-    "already|previously|before|earlier|back in|last month|last week|in the past|prior|on record|in march|in april|"
-    "in may|in june|in july|in august|in september|in october|in november|in december|in january|in february"
-)
-_APPROVE_REFUSED = Phrases(
-    "not approve|not able to approve|unable to approve|not accept * claim|not authorise|not authorize|"
-    "not be approve|not be accept|not grant * claim|not honour * claim|not honor * claim|not process * claim"
-)
+_SHIPPED = Phrases(V.shipped)
+_NOT_LATE_PLAIN = Phrases(V.not_late)
+_LATE_COUNT = V.late_count.pattern
+_LIMIT_COUNT = V.limit_count.pattern
+_DELIVERY_WORDS = Phrases(V.delivery_words)
+_CREDITED = Phrases(V.credited)
+_BEFORE = Phrases(V.earlier)
+_HOLDER = Phrases(V.holder)
+_ONLY = Phrases(V.only_they)
+_THEMSELVES = Phrases(V.themselves)
+_CONTACT = Phrases(V.contact)
+_ORIGINAL = Phrases(V.original_payment)
+_MUST = Phrases(V.must_go_back)
+_OTHER_CARD = Phrases(V.other_card)
+_SETTLED = Phrases(V.settled)
+_SETTLED_WHEN = Phrases(V.settled_when)
+_APPROVE_REFUSED = Phrases(V.approval_refused)
 
 
-_NEGATORS = NEGATORS | {"none", "nobody"}
+_NEGATORS = V.store_negators.words
+_OPENERS = V.clause_openers.words
 
 
 def _negated(tokens: tuple[str, ...], start: int, reach: int = 4) -> bool:
     """A negator within ``reach`` tokens before ``start`` in the clause ("hasn't shipped yet", "none of it
     has been dispatched")."""
-    if tokens and tokens[0] in ("none", "nothing", "nobody", "neither") and start > 0:
+    if tokens and tokens[0] in _OPENERS and start > 0:
         return True
     return any(t in _NEGATORS for t in tokens[max(0, start - reach) : start])
 
@@ -183,7 +108,7 @@ def _asserted(phrases: Phrases, tokens: tuple[str, ...]) -> bool:
     return any(not _negated(tokens, s) for s, _ in phrases.find(tokens))
 
 
-_NOT_YET = frozenset({"will", "would", "shall", "going", "before", "until", "till", "once", "when", "if", "after"})
+_NOT_YET = V.plans.words
 
 
 def _shipped(c: Clause) -> bool:
@@ -201,8 +126,7 @@ def _not_late(c: Clause, sentence: str) -> bool:
         return True
     sent_tokens = lemmas(sentence)
     for m in _LATE_COUNT.finditer(c.text):
-        n = 1 if m.group(1) in ("a", "an") else 0 if m.group(1) == "zero" else _n(m.group(1))
-        if n <= 3 and not re.search(r"\b(?:more than|over)\s+$", c.text[: m.start()]):
+        if _n(m.group(1)) <= 3 and not V.more_than_before.pattern.search(c.text[: m.start()]):
             return True
     if _DELIVERY_WORDS.in_(sent_tokens):
         return any(_n(n) <= 3 for n in _LIMIT_COUNT.findall(c.text))
@@ -229,7 +153,7 @@ def _original_payment(c: Clause, sentence: str) -> bool:
 
 
 def _money(tokens: tuple[str, ...]) -> bool:
-    return any(t in ("refund", "money", "card", "paypal", "payment", "pay", "send", "account", "it") for t in tokens)
+    return any(t in V.money_or_it.words for t in tokens)
 
 
 def _already_settled(c: Clause) -> bool:
@@ -237,12 +161,8 @@ def _already_settled(c: Clause) -> bool:
     return _asserted(_SETTLED, tokens) and _SETTLED_WHEN.in_(tokens) and not _CREDITED.in_(tokens)
 
 
-_RECORD_TIME = Phrases(
-    "previously|before|earlier|back in|last month|last week|in the past|prior|on record|our record|in january|"
-    "in february|in march|in april|in may|in june|in july|in august|in september|in october|in november|"
-    "in december|on the"
-)
-_PASSIVE_SETTLED = Phrases("be refund|be replace|be return|be settle|be resolve|be reimburse|be exchange")
+_RECORD_TIME = Phrases(V.record_time)
+_PASSIVE_SETTLED = Phrases(V.passive_settled)
 
 
 def _settled_on_record(c: Clause) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Literal, TypeVar, get_args
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -54,7 +54,6 @@ DELIVERED_WHERE = {
     "Delivered to parcel locker": "locker",
     "Signed for": "signed",
 }
-REQUEST_KINDS: tuple[RequestKind, ...] = get_args(RequestKind)
 
 
 def canonical_order_id(text: str) -> str:

@@ -1,7 +1,8 @@
-"""What the reply reader knows of English: one data file per concept, each entry with its example.
+"""What the readers know of English: one data file per concept, each entry with its example.
 
-The reader (:mod:`service.env.reader`, over :mod:`service.env.language`) names no word or phrase: it
-applies the concepts in this folder, loaded once at import. A concept is a TOML file,
+The reply reader (:mod:`service.env.reader`, over :mod:`service.env.language`) names no word or phrase: it
+applies the concepts in this folder, loaded once at import; so do the store desk's readers
+(:mod:`service.env.store.reading`, :mod:`service.env.store.customer`), from ``store/``. A concept is a TOML file,
 ``<folder>/<name>.toml``, named by its file (names are unique across folders)::
 
     about = "A refund, in any words: money going back to the customer."
@@ -21,14 +22,18 @@ Kinds, by how ``says`` is read:
 * ``endings``: word endings (``"ly"``). ``clauses``: a whole clause, as lemmas (``"come on"``).
 * ``pattern``: a regular expression on the normalised text (``on = "raw"``: on the text as written;
   ``flags = "i"``: ignoring case). The entries are alternatives, joined by ``|`` between the two
-  strings of ``around``; ``<name>`` inserts another pattern concept whole, or a words/table concept's
-  entries as bare alternatives.
+  strings of ``around`` (which may hold slots too); ``<name>`` inserts another pattern concept whole, or a
+  words/table/phrases concept's entries as bare alternatives.
 * ``table``: ``says`` stands for ``value`` (a typo for its word, a number word for its number).
 * ``rewrites``: ``says`` is a pattern replaced by ``becomes``, in order.
 
 An entry may carry ``self_negating = true`` (it states its own negation: "not a defect"), and a
 concept ``reason = true`` (its name is one of the reasons :func:`~service.env.replies.meaning` reads) and
 ``order_fact = true`` (the reason is a fact about the order, false in any reply where untrue).
+
+A concept's ``reader`` says whose reading its ``expect`` describes: ``"reply"`` (the default) or ``"store"``
+(``tests/env/test_store_vocabulary.py`` lists the store desk's keys: reasons stated and asserted, timelines,
+amounts, topics asked, a request for a yes).
 
 ``expect`` (on the concept, or on an entry to override it) says what :func:`service.env.replies.meaning`
 reads in the example: a set field of :class:`~service.env.reader.Meaning` (``grants``, ``reasons``,
@@ -53,7 +58,10 @@ from typing import Any
 
 FOLDER = Path(__file__).resolve().parent
 KINDS = frozenset({"phrases", "words", "endings", "clauses", "pattern", "table", "rewrites"})
-_CONCEPT_KEYS = frozenset({"about", "kind", "expect", "entries", "around", "flags", "on", "reason", "order_fact"})
+_CONCEPT_KEYS = frozenset(
+    {"about", "kind", "expect", "entries", "around", "flags", "on", "reason", "order_fact", "reader"}
+)
+READERS = frozenset({"reply", "store"})  # whose reading a concept's ``expect`` describes
 _ENTRY_KEYS = frozenset({"says", "example", "value", "becomes", "self_negating", "expect"})
 LANGUAGE = "en"  # simplemma's dictionary, for the lemmas of text and of the entries
 _SLOT = re.compile(r"<([a-z_]+)>")
@@ -91,6 +99,7 @@ class Concept:
     raw: bool = False  # pattern: matched on the text as written, not normalised
     reason: bool = False
     order_fact: bool = False
+    reader: str = "reply"  # the reader its expectations describe: the reply reader, or the store desk's
 
     @cached_property
     def alternatives(self) -> tuple[str, ...]:
@@ -125,9 +134,17 @@ class Concept:
 
     @cached_property
     def regex(self) -> str:
-        """``pattern``: the regular expression the entries make (slots filled), as a string."""
-        body = "|".join(_SLOT.sub(lambda m: self.vocabulary[m.group(1)].inserted, e.says) for e in self.entries)
-        return self.around[0] + body + self.around[1]
+        """``pattern``: the regular expression the entries make (slots filled, in ``around`` too), as a string."""
+        body = "|".join(self.filled(e.says) for e in self.entries)
+        return self.filled(self.around[0]) + body + self.filled(self.around[1])
+
+    def entry_regex(self, entry: Entry) -> str:
+        """``pattern``: the regular expression of one entry alone, between the concept's ``around``."""
+        return self.filled(self.around[0]) + self.filled(entry.says) + self.filled(self.around[1])
+
+    def filled(self, text: str) -> str:
+        """A pattern's ``text`` with each ``<name>`` replaced by what that concept inserts."""
+        return _SLOT.sub(lambda m: self.vocabulary[m.group(1)].inserted, text)
 
     @cached_property
     def inserted(self) -> str:
@@ -157,10 +174,10 @@ class Vocabulary:
         # the concepts whose names are the reasons a reply asserts (Meaning.reasons)
         self.reasons: tuple[Concept, ...] = tuple(c for c in self.concepts.values() if c.reason)
         for concept in self.concepts.values():
-            for entry in concept.entries:
-                for slot in _SLOT.findall(entry.says):
+            for text in (*(entry.says for entry in concept.entries), *concept.around):
+                for slot in _SLOT.findall(text):
                     if slot not in self.concepts:
-                        raise VocabularyError(f"{concept.path}: {entry.says!r} names no concept {slot!r}")
+                        raise VocabularyError(f"{concept.path}: {text!r} names no concept {slot!r}")
 
     def __getitem__(self, name: str) -> Concept:
         return self.concepts[name]
@@ -175,8 +192,11 @@ class Vocabulary:
 def _load(path: Path, vocabulary: Vocabulary) -> Concept:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     unknown = set(data) - _CONCEPT_KEYS
-    if unknown or data.get("kind") not in KINDS or "about" not in data:
-        raise VocabularyError(f"{path}: needs about and a kind of {sorted(KINDS)}; unknown keys {sorted(unknown)}")
+    if unknown or data.get("kind") not in KINDS or "about" not in data or data.get("reader", "reply") not in READERS:
+        raise VocabularyError(
+            f"{path}: needs about, a kind of {sorted(KINDS)} and a reader of {sorted(READERS)}; "
+            f"unknown keys {sorted(unknown)}"
+        )
     entries = []
     for raw in data.get("entries", ()):
         if set(raw) - _ENTRY_KEYS or "says" not in raw or "example" not in raw:
@@ -204,6 +224,7 @@ def _load(path: Path, vocabulary: Vocabulary) -> Concept:
         raw=data.get("on") == "raw",
         reason=data.get("reason", False),
         order_fact=data.get("order_fact", False),
+        reader=data.get("reader", "reply"),
     )
 
 
