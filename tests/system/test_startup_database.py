@@ -83,9 +83,9 @@ async def test_a_start_without_a_database_fails_in_one_clear_line(
 
 
 async def test_an_unmigrated_database_answers_503_saying_to_migrate(
-    settings: Settings, caplog: pytest.LogCaptureFixture
+    empty_settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = app_logged(replace(settings, migrate_on_start=False, test_split_key="k" * 40), caplog)
+    app = app_logged(replace(empty_settings, migrate_on_start=False, test_split_key="k" * 40), caplog)
     async with AsyncTestClient(app=app) as client:
         for method, path, kwargs in (
             ("POST", "/reset", {"json": {"task_id": "workflow-triage", "seed": 1}}),
@@ -102,11 +102,11 @@ async def test_an_unmigrated_database_answers_503_saying_to_migrate(
 
 
 async def test_an_unmigrated_database_without_a_test_key_fails_the_start_saying_to_migrate(
-    settings: Settings, caplog: pytest.LogCaptureFixture
+    empty_settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     with pytest.raises(Exception):  # noqa: PT011, B017 - the test client wraps what the lifespan raised
         async with AsyncTestClient(
-            app=app_logged(replace(settings, migrate_on_start=False, db_start_timeout_s=0.5), caplog)
+            app=app_logged(replace(empty_settings, migrate_on_start=False, db_start_timeout_s=0.5), caplog)
         ):
             pass
     [error] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("service")]
