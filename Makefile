@@ -33,9 +33,11 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## test: install the test dependencies into .venv, run the linters, then the whole suite
+## test: install the test dependencies into .venv, run the linters, then the whole suite on every core
+## (pytest-xdist: PYTEST_WORKERS processes, `auto` = one per CPU; PYTEST_WORKERS=0 runs it in this process)
+PYTEST_WORKERS ?= auto
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 ## run: serve on 0.0.0.0:$${PORT:-7860} with embedded SQLite under ./data/
 run: $(SERVE)
