@@ -30,12 +30,11 @@ from bench.gaming_agents import (
     bounds,
     constant_ceiling,
     labelled_rows,
-    play_pool,
     strategies,
 )
 from service.env import PUBLIC, Dataset, derive_test_key
 from service.env import TICKET_TASKS as TASKS  # the ticket tasks: the store desk has its own suite
-from tests.env.oracles import make_reference
+from tests.env.oracles import pool_grades
 
 TEST_DATASET = Dataset(test_key=derive_test_key("a deployment key for the gaming suite"))
 README = (Path(__file__).resolve().parents[2] / "docs" / "methodology.md").read_text(encoding="utf-8")
@@ -232,14 +231,13 @@ def test_reference_agents_keep_their_places(suite: dict) -> None:
     """The oracle resolves every dev ticket; the heuristic stays clearly above every degenerate agent."""
     for task_id, task in TASKS.items():
         n = len(PUBLIC.pool("dev", task.family, task.difficulty))
-        oracle = play_pool(lambda t, s: make_reference("oracle", s, _ticket_id(t, s)), task_id, "dev", PUBLIC)
+        oracle = _rates(pool_grades("oracle", task_id, "dev"))
         assert oracle == (1.0, 1.0), (task_id, n, oracle)
-        heuristic = play_pool(lambda t, s: make_reference("heuristic", s, ""), task_id, "dev", PUBLIC)
+        heuristic = _rates(pool_grades("heuristic", task_id, "dev"))
         best_degenerate = max(r for (_, t), (_, (r, _), _) in suite.items() if t == task_id)
         assert heuristic[0] >= best_degenerate + 0.25, (task_id, heuristic, best_degenerate)
 
 
-def _ticket_id(task_id: str, seed: int) -> str:
-    task = TASKS[task_id]
-    pool = PUBLIC.pool("dev", task.family, task.difficulty)
-    return pool[seed % len(pool)]
+def _rates(grades) -> tuple[float, float]:
+    """(resolved rate, mean score) of a pool's grades, as ``play_pool`` reports them."""
+    return sum(g.resolved for g in grades) / len(grades), sum(g.score for g in grades) / len(grades)
