@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.harness import STALLED_AFTER_S
 from service.env import TASKS, run_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +20,12 @@ def run_baseline(args: list[str], env_url: str | None) -> subprocess.CompletedPr
     if env_url:
         env["ENV_URL"] = env_url
     return subprocess.run(
-        [sys.executable, "baseline.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=150
+        [sys.executable, "baseline.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=STALLED_AFTER_S,
     )
 
 

@@ -364,7 +364,7 @@ def test_heuristic_agent_needs_no_credentials_and_respects_max_episodes(live_ser
 
 
 def _require_runs_api(url: str) -> None:
-    paths = httpx.get(url + "/openapi.json", timeout=10).json().get("paths", {})
+    paths = httpx.get(url + "/openapi.json", timeout=STALLED_AFTER_S).json().get("paths", {})
     if "/runs" not in paths:
         pytest.skip("the service has no runs API (POST /runs) yet — issue 4")
 
@@ -505,7 +505,7 @@ def test_unreachable_env_url_exits_2_and_says_so(tmp_path: Path) -> None:
         ["--agent", "heuristic", "--direct", "--limit-per-task", "1"],
         "http://127.0.0.1:9",
         extra_env={"INFERENCE_STATE_DIR": str(tmp_path)},
-        timeout=60,
+        timeout=STALLED_AFTER_S,
     )
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
@@ -534,7 +534,7 @@ def test_without_env_url_a_local_service_is_started(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=STALLED_AFTER_S,
     )
     assert proc.returncode == 0, proc.stderr
     assert "starting a local service" in proc.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.cluster import find_haproxy
+from bench.harness import STALLED_AFTER_S
 from tests.conftest import PG_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ def run_bench(module: str, *args: str, out: Path) -> dict:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,  # a safety net for a wedged run; a tiny run ends long before
+        timeout=STALLED_AFTER_S,  # a safety net for a wedged run; a tiny run ends long before
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)

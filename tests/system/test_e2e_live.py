@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 from openenv.core import GenericEnvClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 
 
@@ -60,7 +61,9 @@ def test_final_observation_carries_the_grader_score_over_ws(live_server) -> None
             assert result.done
             finals.append((episode_id, result.observation))
     for episode_id, obs in finals:
-        grade = httpx.get(live_server.url + "/grader", params={"episode_id": episode_id}, timeout=30).json()
+        grade = httpx.get(
+            live_server.url + "/grader", params={"episode_id": episode_id}, timeout=STALLED_AFTER_S
+        ).json()
         assert obs["final"] is True and obs["episode_id"] == episode_id
         assert obs["score"] == grade["score"] and obs["resolved"] is grade["resolved"], (obs, grade)
     assert len({o["score"] for _, o in finals}) > 1  # not one constant: real, differing grades
@@ -70,7 +73,7 @@ def test_final_observation_carries_the_grader_score_over_ws(live_server) -> None
 
 
 def test_pre_submission_check_reset_with_empty_object(live_server) -> None:
-    resp = httpx.post(live_server.url + "/reset", json={}, timeout=30)
+    resp = httpx.post(live_server.url + "/reset", json={}, timeout=STALLED_AFTER_S)
     assert resp.status_code == 200 and resp.json()["done"] is False
 
 

@@ -7,6 +7,7 @@ import signal
 import httpx
 from litestar.testing import AsyncTestClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app
 from service.db import repository as repo
@@ -78,7 +79,7 @@ async def test_acknowledged_steps_survive_a_killed_server(settings: Settings, tm
             resp.raise_for_status()
             acked.append((action, resp.json()["reward"]))
         server.proc.send_signal(signal.SIGKILL)  # a crash: no shutdown hooks run
-        server.proc.wait(timeout=10)
+        server.proc.wait(timeout=STALLED_AFTER_S)
     finally:
         server.stop()
     server = LiveServer(settings, tmp_path / "two.log")
