@@ -48,6 +48,7 @@ async def test_mcp_tool_client_0_10_lists_and_calls_tools(live_server: Any) -> N
     reply = httpx.post(
         live_server.url + "/mcp",
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"session_id": session_id}},
+        timeout=STALLED_AFTER_S,
     ).json()
     assert reply["error"]["code"] == -32602 and "Unknown session_id" in reply["error"]["message"]
 

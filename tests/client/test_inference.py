@@ -388,7 +388,9 @@ def test_run_mode_creates_a_ranked_run_and_completes_it(live_server: Any, tmp_pa
     assert ends == 8
     saved = _run_file(tmp_path)
     run = httpx.get(
-        f"{live_server.url}/runs/{saved['run_id']}", headers={"Authorization": f"Bearer {saved['run_token']}"}
+        f"{live_server.url}/runs/{saved['run_id']}",
+        headers={"Authorization": f"Bearer {saved['run_token']}"},
+        timeout=STALLED_AFTER_S,
     ).json()
     assert run["status"] == "complete"
     assert len(run["episodes"]) == 8 and all(e["status"] == "done" for e in run["episodes"])
@@ -432,6 +434,7 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
                 page = httpx.get(
                     f"{live_server.url}/runs/{saved['run_id']}",
                     headers={"Authorization": f"Bearer {saved['run_token']}"},
+                    timeout=STALLED_AFTER_S,
                 ).json()
                 if page.get("episodes_done", 0) >= 2:
                     first.send_signal(signal.SIGKILL)  # this exact child, a crash mid-run
@@ -441,11 +444,13 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
         assert first.stdout is not None and first.stdout.read() == ""  # nothing printed: the run never completed
         saved = _run_file(tmp_path)
         auth = {"Authorization": f"Bearer {saved['run_token']}"}
-        before = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers=auth).json()
+        before = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers=auth, timeout=STALLED_AFTER_S).json()
         done_before = {e["index"]: e for e in before["episodes"] if e["status"] == "done"}
         assert len(done_before) >= 2 and before["status"] == "active"
         steps_before = {
-            i: httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()["step_count"]
+            i: httpx.get(
+                f"{live_server.url}/state", params={"episode_id": e["episode_id"]}, timeout=STALLED_AFTER_S
+            ).json()["step_count"]
             for i, e in done_before.items()
         }
 
@@ -453,7 +458,7 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
     assert second.returncode == 0, second.stderr
     ends, _ = interleaved_counts(second.stdout, 8)
     assert ends == len(before["episodes"]) - len(done_before)  # finished episodes are not replayed
-    after = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers=auth).json()
+    after = httpx.get(f"{live_server.url}/runs/{saved['run_id']}", headers=auth, timeout=STALLED_AFTER_S).json()
     assert after["status"] == "complete"
     ids = [e["episode_id"] for e in after["episodes"]]
     assert None not in ids and len(set(ids)) == len(ids) == 6  # one episode per manifest entry
@@ -461,7 +466,9 @@ def test_resume_finishes_an_interrupted_run_without_replaying(live_server: Any, 
         if e["index"] in done_before:
             assert e["episode_id"] == done_before[e["index"]]["episode_id"]
             assert "score" not in done_before[e["index"]] and e["score"] is not None  # verdicts wait for the run's end
-            state = httpx.get(f"{live_server.url}/state", params={"episode_id": e["episode_id"]}).json()
+            state = httpx.get(
+                f"{live_server.url}/state", params={"episode_id": e["episode_id"]}, timeout=STALLED_AFTER_S
+            ).json()
             assert state["step_count"] == steps_before[e["index"]]
 
 

@@ -31,7 +31,10 @@ def test_generic_env_client_plays_whole_episodes(live_server) -> None:
                 assert state["episode_id"] == f"e2e-{task}" and state["step_count"] == steps
                 assert steps <= core.TASKS[task].max_steps
         grade = httpx.get(
-            live_server.url + "/grader", params={"episode_id": f"e2e-{task}"}, headers={"X-Episode-Token": token}
+            live_server.url + "/grader",
+            params={"episode_id": f"e2e-{task}"},
+            headers={"X-Episode-Token": token},
+            timeout=STALLED_AFTER_S,
         ).json()
         assert 0.0 <= grade["score"] <= 1.0 and grade["task_id"] == task
 
@@ -91,5 +94,5 @@ def test_the_typed_openenv_client_plays_an_episode(live_server) -> None:
         result = env.step(SupportAction(decision="approve_refund"))
         assert result.done is True and result.observation.final is True
         episode_id = first.observation.episode_id
-    grade = httpx.get(live_server.url + "/grader", params={"episode_id": episode_id}).json()
+    grade = httpx.get(live_server.url + "/grader", params={"episode_id": episode_id}, timeout=STALLED_AFTER_S).json()
     assert result.observation.score == grade["score"] and result.observation.resolved == grade["resolved"]

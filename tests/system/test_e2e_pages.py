@@ -104,7 +104,7 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
     try:
         heuristic_run = asyncio.run(_play_run(server.url, "heuristic"))
         random_run = asyncio.run(_play_run(server.url, "random"))
-        board = httpx.get(server.url + "/leaderboard", params={"split": "dev"}).json()
+        board = httpx.get(server.url + "/leaderboard", params={"split": "dev"}, timeout=STALLED_AFTER_S).json()
         assert [r["run_id"] for r in board["rows"]] == [heuristic_run, random_run]
 
         with sync_playwright() as p:

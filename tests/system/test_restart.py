@@ -69,12 +69,15 @@ async def test_acknowledged_steps_survive_a_killed_server(settings: Settings, tm
     acked = []
     try:
         args = reset_args(9)
-        reset = httpx.post(server.url + "/reset", json=args)
+        reset = httpx.post(server.url + "/reset", json=args, timeout=STALLED_AFTER_S)
         reset.raise_for_status()
         h = owner(reset.json())
         for action in ({"lookup": "order"}, {"lookup": "customer"}):
             resp = httpx.post(
-                server.url + "/step", json={"episode_id": args["episode_id"], "action": action}, headers=h
+                server.url + "/step",
+                json={"episode_id": args["episode_id"], "action": action},
+                headers=h,
+                timeout=STALLED_AFTER_S,
             )
             resp.raise_for_status()
             acked.append((action, resp.json()["reward"]))
@@ -84,10 +87,15 @@ async def test_acknowledged_steps_survive_a_killed_server(settings: Settings, tm
         server.stop()
     server = LiveServer(settings, tmp_path / "two.log")
     try:
-        state = httpx.get(server.url + "/state", params={"episode_id": args["episode_id"]}, headers=h).json()
+        state = httpx.get(
+            server.url + "/state", params={"episode_id": args["episode_id"]}, headers=h, timeout=STALLED_AFTER_S
+        ).json()
         assert state["step_count"] == len(acked)
         resp = httpx.post(
-            server.url + "/step", json={"episode_id": args["episode_id"], "action": {"lookup": "policy"}}, headers=h
+            server.url + "/step",
+            json={"episode_id": args["episode_id"], "action": {"lookup": "policy"}},
+            headers=h,
+            timeout=STALLED_AFTER_S,
         )
         assert resp.status_code == 200 and resp.json()["metadata"]["step_index"] == 3
         acked.append(({"lookup": "policy"}, resp.json()["reward"]))

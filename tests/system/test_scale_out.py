@@ -366,13 +366,15 @@ def test_workers_setting_serves_from_that_many_processes(shared_settings: Settin
         assert len(serving) == 2 and len(workers) == 2, (serving, workers)
         assert all(f"(pid {pid}) serving" in "\n".join(serving) for pid in workers)
         # an episode played with a new connection per request (any worker may answer) stays consistent
-        episode = httpx.post(server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}).json()["observation"][
-            "episode_id"
-        ]
+        episode = httpx.post(
+            server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}, timeout=STALLED_AFTER_S
+        ).json()["observation"]["episode_id"]
         for action in [*STEADY[:3], ENDINGS[1]]:
-            r = httpx.post(server.url + "/step", json={"episode_id": episode, "action": action})
+            r = httpx.post(
+                server.url + "/step", json={"episode_id": episode, "action": action}, timeout=STALLED_AFTER_S
+            )
             assert r.status_code == 200, r.text
-        grade = httpx.get(server.url + "/grader", params={"episode_id": episode}).json()
+        grade = httpx.get(server.url + "/grader", params={"episode_id": episode}, timeout=STALLED_AFTER_S).json()
         assert grade["step_count"] == 4 and 0.0 <= grade["score"] <= 1.0
     finally:
         server.stop()  # the supervisor we started; it stops its workers
