@@ -22,9 +22,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
+from litestar.testing.websocket_test_session import WebSocketTestSession
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -37,6 +39,36 @@ ROOT = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("TEST_DATABASE_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 T = TypeVar("T")
+
+
+async def _ws_session_asgi_call(self: WebSocketTestSession) -> None:
+    """Litestar's ``WebSocketTestSession.do_asgi_call`` (2.25), except that the app's ``receive`` waits for
+    the test's next frame in 1 ms sleeps: litestar's ``sleep(0)`` loop kept a core busy for as long as a
+    test let a session idle (the idle-reaping tests: seconds each, beside the other xdist worker)."""
+
+    async def receive() -> Any:
+        while self.receive_queue.empty():
+            await anyio.sleep(0.001)
+        return self.receive_queue.get()
+
+    async def send(message: Any) -> None:
+        if message["type"] == "websocket.accept":
+            headers = message.get("headers", [])
+            if headers:
+                self.scope["headers"] = [*self.scope["headers"], *headers]
+            subprotocols = message.get("subprotocols")
+            if subprotocols:
+                self.scope["subprotocols"].append(subprotocols)
+        self.send_queue.put(message)
+
+    try:
+        await self.client.app(self.scope, receive, send)
+    except BaseException as exc:
+        self.send_queue.put(exc)
+        raise
+
+
+WebSocketTestSession.do_asgi_call = _ws_session_asgi_call  # type: ignore[method-assign]
 
 
 def base_settings() -> Settings:
