@@ -41,6 +41,16 @@ BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 T = TypeVar("T")
 
 
+# `make test` runs the suite in pytest-xdist workers that take whole modules (--dist loadscope: a module's
+# fixtures are built once), in collection order: the modules that start servers, clients and tools go
+# first, so that the many short modules even out the end instead of one long one running alone.
+FIRST = ("tests/system/", "tests/client/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: 0 if item.nodeid.startswith(FIRST) else 1)  # stable: the order within kept
+
+
 async def _ws_session_asgi_call(self: WebSocketTestSession) -> None:
     """Litestar's ``WebSocketTestSession.do_asgi_call`` (2.25), except that the app's ``receive`` waits for
     the test's next frame in 1 ms sleeps: litestar's ``sleep(0)`` loop kept a core busy for as long as a
