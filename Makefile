@@ -33,9 +33,16 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## test: install the test dependencies into .venv, run the linters, then the whole suite
+## test: install the test dependencies into .venv, run the linters, then the whole suite on every core
+## (pytest-xdist: PYTEST_WORKERS processes, `auto` = one per CPU, each taking whole test modules;
+## PYTEST_WORKERS=0 runs it in this process).
+## The suite starts hundreds of Python processes (servers, clients, tools): their compiled bytecode is kept
+## under .venv/pycache (not beside the sources), even where PYTHONDONTWRITEBYTECODE is set, so each module is
+## compiled once instead of in every process (about 1 s of CPU per server start).
+PYTEST_WORKERS ?= auto
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$(abspath $(VENV))/pycache" \
+		$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 ## run: serve on 0.0.0.0:$${PORT:-7860} with embedded SQLite under ./data/
 run: $(SERVE)

@@ -63,6 +63,9 @@ class MissingTestKey(EnvError):
     pass
 
 
+# Cached: a process derives each secret's key once (every app start pays it otherwise — 0.2–0.7 s —,
+# and a test process starts hundreds of apps); a guesser's cost per try is unchanged.
+@lru_cache(maxsize=16)
 def derive_test_key(secret: str) -> bytes:
     """The 32-byte test-split key for a deployment secret (``TEST_SPLIT_KEY``), via scrypt."""
     if not secret:

@@ -16,6 +16,7 @@ from dataclasses import replace
 import pytest
 from litestar.testing import AsyncTestClient, TestClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app, uvicorn_options
 from service.settings import Settings
@@ -45,6 +46,7 @@ async def test_a_forwarded_header_never_makes_a_request_exempt(settings: Setting
     app = create_app(
         replace(settings, rate_limit_per_s=3, rate_limit_burst=3, rate_limit_exempt="testclient,127.0.0.1")
     )
+    _frozen(app)  # no token comes back during the test, however slowly it runs
     async with AsyncTestClient(app=app) as client:
         assert all(c == 200 for c in await _codes(client, 8, lambda i: {}))  # the exempt peer itself
         codes = await _codes(client, 8, lambda i: xff("127.0.0.1, 127.0.0.2"))
@@ -53,12 +55,14 @@ async def test_a_forwarded_header_never_makes_a_request_exempt(settings: Setting
 
 async def test_trusted_hops_take_the_entry_the_proxy_wrote(settings: Settings) -> None:
     app = create_app(behind_proxy(settings, rate_limit_per_s=3, rate_limit_burst=3))
+    _frozen(app)  # no token comes back during the test, however slowly it runs
     async with AsyncTestClient(app=app) as client:
         # whatever the client writes left of the proxy's entry changes nothing: one client, one budget
         codes = await _codes(client, 8, lambda i: xff(f"10.0.{i}.1, 198.51.100.7"))
         assert 429 in codes and codes.count(200) <= 6, codes
         # ...nor does claiming loopback (exempt as a peer, never through a header)
         app2 = create_app(behind_proxy(settings, rate_limit_per_s=3, rate_limit_burst=3, rate_limit_exempt="127.0.0.1"))
+        _frozen(app2)
         async with AsyncTestClient(app=app2) as client2:
             codes = await _codes(client2, 8, lambda i: xff("127.0.0.1, 127.0.0.1"))
             assert 429 in codes, codes
@@ -159,7 +163,8 @@ def test_invalid_step_frames_do_not_keep_a_ws_session_alive(settings: Settings) 
         ws.send_json({"type": "reset", "data": {"task_id": TASK, "seed": 1}})
         assert ws.receive_json()["type"] == "observation"
         reaped = None
-        for _ in range(12):  # 12 x 0.3 s: past three idle timeouts
+        deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: only the idle reaper ends this loop
+        while reaped is None:  # invalid frames, over and over: were they activity, the session would never go
             for junk in (
                 {"type": "step"},
                 {"type": "step", "data": {"decision": "no-such-decision"}},
@@ -171,10 +176,9 @@ def test_invalid_step_frames_do_not_keep_a_ws_session_alive(settings: Settings) 
                 if msg["data"]["code"] == "SESSION_ERROR":
                     reaped = msg
                     break
-            if reaped:
-                break
-            time.sleep(0.3)
-        assert reaped is not None and "idle" in reaped["data"]["message"], reaped
+            assert time.monotonic() < deadline, "invalid frames kept an idle session alive"
+            time.sleep(0.1)
+        assert "idle" in reaped["data"]["message"], reaped
 
 
 def test_the_last_slots_are_kept_for_clients_that_hold_none(settings: Settings) -> None:

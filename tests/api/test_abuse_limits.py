@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from litestar.testing import AsyncTestClient, TestClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app, uvicorn_options
 from service.settings import Settings
@@ -69,17 +70,19 @@ async def test_expired_counters_are_swept(settings: Settings, monkeypatch: pytes
 
     monkeypatch.setattr(limits, "SWEEP_EVERY_S", 0.3)
     app = create_app(limited(settings, rate_limit_per_s=5, rate_limit_burst=5))
+    frozen(app)  # no token comes back until the clock moves, however slowly this runs
+    budgets = app.state.budgets
     async with AsyncTestClient(app=app) as client:
         await client.get("/tasks")
-        assert app.state.budgets.sweep() >= 1  # the address's own budget: not yet refilled
+        assert budgets.sweep() >= 1  # the address's own budget: not yet refilled
         await client.get("/leaderboard")  # a heavy read: counted per minute in Litestar's store too
         store = app.stores.get(limits.RATE_LIMIT_STORE)
         assert len(store._store) == 1
-        for _ in range(100):  # the background sweep (every 0.3 s here) forgets the refilled budgets
-            if app.state.budgets.sweep() == 0:
-                break
-            await asyncio.sleep(0.1)
-        assert app.state.budgets.sweep() == 0
+        frozen(app, 1060.0)  # a minute later: every budget has refilled
+        deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: the wait ends when the sweep has run
+        while any(b._buckets for b in (budgets.keyed, budgets.tokens, budgets.ceiling)):
+            assert time.monotonic() < deadline, "the background sweep (every 0.3 s here) never forgot the budgets"
+            await asyncio.sleep(0.05)
 
 
 async def test_exempt_addresses_are_not_limited(settings: Settings) -> None:
@@ -170,28 +173,34 @@ def test_one_client_cannot_take_every_ws_slot(settings: Settings) -> None:
         assert app.state.ws_sessions.active == 2
 
 
+IDLE_S = 3.0
+
+
 def test_only_reset_and_step_keep_a_ws_session_alive(settings: Settings) -> None:
-    app = create_app(limited(settings, ws_idle_timeout_s=1.0, rate_limit_per_s=0))
+    """State frames sent every IDLE_S / 30 (far more often than IDLE_S) never keep a session
+    alive: it is reaped all the same, saying why. Steps sent every IDLE_S / 6 do, for longer than
+    IDLE_S. Neither half measures how long anything took: the first waits for the reaper's frame
+    (were state frames activity, it would never come), the second fails only if a single step's
+    round trip took over IDLE_S * 5 / 6."""
+    app = create_app(limited(settings, ws_idle_timeout_s=IDLE_S, rate_limit_per_s=0, rate_limit_address_per_s=0))
     with TestClient(app) as client:
         with client.websocket_connect("/ws") as ws:
             ws.send_json({"type": "reset", "data": {"task_id": TASK, "seed": 1}})
             assert ws.receive_json()["type"] == "observation"
-            started = time.monotonic()
-            reaped = None
-            while time.monotonic() - started < 3.0:  # state frames every 0.3 s do not count as activity
+            deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: only the reaper ends this loop
+            while True:
                 ws.send_json({"type": "state"})
                 msg = ws.receive_json()
                 if msg["type"] == "error":
-                    reaped = msg
                     break
-                time.sleep(0.3)
-            assert reaped is not None and reaped["data"]["code"] == "SESSION_ERROR", reaped
-            assert time.monotonic() - started < 2.0
+                assert time.monotonic() < deadline, "state frames kept an idle session alive"
+                time.sleep(IDLE_S / 30)  # ten times as often as the timeout
+            assert msg["data"]["code"] == "SESSION_ERROR" and "no reset or step" in msg["data"]["message"], msg
         with client.websocket_connect("/ws") as ws:  # steps do keep it alive
             ws.send_json({"type": "reset", "data": {"task_id": TASK, "seed": 1}})
             ws.receive_json()
-            for _ in range(5):
-                time.sleep(0.4)
+            for _ in range(8):  # 8 * IDLE_S / 6 in all (a workflow episode takes 10 steps)
+                time.sleep(IDLE_S / 6)
                 ws.send_json({"type": "step", "data": {"lookup": "policy"}})
                 assert ws.receive_json()["type"] == "observation"
 
@@ -228,17 +237,16 @@ def test_uvicorn_refuses_a_frame_over_the_body_limit_before_reading_it(settings:
 
     server = LiveServer(settings, tmp_path / "server.log", command=[sys.executable, "-m", "service.app"])
     try:
-        with connect(f"ws://127.0.0.1:{server.port}/ws", max_size=None, open_timeout=10) as ws:
-            started = time.monotonic()
+        # (the timeouts are safety nets against a hang, not budgets)
+        with connect(f"ws://127.0.0.1:{server.port}/ws", max_size=None, open_timeout=STALLED_AFTER_S) as ws:
             with pytest.raises(ConnectionClosed) as closed:
                 ws.send("x" * (15 * 1024 * 1024))
-                ws.recv(timeout=10)
+                ws.recv(timeout=STALLED_AFTER_S)
             # 1009 (message too big), or the TCP connection dropped while we were still writing: either way the
             # server refused it; without ws_max_size it would read all 15 MB and answer a VALIDATION_ERROR frame
             assert closed.value.rcvd is None or closed.value.rcvd.code == 1009, closed.value
-            assert time.monotonic() - started < 10
-        with connect(f"ws://127.0.0.1:{server.port}/ws", open_timeout=10) as ws:  # the server is fine
+        with connect(f"ws://127.0.0.1:{server.port}/ws", open_timeout=STALLED_AFTER_S) as ws:  # the server is fine
             ws.send('{"type": "state"}')
-            assert '"state"' in ws.recv(timeout=10)
+            assert '"state"' in ws.recv(timeout=STALLED_AFTER_S)
     finally:
         server.stop()

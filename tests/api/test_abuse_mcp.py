@@ -14,6 +14,7 @@ import httpx
 from litestar.testing import AsyncTestClient
 from sqlalchemy import select
 
+from bench.harness import STALLED_AFTER_S
 from service.app import create_app
 from service.db.models import mcp_sessions, utcnow
 from service.domain.runs.services import RunService
@@ -159,15 +160,17 @@ def test_sessions_work_across_two_worker_processes(settings: Settings, tmp_path:
         server.wait_for_log(") serving,", 2)  # both workers (service/workers.py logs each one's start)
         failures = []
         for i in range(10):
-            session_id = httpx.post(server.url + "/mcp", json=rpc("openenv/session/create")).json()["result"][
-                "session_id"
-            ]
+            session_id = httpx.post(
+                server.url + "/mcp", json=rpc("openenv/session/create"), timeout=STALLED_AFTER_S
+            ).json()["result"]["session_id"]
             for name, arguments in (
                 ("reset", {"task_id": TASK, "seed": i}),
                 ("step", {"action": {"lookup": "order"}}),
                 ("state", {}),
             ):
-                answer = httpx.post(server.url + "/mcp", json=tool(session_id, name, **arguments)).json()
+                answer = httpx.post(
+                    server.url + "/mcp", json=tool(session_id, name, **arguments), timeout=STALLED_AFTER_S
+                ).json()
                 if "error" in answer or answer["result"]["isError"]:
                     failures.append((i, name, answer))
         assert not failures, failures[:3]

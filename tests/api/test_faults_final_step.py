@@ -8,7 +8,6 @@ observation. The summary is left to the run sweep, which summarises complete run
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -21,6 +20,7 @@ from service.db import run_store
 from service.db.errors import DatabaseFull
 from service.domain.runs import services as runs_module
 from service.settings import Settings
+from tests.waiting import until_async
 
 ONE_TASK = next(iter(core.TASKS))
 CLOSE = {"close_ticket": True}  # ends the episode in one step
@@ -38,17 +38,19 @@ def _summary_fails(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+async def _summarised(db, run_id: str) -> bool:
+    return (await run_store.get_run(db, run_id)).summary is not None
+
+
 async def _summarised_by_the_sweep(settings: Settings, run_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the fault over, the app's run sweep (every 0.1 s here) stores the summary; checked through a
     Database of the test's own (the app's connections belong to its event loop)."""
     monkeypatch.undo()
     db = settings.database()
     try:
-        for _ in range(100):
-            if (await run_store.get_run(db, run_id)).summary is not None:
-                return
-            await asyncio.sleep(0.1)
-        pytest.fail("the run sweep never summarised the run")
+        await until_async(
+            lambda: _summarised(db, run_id), "the run sweep summarised the run once the fault was over", poll_s=0.1
+        )
     finally:
         await db.dispose()
 

@@ -21,6 +21,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from litestar.testing import TestClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app
 from service.settings import Settings
@@ -114,13 +115,13 @@ def still_usable(ws: Any, counter: list[int]) -> None:
     counter[0] += 1
     episode_id = f"fuzz-ok-{counter[0]}"
     ws.send_json({"type": "reset", "data": {"episode_id": episode_id, "task_id": TASK, "seed": 5}})
-    reset = assert_well_formed(ws.receive_text(timeout=10))
+    reset = assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))
     assert reset["type"] == "observation" and reset["data"]["observation"]["episode_id"] == episode_id, reset
     ws.send_json({"type": "step", "data": {"lookup": "policy"}})
-    step = assert_well_formed(ws.receive_text(timeout=10))
+    step = assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))
     assert step["type"] == "observation" and isinstance(step["data"]["reward"], float), step
     ws.send_json({"type": "state"})
-    state = assert_well_formed(ws.receive_text(timeout=10))
+    state = assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))
     assert state["data"]["episode_id"] == episode_id and state["data"]["step_count"] == 1, state
 
 
@@ -145,7 +146,7 @@ async def test_malformed_frames_get_non_fatal_errors_and_the_session_survives(se
                         ws.send_text(payload)
                     else:
                         ws.send_bytes(payload)
-                    msg = assert_well_formed(ws.receive_text(timeout=10))
+                    msg = assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))
                     if msg["type"] == "error":
                         codes.add(msg["data"]["code"])
                 still_usable(ws, counter)
@@ -205,7 +206,7 @@ async def test_huge_deep_and_odd_frames(settings: Settings) -> None:
     with TestClient(create_app(settings)) as client, client.websocket_connect("/ws") as ws:
         for mode, payload, code in cases:
             ws.send_text(payload) if mode == "text" else ws.send_bytes(payload)
-            msg = assert_well_formed(ws.receive_text(timeout=10))
+            msg = assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))
             if code:
                 assert msg["type"] == "error" and msg["data"]["code"] == code, (str(payload)[:80], msg)
             else:
@@ -218,10 +219,10 @@ async def test_huge_deep_and_odd_frames(settings: Settings) -> None:
                 "data": {"task_id": next(t.id for t in core.TASKS.values() if t.family == "decision"), "seed": 1},
             }
         )
-        assert_well_formed(ws.receive_text(timeout=10))
+        assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))
         ws.send_json({"type": "step", "data": {"decision": "reject"}})
-        assert assert_well_formed(ws.receive_text(timeout=10))["data"]["done"] is True
+        assert assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))["data"]["done"] is True
         ws.send_json({"type": "step", "data": {"decision": "reject"}})
-        msg = assert_well_formed(ws.receive_text(timeout=10))
+        msg = assert_well_formed(ws.receive_text(timeout=STALLED_AFTER_S))
         assert msg["data"]["code"] == "EXECUTION_ERROR" and msg["data"].get("status") == 409, msg
         still_usable(ws, counter)

@@ -16,6 +16,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import event, select, update
 from sqlalchemy.engine import Engine
 
+from bench.harness import STALLED_AFTER_S
 from service.app import create_app
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
@@ -152,7 +153,7 @@ async def test_idle_runs_expire_on_a_timer(settings: Settings) -> None:
             status = lambda: db.read(  # noqa: E731 - the stored status
                 lambda c: c.execute(select(runs_table.c.status).where(runs_table.c.id == idle["run_id"])).scalar_one()
             )
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: the wait ends when the sweep expires it
             while await status() != "expired":
                 assert time.monotonic() < deadline, "the idle run was not expired by the timer"
                 await asyncio.sleep(0.05)

@@ -8,15 +8,17 @@ token, live only while the run is, and live in a namespace (``run_…``) clients
 
 from __future__ import annotations
 
-import asyncio
+import time
 from dataclasses import replace
 from datetime import timedelta
 
+import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient, TestClient
 from sqlalchemy import insert, update
 
 from service.app import create_app
+from service.db import clock
 from service.db.models import episodes as ep_table
 from service.db.models import runs as runs_table
 from service.db.models import utcnow
@@ -216,7 +218,13 @@ def test_a_websocket_session_owns_what_it_reset(settings: Settings) -> None:
 # ------------------------------------------------------------------ finding 7: run TTL on step
 
 
-async def test_an_idle_run_past_its_ttl_can_neither_step_nor_resume(settings: Settings) -> None:
+async def test_an_idle_run_past_its_ttl_can_neither_step_nor_resume(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The service's clock moves only when the test moves it: the run is idle past its TTL exactly when the
+    # test says, never sooner on a slow machine.
+    now = [time.monotonic()]
+    monkeypatch.setattr(clock, "PROCESS_CLOCK", clock.SteadyClock(monotonic=lambda: now[0]))
     short = replace(settings, run_ttl_s=1.0)
     async with AsyncTestClient(app=create_app(short)) as client:
         run = await create_run(client, split="dev", limit_per_task=1)
@@ -224,7 +232,7 @@ async def test_an_idle_run_past_its_ttl_can_neither_step_nor_resume(settings: Se
         episode_id = first["metadata"]["episode_id"]
         step = {"episode_id": episode_id, "action": STEP}
         assert (await client.post("/step", json=step, headers=auth(run["run_token"]))).status_code == 200
-        await asyncio.sleep(1.2)  # idle past the TTL; nobody reads the run meanwhile
+        now[0] += 1.2  # idle past the TTL; nobody reads the run meanwhile
         body = assert_problem(
             await client.post("/step", json=step, headers=auth(run["run_token"])), 409, "expired", "POST /runs"
         )

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from typing import Any
 
+from bench.harness import STALLED_AFTER_S
 from tests.client.test_clients_venvs import OPENENV_CORE_030, client_venv
 
 SNIPPET_SYNC = """
@@ -48,7 +49,7 @@ with GenericEnvClient(base_url="http://127.0.0.1:7860") as env:
 
 def _run(python: str, snippet: str, url: str) -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent(snippet).replace("http://127.0.0.1:7860", url)
-    return subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=STALLED_AFTER_S)
 
 
 def _check(proc: subprocess.CompletedProcess[str]) -> None:
@@ -104,7 +105,9 @@ def test_final_observation_matches_the_grader_on_openenv_core_0_3_0(live_server:
     finals = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(finals) == 8
     for final in finals:
-        grade = httpx.get(live_server.url + "/grader", params={"episode_id": final["episode_id"]}, timeout=30).json()
+        grade = httpx.get(
+            live_server.url + "/grader", params={"episode_id": final["episode_id"]}, timeout=STALLED_AFTER_S
+        ).json()
         assert final["done"] is True and final["final"] is True
         assert final["score"] == grade["score"] and final["resolved"] is grade["resolved"], (final, grade)
     assert len({f["score"] for f in finals}) > 1

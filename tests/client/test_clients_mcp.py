@@ -23,6 +23,7 @@ import httpx
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation, ListToolsAction
 from openenv.core.mcp_client import MCPToolClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from tests.client.test_clients_venvs import OPENENV_CORE_030, client_venv
 
@@ -64,6 +65,7 @@ async def test_mcp_tool_client_0_10_lists_and_calls_tools(live_server: Any) -> N
     reply = httpx.post(
         live_server.url + "/mcp",
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"session_id": session_id}},
+        timeout=STALLED_AFTER_S,
     ).json()
     assert reply["error"]["code"] == -32602 and "Unknown session_id" in reply["error"]["message"]
 
@@ -90,7 +92,7 @@ async def test_mcp_tool_client_0_10_plays_a_store_episode_with_its_tools(live_se
 def test_mcp_session_methods_over_http(live_server: Any) -> None:
     def rpc(method: str, **params: Any) -> dict[str, Any]:
         body = {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
-        resp = httpx.post(live_server.url + "/mcp", json=body, timeout=10)
+        resp = httpx.post(live_server.url + "/mcp", json=body, timeout=STALLED_AFTER_S)
         assert resp.status_code == 200
         return resp.json()
 
@@ -133,7 +135,9 @@ CLIENT_030 = textwrap.dedent("""
 
 def test_mcp_tool_client_0_3_0_lists_and_calls_tools(live_server: Any) -> None:
     python = client_venv(OPENENV_CORE_030)
-    proc = subprocess.run([str(python), "-c", CLIENT_030, live_server.url], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(python), "-c", CLIENT_030, live_server.url], capture_output=True, text=True, timeout=STALLED_AFTER_S
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     assert set(out["tools"]) == TOOLS  # listed before the reset: every tool

@@ -13,6 +13,7 @@ import subprocess
 import textwrap
 from typing import Any
 
+from bench.harness import STALLED_AFTER_S
 from tests.client.test_clients_venvs import client_venv
 
 OPENENV_AGENT = "openenv-agent==0.2.0"
@@ -38,7 +39,10 @@ with OpenEnvClient(base_url=url) as a, OpenEnvClient(base_url=url) as b:
 def test_openenv_agent_client_plays_its_own_episode(live_server: Any) -> None:
     python = client_venv(OPENENV_AGENT)
     proc = subprocess.run(
-        [str(python), "-c", textwrap.dedent(SCRIPT), live_server.url], capture_output=True, text=True, timeout=120
+        [str(python), "-c", textwrap.dedent(SCRIPT), live_server.url],
+        capture_output=True,
+        text=True,
+        timeout=STALLED_AFTER_S,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)

@@ -37,6 +37,7 @@ import pytest
 import requests
 from openai import OpenAI
 
+from bench.harness import STALLED_AFTER_S
 from bench.stub_openai import StubLLM
 from service.settings import Settings
 from tests.conftest import LiveServer
@@ -141,7 +142,7 @@ def test_seed_a_inference_gets_server_graded_scores(single_session_server: LiveS
         assert run["done"] and 1 <= run["steps"] <= 10, run
         assert all(math.isfinite(r) and -1.0 <= r <= 1.0 for r in run["rewards"]), run
         # the score seed A printed is the server's grade of the episode it played
-        grade = requests.get(f"{env}/grader", params={"episode_id": run["episode_id"]}, timeout=10).json()
+        grade = requests.get(f"{env}/grader", params={"episode_id": run["episode_id"]}, timeout=STALLED_AFTER_S).json()
         assert run["score"] == max(0.0, min(1.0, grade["score"])) and grade["task_id"].startswith("decision-")
     assert sum(r["score"] for r in runs) > 0.0, runs
     assert stub.calls >= EPISODES  # the model chose every action
@@ -152,7 +153,9 @@ def test_seed_a_baseline_plays_its_30_episodes(single_session_server: LiveServer
     totals, scores = [], []
     for _ in range(EPISODES):
         totals.append(seed_a_baseline_episode(env))
-        grade = requests.get(f"{env}/grader", timeout=10)  # the test's question, as seed A's inference.py asks it
+        grade = requests.get(
+            f"{env}/grader", timeout=STALLED_AFTER_S
+        )  # the test's question, as seed A's inference.py asks it
         assert grade.status_code in (200, 409), grade.text  # an unfinished episode is a 409 problem, never a 5xx
         scores.append(grade.json()["score"] if grade.status_code == 200 else None)
     assert all(math.isfinite(t) for t in totals)
@@ -169,13 +172,15 @@ def test_without_single_session_seed_a_is_told_what_to_do(live_server: LiveServe
     """The default server: the id-less step is refused with a problem that names the switch (seed A's
     client then reads reward 0.0 and done true — its score is 0, but nothing was applied silently)."""
     env = live_server.url
-    reset = requests.get(f"{env}/reset", timeout=10).json()
-    step = requests.post(f"{env}/step", json={"action_type": "reject"}, timeout=10)
+    reset = requests.get(f"{env}/reset", timeout=STALLED_AFTER_S).json()
+    step = requests.post(f"{env}/step", json={"action_type": "reject"}, timeout=STALLED_AFTER_S)
     assert step.status_code == 422 and step.headers["content-type"].startswith("application/problem+json")
     detail = step.json()["detail"]
     assert "SINGLE_SESSION=1" in detail and "DEFAULT_TASKS=easy,medium,hard" in detail and "cookie" in detail
-    assert requests.get(f"{env}/grader", timeout=10).status_code == 422
-    state = requests.get(f"{env}/state", params={"episode_id": reset["metadata"]["episode_id"]}, timeout=10).json()
+    assert requests.get(f"{env}/grader", timeout=STALLED_AFTER_S).status_code == 422
+    state = requests.get(
+        f"{env}/state", params={"episode_id": reset["metadata"]["episode_id"]}, timeout=STALLED_AFTER_S
+    ).json()
     assert state["step_count"] == 0
 
 
@@ -195,6 +200,6 @@ def test_seed_a_calls_through_a_requests_session_need_no_switch(live_server: Liv
         runs = [seed_a_inference_run(env, llm, session) for _ in range(EPISODES // 2) for session in (a, b)]
     for run in runs:
         assert run["done"], run
-        grade = requests.get(f"{env}/grader", params={"episode_id": run["episode_id"]}, timeout=10).json()
+        grade = requests.get(f"{env}/grader", params={"episode_id": run["episode_id"]}, timeout=STALLED_AFTER_S).json()
         assert run["score"] == grade["score"]
     assert sum(r["score"] for r in runs) > 0.0

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from bench.harness import STALLED_AFTER_S
 from tests.client.test_clients_venvs import OPENENV_CORE_030, client_venv
 
 TYPED_ACTION_CLIENT = """
@@ -43,7 +44,7 @@ with GenericEnvClient(base_url="http://127.0.0.1:7860").sync() as env:
 
 def _play(python: str, url: str) -> dict[str, Any]:
     code = textwrap.dedent(TYPED_ACTION_CLIENT).replace("http://127.0.0.1:7860", url)
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=STALLED_AFTER_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -51,7 +52,7 @@ def _play(python: str, url: str) -> dict[str, Any]:
 def _check(out: dict[str, Any], url: str) -> None:
     assert out["looked"] is False and out["done"] is True and out["final"] is True
     assert out["state"]["step_count"] == 2
-    grade = httpx.get(url + "/grader", params={"episode_id": out["episode_id"]}, timeout=30).json()
+    grade = httpx.get(url + "/grader", params={"episode_id": out["episode_id"]}, timeout=STALLED_AFTER_S).json()
     assert grade["step_count"] == 2 and 0.0 <= grade["score"] <= 1.0
 
 
@@ -72,21 +73,21 @@ def test_typed_action_dump_over_http(live_server: Any) -> None:
         decision: str | None = None
 
     url = live_server.url
-    episode_id = httpx.post(url + "/reset", json={"task_id": "decision-easy", "seed": 3}, timeout=30).json()[
-        "metadata"
-    ]["episode_id"]
+    episode_id = httpx.post(
+        url + "/reset", json={"task_id": "decision-easy", "seed": 3}, timeout=STALLED_AFTER_S
+    ).json()["metadata"]["episode_id"]
     for bad, field in (
         ({"decision": "reject", "metadata": "x"}, "action.metadata"),
         ({"decision": "reject", "metadata": {}, "bogus": 1}, "action.bogus"),
     ):
-        resp = httpx.post(url + "/step", json={"episode_id": episode_id, "action": bad}, timeout=30)
+        resp = httpx.post(url + "/step", json={"episode_id": episode_id, "action": bad}, timeout=STALLED_AFTER_S)
         assert resp.status_code == 422 and field in resp.json()["detail"], resp.text
     resp = httpx.post(
         url + "/step",
         json={"episode_id": episode_id, "action": EcommAction(decision="reject").model_dump()},
-        timeout=30,
+        timeout=STALLED_AFTER_S,
     )
     assert resp.status_code == 200 and resp.json()["done"] is True, resp.text
-    schema = httpx.get(url + "/schema", timeout=30).json()["action"]
+    schema = httpx.get(url + "/schema", timeout=STALLED_AFTER_S).json()["action"]
     assert schema["properties"]["metadata"]["type"] == "object"
     assert schema["additionalProperties"] is False  # everything else stays refused

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.harness import STALLED_AFTER_S
+
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("CLIENT_VENV_CACHE") or ROOT / ".venv" / "client-venvs")
 INSTALL_TIMEOUT_S = 900
@@ -52,7 +54,7 @@ def client_venv(*requirements: str, name: str | None = None, fingerprint: str = 
         try:
             # Created at its final path's sibling and renamed: `python -m ...` works from a moved
             # venv (pyvenv.cfg sits next to bin/), console-script shebangs would not — use -m.
-            subprocess.run([sys.executable, "-m", "venv", str(build)], check=True, timeout=120)
+            subprocess.run([sys.executable, "-m", "venv", str(build)], check=True, timeout=STALLED_AFTER_S)
             subprocess.run(
                 [
                     str(build / "bin" / "python"),
@@ -84,7 +86,7 @@ def test_client_venv_is_built_once_and_holds_only_what_was_asked() -> None:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=STALLED_AFTER_S,
     ).stdout.strip()
     assert version == "0.3.0"
     # the project's own venv keeps openenv 0.10 (both distributions install the `openenv` package)

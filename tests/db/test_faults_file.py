@@ -21,6 +21,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy import select
 
+from bench.harness import STALLED_AFTER_S
 from service.app import create_app
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
@@ -53,7 +54,7 @@ def backup(path: Path, to: Path) -> None:
 
 async def _fails(call, what: str) -> DatabaseFault:
     try:
-        result = await asyncio.wait_for(call(), 10)
+        result = await asyncio.wait_for(call(), STALLED_AFTER_S)  # a safety net against a hang
     except DatabaseFault as fault:
         return fault
     except TimeoutError:
@@ -61,13 +62,14 @@ async def _fails(call, what: str) -> DatabaseFault:
     pytest.fail(f"{what} succeeded ({result!r}): it was acknowledged, but the database file is not at its path")
 
 
-async def _until_answered(call, what: str, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
+async def _until_answered(call, what: str):
+    """The answer once the threads have reconnected (STALLED_AFTER_S: a safety net, not a budget)."""
+    deadline = time.monotonic() + STALLED_AFTER_S
     while True:
         try:
-            return await asyncio.wait_for(call(), 10)
+            return await asyncio.wait_for(call(), STALLED_AFTER_S)
         except DatabaseFault:
-            assert time.monotonic() < deadline, f"{what}: still failing {timeout}s after the file came back"
+            assert time.monotonic() < deadline, f"{what}: still failing long after the file came back"
             await asyncio.sleep(0.1)
 
 
@@ -139,8 +141,8 @@ async def test_a_replaced_file_is_the_one_read_and_written(tmp_path: Path, journ
     assert acked == 3 and 3 in stored, f"write 3 was acknowledged but the file at the path holds {sorted(stored)}"
 
 
-async def test_ready_says_not_ready_while_the_database_is_not_at_the_migration_head(settings: Settings) -> None:
-    app = create_app(replace(settings, migrate_on_start=False, test_split_key="k" * 40))
+async def test_ready_says_not_ready_while_the_database_is_not_at_the_migration_head(empty_settings: Settings) -> None:
+    app = create_app(replace(empty_settings, migrate_on_start=False, test_split_key="k" * 40))
     async with AsyncTestClient(app=app) as client:
         resp = await client.get("/ready")
         assert resp.status_code == 503, f"/ready answered {resp.status_code} on an unmigrated database: {resp.text}"

@@ -27,6 +27,7 @@ from litestar.testing import AsyncTestClient, TestClient
 from sqlalchemy import select, update
 from sqlalchemy.engine import make_url
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app
 from service.db import repository
@@ -37,6 +38,7 @@ from service.db.models import episodes
 from service.settings import Settings
 from tests.db.rows import add_episode
 from tests.db.test_sqlite_engine import _one_batch
+from tests.waiting import until_async
 
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 
@@ -59,15 +61,11 @@ class Gate:
 
     def job(self, conn, then=None) -> Any:
         self.running.set()
-        self.open.wait(10)
+        self.open.wait(STALLED_AFTER_S)  # a safety net: the test opens it
         return then(conn) if then is not None else None
 
     async def until_running(self) -> None:
-        for _ in range(500):
-            if self.running.is_set():
-                return
-            await asyncio.sleep(0.01)
-        pytest.fail("the gate job never started")
+        await until_async(self.running.is_set, "the gate job started")
 
 
 # ---- item: a write that started before its wait ran out ---------------------------------------
@@ -82,7 +80,8 @@ async def test_a_write_that_had_started_when_its_wait_ran_out_is_answered_outcom
         )  # starts, then outlives its bound
         await gate.until_running()
         queued = asyncio.ensure_future(db.write(add_episode, 2))  # behind it: never starts within its bound
-        done, _ = await asyncio.wait([started, queued], timeout=5)
+        # the gate stays shut until both are answered: an answer at all is one at the bound
+        done, _ = await asyncio.wait([started, queued], timeout=STALLED_AFTER_S)
         assert len(done) == 2, "a write waited past its bound"
         assert isinstance(started.exception(), DatabaseOutcomeUnknown), repr(started.exception())
         assert started.exception().slug == "outcome-unknown" and "GET /state" in started.exception().detail
@@ -121,13 +120,14 @@ def test_a_websocket_step_whose_outcome_is_unknown_says_how_to_check(
         assert frame["type"] == "error" and frame["data"].get("status") == 503, frame
         message = frame["data"]["message"]
         assert "may still be applied" in message and "state frame" in message and "step_count" in message, message
-        for _ in range(100):  # the write commits once the gate opens
+        deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: the write commits once the gate opens
+        while True:
             ws.send_json({"type": "state"})
             state = ws.receive_json()["data"]
             if state["step_count"] == 1:
                 break
+            assert time.monotonic() < deadline, f"the step was never applied: {state}"
             time.sleep(0.05)
-        assert state["step_count"] == 1, f"the step was never applied: {state}"
         ws.send_json({"type": "step", "data": {"lookup": "order"}})  # the session goes on from the applied step
         frame = ws.receive_json()
         assert frame["type"] == "observation", frame
@@ -180,11 +180,11 @@ async def test_a_job_queued_behind_the_stop_sentinel_is_answered(tmp_path: Path)
         await gate.until_running()
         writer._queue.put(None)  # the thread stops at this, as it does at close()
         behind = asyncio.ensure_future(db.write_unbounded(add_episode, 1))
-        await asyncio.sleep(0.05)
+        await until_async(lambda: writer._queue.qsize() == 2, "the job queued behind the stop sentinel")
         gate.open.set()
         await held
         with pytest.raises(DatabaseUnavailable):
-            await asyncio.wait_for(behind, 5)
+            await asyncio.wait_for(behind, STALLED_AFTER_S)
     finally:
         gate.open.set()
         await db.dispose()
@@ -194,13 +194,14 @@ async def test_a_job_queued_behind_the_stop_sentinel_is_answered(tmp_path: Path)
 
 
 async def test_ready_reports_a_stalled_writer_at_once(tmp_path: Path) -> None:
-    """Statement timeout 0.2 s, pool timeout 30 s: a caller would wait 30 s for the stuck writer, but
-    readiness says "stalled" as soon as its batch has run longer than the statement timeout."""
+    """Statement timeout 0.2 s, pool timeout longer than the test's safety net: a caller would wait that
+    long for the stuck writer (so an answer at all is one that did not wait), but readiness says
+    "stalled" as soon as its batch has run longer than the statement timeout."""
     settings = Settings.from_env(
         {
             "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'r.db'}",
             "BASELINE_SEEDS_PER_TASK": "1",
-            "DB_POOL_TIMEOUT_S": "30",
+            "DB_POOL_TIMEOUT_S": str(2 * STALLED_AFTER_S),
             "DB_STATEMENT_TIMEOUT_S": "0.2",
         }
     )
@@ -212,18 +213,17 @@ async def test_ready_reports_a_stalled_writer_at_once(tmp_path: Path) -> None:
         held = asyncio.ensure_future(database.write(gate.job))
         try:
             await gate.until_running()
-            while database._writer.running_for() <= 0.2:
-                await asyncio.sleep(0.05)
+            await until_async(lambda: database._writer.running_for() > 0.2, "the batch outran the statement timeout")
             try:
-                resp = await asyncio.wait_for(client.get("/ready"), 5)
+                resp = await asyncio.wait_for(client.get("/ready"), STALLED_AFTER_S)
             except TimeoutError:
                 pytest.fail("GET /ready waited for the stalled writer instead of reporting it")
             assert resp.status_code == 503 and resp.headers["retry-after"].isdigit(), resp.text
             with pytest.raises(DatabaseUnavailable, match="stalled"):
-                await asyncio.wait_for(database.ping(), 5)
+                await asyncio.wait_for(database.ping(), STALLED_AFTER_S)
         finally:
             gate.open.set()
-        await asyncio.wait_for(held, 5)  # within its caller's bound (30.2 s): it simply finishes
+        await asyncio.wait_for(held, STALLED_AFTER_S)  # within its caller's bound: it simply finishes
         assert (await client.get("/ready")).status_code == 200
 
 
@@ -262,15 +262,16 @@ async def test_a_postgresql_deadlock_is_run_once_more(settings: Settings) -> Non
             return len(attempts)
 
         write = asyncio.ensure_future(db.write(cross))
-        for _ in range(500):  # until the service's transaction waits for ep-1
-            waiting = await other.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted")
-            if waiting:
-                break
-            await asyncio.sleep(0.01)
-        assert waiting, "the service's write never waited for the other connection's lock"
+        other_pid = await other.fetchval("SELECT pg_backend_pid()")
+
+        async def blocked_by_other() -> bool:  # this test's sessions only: others may wait on locks of their own
+            query = "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))"
+            return bool(await other.fetchval(query, other_pid))
+
+        await until_async(blocked_by_other, "the service's write waited for the other connection's lock on ep-1")
         await other.execute("UPDATE episodes SET seed = seed + 100 WHERE id = 'ep-2'")  # the deadlock; ours is aborted
         await tx.commit()
-        assert await asyncio.wait_for(write, 15) == 2, f"{attempts}"
+        assert await asyncio.wait_for(write, STALLED_AFTER_S) == 2, f"{attempts}"
         seeds = await db.read(lambda c: dict(c.execute(select(episodes.c.id, episodes.c.seed)).all()))
         assert seeds == {"ep-1": 111, "ep-2": 112}, seeds
     finally:

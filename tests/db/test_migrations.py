@@ -20,8 +20,8 @@ def _diff(connection) -> list:
     return compare_metadata(ctx, Base.metadata)
 
 
-async def test_upgrade_reaches_head_and_matches_models(settings: Settings) -> None:
-    db = settings.database()
+async def test_upgrade_reaches_head_and_matches_models(empty_settings: Settings) -> None:
+    db = empty_settings.database()
     try:
         assert await upgrade_to_head(db) == head_revision()
         async with db.reader() as conn:
@@ -49,11 +49,11 @@ async def test_sqlite_connections_are_configured(tmp_path) -> None:
         await db.dispose()
 
 
-async def test_several_workers_can_start_together(settings: Settings) -> None:
+async def test_several_workers_can_start_together(empty_settings: Settings) -> None:
     """Four apps on one empty database migrate at once: exactly one creates the tables, none fails."""
     from litestar.testing import AsyncTestClient
 
-    apps = [create_app(settings) for _ in range(4)]
+    apps = [create_app(empty_settings) for _ in range(4)]
     clients = [AsyncTestClient(app=a) for a in apps]
     await asyncio.gather(*(c.__aenter__() for c in clients))
     try:

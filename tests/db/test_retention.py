@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import timedelta
 
@@ -18,6 +17,12 @@ from service.domain.runs.services import RunService
 from service.housekeeping import retention_pass
 from service.settings import Settings
 from tests.api.test_runs import auth, create_run, play_run
+from tests.waiting import until_async
+
+
+async def _is_404(response) -> bool:
+    return (await response).status_code == 404
+
 
 Client = AsyncTestClient[Litestar]
 DAY = timedelta(days=1)
@@ -118,11 +123,8 @@ async def test_retention_runs_by_itself_in_the_app_lifespan(settings: Settings) 
     async with AsyncTestClient(app=create_app(quick)) as client:
         stale = await _plain(client, "decision-easy", finish=False)
         await _age(settings, episode_ids=[stale], by=2 * DAY)
-        for _ in range(50):
-            if (await client.get("/state", params={"episode_id": stale})).status_code == 404:
-                break
-            await asyncio.sleep(0.1)
-        assert (await client.get("/state", params={"episode_id": stale})).status_code == 404
+        gone = lambda: client.get("/state", params={"episode_id": stale})  # noqa: E731 - a one-line local helper
+        await until_async(lambda: _is_404(gone()), "the retention loop deleted the stale episode", poll_s=0.1)
 
 
 def test_retention_settings_come_from_the_environment() -> None:

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from bench.harness import STALLED_AFTER_S
 from service.db.engine import Database
 from service.db.errors import DatabaseUnavailable
 from service.db.migrate import upgrade_to_head
@@ -120,23 +121,27 @@ def _unlimit_file(conn) -> None:
 async def _one_batch(db: Database, jobs: list) -> list:
     """Run ``jobs`` (db.write coroutines) as one writer batch: hold the writer until all are queued.
 
-    Every job must be answered within a bound; an unanswered one is returned as ``"unanswered"``."""
+    Every job must be answered (each caller's wait is bounded; STALLED_AFTER_S only keeps a wedged
+    writer from hanging the test); an unanswered one is returned as ``"unanswered"``."""
     started, gate = threading.Event(), threading.Event()
 
     def hold(_conn) -> None:
         started.set()
-        gate.wait(5)
+        gate.wait(STALLED_AFTER_S)  # a safety net: opened once every job is queued behind this one
 
     blocker = asyncio.ensure_future(db.write(hold))
-    for _ in range(500):
-        if started.is_set():
-            break
+    deadline = time.monotonic() + STALLED_AFTER_S
+    while not started.is_set():
+        assert time.monotonic() < deadline, "the writer never ran the holding job"
         await asyncio.sleep(0.01)
     tasks = [asyncio.ensure_future(job) for job in jobs]
-    await asyncio.sleep(0.05)
+    assert db._writer is not None
+    while db._writer._queue.qsize() < len(jobs):  # all of them wait behind the held job: the next batch
+        assert time.monotonic() < deadline, "the jobs never reached the writer's queue"
+        await asyncio.sleep(0.005)
     gate.set()
     await blocker
-    done, pending = await asyncio.wait(tasks, timeout=5)
+    done, pending = await asyncio.wait(tasks, timeout=STALLED_AFTER_S)
     for task in pending:
         task.cancel()
     return [(t.exception() or t.result()) if t in done else "unanswered" for t in tasks]
@@ -237,7 +242,8 @@ async def test_a_job_that_hides_a_rolled_back_transaction_is_never_acknowledged(
 async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Path) -> None:
     """The database file is behind a directory that is renamed away when the threads first connect
     (the path is a symlink into ``volume/``). Reads and writes fail fast while it is gone and work
-    again — same Database object, no restart — once it is back."""
+    again — same Database object, no restart — once it is back. "Fast" without a clock: every bound a
+    call could wait out is set longer than the safety net that fails a call that does not answer."""
     volume = tmp_path / "volume"
     volume.mkdir()
     real = Database(f"sqlite+aiosqlite:///{volume / 'e.db'}")
@@ -248,25 +254,31 @@ async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Pat
     (tmp_path / "data" / "e.db").symlink_to(volume / "e.db")
     volume.rename(tmp_path / "volume.away")
 
-    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'data' / 'e.db'}")
+    never = 2 * STALLED_AFTER_S
+    db = Database(
+        f"sqlite+aiosqlite:///{tmp_path / 'data' / 'e.db'}",
+        connect_timeout_s=never,
+        pool_timeout_s=never,
+        statement_timeout_s=never,
+    )
     try:
         for attempt in (
             lambda: db.read(lambda c: c.execute(select(episodes.c.id)).scalar()),
             lambda: db.write(lambda c: c.execute(insert(episodes).values(**episode_row(2)))),
         ):
-            started = time.monotonic()
             with pytest.raises(Exception) as failed:  # noqa: PT011 - the class is checked below
-                await asyncio.wait_for(attempt(), 3)
+                await asyncio.wait_for(attempt(), STALLED_AFTER_S)
             assert not isinstance(failed.value, TimeoutError), "a database call hung while the file was unreachable"
-            assert time.monotonic() - started < 2.0
             assert getattr(failed.value, "status", None) == 503, repr(failed.value)
 
         (tmp_path / "volume.away").rename(volume)  # the file is back
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: the loop ends when the threads reconnect
         while True:
             try:
-                assert await asyncio.wait_for(db.read(lambda c: c.execute(select(episodes.c.id)).scalar()), 3) == "ep-1"
-                await asyncio.wait_for(db.write(lambda c: c.execute(insert(episodes).values(**episode_row(2)))), 3)
+                read = db.read(lambda c: c.execute(select(episodes.c.id)).scalar())
+                assert await asyncio.wait_for(read, STALLED_AFTER_S) == "ep-1"
+                write = db.write(lambda c: c.execute(insert(episodes).values(**episode_row(2))))
+                await asyncio.wait_for(write, STALLED_AFTER_S)
                 break
             except TimeoutError:
                 pytest.fail("a database call hung after the file came back")
@@ -281,23 +293,23 @@ async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Pat
 async def test_a_caller_waits_at_most_the_bound_and_a_job_given_up_on_never_runs(tmp_path: Path) -> None:
     """The writer is stuck (here: a job that blocks it) past pool + statement timeout: callers get a
     503 fault at the bound instead of waiting, and a job whose caller gave up before it started is
-    never run — so a failed answer means "not applied"."""
+    never run — so a failed answer means "not applied". The writer stays stuck until the test has its
+    answer: an answer at all is one given at the bound, which it names."""
     db = await _db(tmp_path, pool_timeout_s=0.2, statement_timeout_s=0.2)
     running, gate = threading.Event(), threading.Event()
 
     def block(_conn) -> None:
         running.set()
-        gate.wait(5)
+        gate.wait(STALLED_AFTER_S)  # a safety net: the test opens the gate
 
     try:
         stuck = asyncio.ensure_future(db.write(block))
         while not running.is_set():
             await asyncio.sleep(0.01)
-        started = time.monotonic()
         with pytest.raises(Exception) as waited:  # noqa: PT011 - checked below
             await db.write(lambda c: c.execute(insert(episodes).values(**episode_row(1))))
-        assert time.monotonic() - started < 1.0
         assert getattr(waited.value, "status", None) == 503, repr(waited.value)
+        assert "no answer within 0.4s" in str(waited.value), str(waited.value)  # pool + statement timeout
         gate.set()
         with pytest.raises(DatabaseUnavailable):  # the stuck job's caller gave up too
             await stuck

@@ -11,6 +11,8 @@ the public ones: shipped, it is a script that tops the test board under any name
 
 from __future__ import annotations
 
+from functools import cache
+
 from service.env import customer
 from service.env.agents import (
     _QUESTIONS,
@@ -24,7 +26,7 @@ from service.env.agents import (
 )
 from service.env.core import reset
 from service.env.dataset import PUBLIC, Dataset
-from service.env.models import Action, Observation
+from service.env.models import Action, Grade, Observation
 from service.env.policy import Verdict, evaluate
 from service.env.tasks import ReplyRole, get_task
 from tests.env.readers import TicketReader
@@ -124,3 +126,18 @@ def play_reference(
     ticket_id = reset(task_id, seed, split, dataset)[0].ticket_id
     grade, actions = play(make_reference(name, seed, ticket_id, dataset), task_id, seed, split, dataset)
     return grade.score, actions
+
+
+@cache
+def pool_grades(name: str, task_id: str, split: str) -> tuple[Grade, ...]:
+    """Every ticket of a public task pool played to the end by a reference agent (oracles included),
+    in seed order. Played once per agent, pool and test process: the tests that sweep whole pools (the
+    oracles solve everything, the agents' ladder, the gaming suite's reference places) share it.
+    Grades are frozen values."""
+    task = get_task(task_id)
+    pool = PUBLIC.pool(split, task.family, task.difficulty)
+    grades = []
+    for seed in range(len(pool)):
+        ticket_id = reset(task_id, seed, split)[0].ticket_id
+        grades.append(play(make_reference(name, seed, ticket_id), task_id, seed, split)[0])
+    return tuple(grades)

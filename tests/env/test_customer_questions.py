@@ -249,7 +249,8 @@ def test_reading_is_deterministic() -> None:
 
 def test_reading_is_fast() -> None:
     """Uncached reading of the whole dev corpus after warm-up; measured 0.10-0.16 s for 337 questions,
-    asserted generously."""
+    asserted generously. In this thread's CPU time, not wall-clock time: what the reading itself costs,
+    whatever else the machine's cores are busy with."""
     from service.env import customer
 
     questions = [e["question"] for e in _entries("questions.jsonl")]
@@ -258,9 +259,9 @@ def test_reading_is_fast() -> None:
     topics_asked.cache_clear()
     customer._requests.cache_clear()
     customer._features.cache_clear()
-    start = time.perf_counter()
+    start = time.thread_time()
     for q in questions:
         topics_asked(q)
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     print(f"topics_asked on {len(questions)} questions: {elapsed:.3f} s")
     assert elapsed < 5.0

@@ -19,7 +19,7 @@ from service.env.policy import REASONS, evaluate
 from service.env.replies import meaning
 from service.env.world import DIFFICULTIES
 from service.env.world import TICKET_FAMILIES as FAMILIES  # the ticket families
-from tests.env.oracles import make_reference, play_reference
+from tests.env.oracles import make_reference, play_reference, pool_grades
 from tests.env.shortcuts import answer as task_answer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_oracle_scores_one_on_every_dev_ticket_of_every_task(task_id: str) -> None:
     task = TASKS[task_id]
     pool = PUBLIC.pool("dev", task.family, task.difficulty)
-    scores = [play_reference("oracle", task_id, seed, "dev")[0] for seed in range(len(pool))]
+    scores = [grade.score for grade in pool_grades("oracle", task_id, "dev")]
     assert scores == [1.0] * len(pool)
 
 
@@ -39,10 +39,9 @@ def test_observable_oracle_resolves_every_public_ticket_from_what_an_agent_can_s
     cannot solve is a generator bug."""
     unsolved = []
     for task_id, task in TASKS.items():
-        for seed in range(len(PUBLIC.pool(split, task.family, task.difficulty))):
-            grade, _ = play(make_reference("observable-oracle", seed, ""), task_id, seed, split)
-            if not grade.resolved:
-                unsolved.append((task_id, seed, grade.ticket_id))
+        grades = pool_grades("observable-oracle", task_id, split)
+        assert len(grades) == len(PUBLIC.pool(split, task.family, task.difficulty))
+        unsolved += [(task_id, seed, grade.ticket_id) for seed, grade in enumerate(grades) if not grade.resolved]
     assert unsolved == []
 
 
@@ -64,9 +63,7 @@ LADDER_MARGIN = 0.04
 
 def _whole_pool(agent: str, task_id: str, split: str) -> tuple[int, int, float]:
     """(resolved, tickets, summed score) of ``agent`` over every ticket of a task's pool."""
-    task = TASKS[task_id]
-    pool = PUBLIC.pool(split, task.family, task.difficulty)
-    grades = [play(make_reference(agent, seed, pool[seed]), task_id, seed, split)[0] for seed in range(len(pool))]
+    grades = pool_grades(agent, task_id, split)
     return sum(g.resolved for g in grades), len(grades), sum(g.score for g in grades)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness import STALLED_AFTER_S
 from service.settings import Settings
 from tests.conftest import LiveServer
 
@@ -21,7 +22,7 @@ def test_the_access_log_keeps_paths_without_queries_or_episode_ids(settings: Set
         command=[sys.executable, "-m", "service.app"],
     )
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
+        with httpx.Client(base_url=server.url, timeout=STALLED_AFTER_S) as client:
             episode = client.post("/reset", json={"seed": 1}).json()["metadata"]["episode_id"]  # server-made
             assert client.get("/state", params={"episode_id": episode}).status_code == 200
             assert client.get(f"/episodes/{episode}").status_code == 200

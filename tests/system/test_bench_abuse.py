@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.harness import STALLED_AFTER_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -17,7 +19,7 @@ def test_bench_abuse_tiny_run() -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=STALLED_AFTER_S,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)
@@ -42,6 +44,6 @@ def test_bench_abuse_tiny_run() -> None:
     assert pages["served"] > 0 and pages["server_errors"] == 0, pages  # the page reader's reads were answered
     flood = row["flood"]["abuser"]
     assert flood["limited"] > 0 and flood["server_errors"] == 0, flood  # the limit bites, nothing breaks
-    # 2 s of flooding at 10 a second in bursts of 10 (a token bucket): at most 10 + 2 x 10 served, far
-    # below the ~200 sent (10x the limit)
-    assert flood["served"] <= 2 * 2 * 10 + 10 and flood["sent"] > 2 * flood["served"], flood
+    # 2 s of flooding at 10 a second in bursts of 10 (a token bucket): at most 10 + 2 x 10 served (with
+    # slack), whatever was sent — ~200 (10x the limit) here, fewer on a machine too busy to flood that fast
+    assert flood["served"] <= 2 * 2 * 10 + 10 and flood["sent"] > flood["served"], flood

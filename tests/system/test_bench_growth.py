@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.harness import STALLED_AFTER_S
 from tests.system.test_bench_load import _alive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ def test_bench_growth_tiny_run(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=STALLED_AFTER_S,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness import STALLED_AFTER_S
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("ours/http", "ours/ws", "peer/ws", "ceiling/http", "ceiling/ws")
 
@@ -49,7 +51,7 @@ def test_bench_load_tiny_run(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=STALLED_AFTER_S,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)
@@ -106,7 +108,7 @@ def test_bench_step_path_tiny_run(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=STALLED_AFTER_S,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)

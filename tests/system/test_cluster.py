@@ -140,7 +140,7 @@ async def http_agent(index: int, url: str, run: Run) -> Seen:
     seen, rng = Seen(), random.Random(index)
     env = EnvClient(url)
     await env.http.aclose()
-    env.http = httpx.AsyncClient(base_url=url, timeout=30.0, transport=CountingTransport(seen))
+    env.http = httpx.AsyncClient(base_url=url, timeout=STALLED_AFTER_S, transport=CountingTransport(seen))
     try:
         k = 0
         while not run.stop.is_set():
@@ -189,7 +189,7 @@ class WsAgent:
 
         while True:
             try:
-                self.ws = await connect(self.url, compression=None, open_timeout=10)
+                self.ws = await connect(self.url, compression=None, open_timeout=STALLED_AFTER_S)
                 return
             except (OSError, TimeoutError) as exc:
                 self.seen.errors[f"ws connect: {type(exc).__name__}"] += 1

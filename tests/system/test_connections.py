@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import pytest
 from litestar.testing import TestClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app
 from service.settings import Settings
 from tests.conftest import LiveServer
+from tests.waiting import until
 
 TASK = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 STALLED = 40  # connections that send half a request and stop
@@ -43,20 +44,23 @@ def serving(settings: Settings, tmp_path: Path, **env: str) -> Iterator[LiveServ
 
 
 def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
-    sock.settimeout(10)  # every wait below is bounded: a server that never answers fails the test
-    return sock
+    return socket.create_connection(("127.0.0.1", port), timeout=STALLED_AFTER_S, source_address=(source, 0))
 
 
-def _answer(sock: socket.socket) -> bytes:
-    """Everything the server sends until it closes the connection (or the bound runs out)."""
+def _answer(sock: socket.socket, deadline: float | None = None) -> bytes:
+    """Everything the server sends until it closes the connection; ``<still open>`` if it has not by
+    ``deadline`` (monotonic; by default STALLED_AFTER_S from now: a safety net, not a budget — a server
+    that never closes fails the test instead of hanging it)."""
+    deadline = deadline if deadline is not None else time.monotonic() + STALLED_AFTER_S
     data = b""
     try:
-        while chunk := sock.recv(4096):
+        while True:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            if not (chunk := sock.recv(4096)):
+                return data
             data += chunk
     except TimeoutError:
         return data + b"<still open>"
-    return data
 
 
 def test_a_request_that_never_arrives_whole_is_closed(settings: Settings, tmp_path: Path) -> None:
@@ -69,7 +73,8 @@ def test_a_request_that_never_arrives_whole_is_closed(settings: Settings, tmp_pa
                 else:
                     sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
                                  b"content-length: 100\r\n\r\n{")  # fmt: skip
-            answers = [_answer(sock) for sock in stalled]
+            deadline = time.monotonic() + STALLED_AFTER_S  # one safety net for all of them
+            answers = [_answer(sock, deadline) for sock in stalled]
         closed = [a for a in answers if not a.endswith(b"<still open>")]
         assert len(closed) == STALLED, f"{len(closed)} of {STALLED} stalled connections closed"
         assert all(a.startswith(b"HTTP/1.1 408") for a in closed), answers[0]
@@ -90,14 +95,13 @@ def test_one_address_holds_a_bounded_number_of_connections(settings: Settings, t
             with _connect(server.port, "127.0.0.4") as another:  # another address is served meanwhile
                 another.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 assert _answer(another).startswith(b"HTTP/1.1 200")
-        for _ in range(100):  # once they are closed, the address may connect again
+
+        def served_again() -> bool:  # once they are closed, the address may connect again
             with _connect(server.port, "127.0.0.3") as again:
                 again.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                if _answer(again).startswith(b"HTTP/1.1 200"):
-                    break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the address never got its connections back")
+                return _answer(again).startswith(b"HTTP/1.1 200")
+
+        until(served_again, "the address got its connections back", poll_s=0.05)
 
 
 def test_resume_frames_do_not_keep_a_websocket_slot(settings: Settings) -> None:
@@ -105,12 +109,12 @@ def test_resume_frames_do_not_keep_a_websocket_slot(settings: Settings) -> None:
     with TestClient(app) as client, client.websocket_connect("/ws") as ws:
         ws.send_json({"type": "reset", "data": {"task_id": TASK, "seed": 1}})
         episode = ws.receive_json()["data"]["observation"]["episode_id"]
-        reaped = None
-        for _ in range(60):  # resumes every 0.1 s: before, each one refreshed the idle deadline
+        deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: only the idle reaper ends this loop
+        while True:  # resumes every 0.1 s: before, each one refreshed the idle deadline, and it never came
             ws.send_json({"type": "reset", "data": {"episode_id": episode, "resume": True}})
-            msg = ws.receive_json()
-            if msg["type"] == "error":
-                reaped = msg
+            reaped = ws.receive_json()
+            if reaped["type"] == "error":
                 break
+            assert time.monotonic() < deadline, "resume frames kept an idle session alive"
             time.sleep(0.1)
-        assert reaped is not None and reaped["data"]["code"] == "SESSION_ERROR", reaped
+        assert reaped["data"]["code"] == "SESSION_ERROR", reaped

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from bench.cluster import COMPOSE_BALANCER, find_haproxy, haproxy_config
+from bench.harness import STALLED_AFTER_S
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -25,12 +26,12 @@ KUBERNETES_VERSION = "1.30.0"
 
 def validate_compose(path: Path) -> subprocess.CompletedProcess[str]:
     cmd = [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(path)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=STALLED_AFTER_S)
 
 
 def validate_kubernetes(path: Path) -> subprocess.CompletedProcess[str]:
     cmd = [str(BIN / "kubernetes-validate"), "--strict", "-k", KUBERNETES_VERSION, str(path)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=STALLED_AFTER_S)
 
 
 def documents(path: Path) -> list[dict[str, Any]]:

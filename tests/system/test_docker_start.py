@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from bench.harness import free_port
+from bench.harness import STALLED_AFTER_S, free_port
 from tests.client.test_clients_venvs import CACHE, client_venv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +128,9 @@ def test_image_dependencies_come_from_the_lock(parsed: list[tuple[str, str]]) ->
 
 
 def test_lock_is_in_step_with_pyproject() -> None:
-    proc = subprocess.run([str(UV), "lock", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(UV), "lock", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=STALLED_AFTER_S
+    )
     assert proc.returncode == 0, f"uv.lock is stale; run `uv lock`:\n{proc.stderr[-2000:]}"
 
 
@@ -170,7 +172,7 @@ def locked_python(parsed: list[tuple[str, str]], context: Path) -> Path:
     out = export.index("--output-file")
     exported = context / "requirements.txt"
     export[out + 1] = str(exported)
-    subprocess.run([str(UV), *export[1:]], cwd=context, check=True, capture_output=True, timeout=120)
+    subprocess.run([str(UV), *export[1:]], cwd=context, check=True, capture_output=True, timeout=STALLED_AFTER_S)
     # the header comment names the output path (a temp dir): it must not change the cache key
     text = "".join(line for line in exported.read_text().splitlines(keepends=True) if not line.startswith("#"))
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -222,7 +224,7 @@ def installed(image: Image) -> Iterator[None]:
             env=offline_pip_env(),
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=STALLED_AFTER_S,
         )
         assert proc.returncode == 0, f"the image's `{' '.join(image.install)}` failed offline:\n{proc.stderr[-3000:]}"
         yield
@@ -253,17 +255,21 @@ def started(image: Image, cmd: list[str], env: dict[str, str], log_path: Path) -
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)  # the group of the process started above
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=10)  # then SIGKILL: a cleanup, not something this test checks
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+                proc.wait(timeout=STALLED_AFTER_S)
 
 
 def installed_distributions(python: Path) -> dict[str, dict[str, Any]]:
     """What ``pip inspect`` reports in this venv, by normalized project name (PEP 503)."""
     report = json.loads(
         subprocess.run(
-            [str(python), "-m", "pip", "inspect", "--local"], capture_output=True, text=True, check=True, timeout=120
+            [str(python), "-m", "pip", "inspect", "--local"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=STALLED_AFTER_S,
         ).stdout
     )
     return {re.sub(r"[-_.]+", "-", d["metadata"]["name"]).lower(): d for d in report["installed"]}
@@ -287,7 +293,7 @@ def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]]
         assert project["direct_url"]["url"] == image.workdir.resolve().as_uri()
         with started(image, json.loads(the(parsed, "CMD")), env, log_path) as proc:
             health = json.loads(the(parsed, "HEALTHCHECK").split(" CMD ", 1)[1])
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: the loop ends when the check passes
             while True:
                 assert proc.poll() is None, f"the start command exited:\n{log_path.read_text()[-4000:]}"
                 check = subprocess.run(
@@ -295,7 +301,7 @@ def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]]
                     cwd=image.workdir,
                     env=env,
                     capture_output=True,
-                    timeout=20,
+                    timeout=STALLED_AFTER_S,
                 )
                 if check.returncode == 0:
                     break
@@ -304,7 +310,7 @@ def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]]
                 )
                 time.sleep(0.3)
             for p in (port, extra):  # both ports answer: Spaces' 7860 and openenv's 8000
-                with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=5) as resp:
+                with urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=STALLED_AFTER_S) as resp:
                     assert json.loads(resp.read()) == {"status": "healthy"}
             # the database is the image's: a SQLite file under (the stand-in for) /data, migrated
             assert (image.root / "data" / Path(env_of(parsed)["DATABASE_URL"].split("////data/", 1)[1])).is_file()
@@ -314,5 +320,5 @@ def test_image_serves_from_the_locked_dependencies(parsed: list[tuple[str, str]]
                 method="POST",
                 headers={"Content-Type": "application/json"},
             )
-            with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback
+            with urllib.request.urlopen(req, timeout=STALLED_AFTER_S) as resp:  # noqa: S310 - loopback
                 assert resp.status == 200 and json.loads(resp.read())["done"] is False

@@ -17,7 +17,6 @@ import os
 import random
 import signal
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,14 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.settings import Settings
 from tests.conftest import LiveServer
+from tests.waiting import until
 
 AGENTS = 16
-LOAD_SECONDS = 2.0
+KILL_AFTER_ACKS = 4 * AGENTS  # the server is killed once this many steps are acknowledged, with more in flight
 MAX_REQUESTS_PER_AGENT = 400  # bounds the load loop even on a very fast machine
 REPLY = "Thanks for your patience; we are looking into it."
 STEADY: list[dict[str, Any]] = [
@@ -85,16 +86,16 @@ def token_for(episode_id: str) -> str:
     return f"secret-of-{episode_id}".ljust(40, "x")
 
 
-def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: float, rng: random.Random) -> None:
+def play(base_urls: list[str], log: AgentLog, stop: threading.Event, rng: random.Random) -> None:
     """reset → steps with a unique request_id each, until ``stop`` or the server goes away.
 
     With several ``base_urls`` every request goes to a random one of them.
     """
-    clients = [httpx.Client(base_url=u, timeout=15.0) for u in base_urls]
+    clients = [httpx.Client(base_url=u, timeout=STALLED_AFTER_S) for u in base_urls]
     try:
         requests = 0
         n_episode = 0
-        while not stop.is_set() and time.monotonic() < deadline and requests < MAX_REQUESTS_PER_AGENT:
+        while not stop.is_set() and requests < MAX_REQUESTS_PER_AGENT:
             if log.current is None:
                 episode_id = f"a{log.agent:02d}-e{n_episode:03d}"
                 n_episode += 1
@@ -152,26 +153,27 @@ def play(base_urls: list[str], log: AgentLog, stop: threading.Event, deadline: f
             c.close()
 
 
-def run_agents(
-    base_urls: list[str], seconds: float, agents: int = AGENTS, kill: LiveServer | None = None
-) -> list[AgentLog]:
-    """Agents in threads for ``seconds``; then, if ``kill`` is given, SIGKILL that server's exact PID."""
+def run_agents(base_urls: list[str], acks: int, agents: int = AGENTS, kill: LiveServer | None = None) -> list[AgentLog]:
+    """Agents in threads until ``acks`` steps are acknowledged (however long that takes: the state the
+    test needs, not a time); then, if ``kill`` is given, SIGKILL that server's exact PID."""
     logs = [AgentLog(i) for i in range(agents)]
     stop = threading.Event()
-    deadline = time.monotonic() + seconds + (30.0 if kill is not None else 0.0)
     threads = [
-        threading.Thread(target=play, args=(base_urls, log, stop, deadline, random.Random(log.agent)), daemon=True)
+        threading.Thread(target=play, args=(base_urls, log, stop, random.Random(log.agent)), daemon=True)
         for log in logs
     ]
     for t in threads:
         t.start()
-    time.sleep(seconds)
+    until(
+        lambda: sum(len(log.acks) for log in logs) >= acks or not any(t.is_alive() for t in threads),
+        f"{acks} steps acknowledged",
+    )
     if kill is not None:
         os.kill(kill.proc.pid, signal.SIGKILL)  # a crash: no shutdown hooks run
-        kill.proc.wait(timeout=10)
+        kill.proc.wait(timeout=STALLED_AFTER_S)
     stop.set()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=STALLED_AFTER_S)
     assert not any(t.is_alive() for t in threads), "an agent thread hung"
     return logs
 
@@ -283,7 +285,7 @@ def resume_and_finish(base_urls: list[str], log: AgentLog, db: dict[str, StoredE
     episode_id = log.current
     if episode_id is None:
         return
-    clients = [httpx.Client(base_url=u, timeout=15.0) for u in base_urls]
+    clients = [httpx.Client(base_url=u, timeout=STALLED_AFTER_S) for u in base_urls]
     try:
         if episode_id not in db:  # the reset itself was in flight and not stored: nothing to resume
             resp = clients[0].post(
@@ -369,7 +371,7 @@ def resume_all(base_urls: list[str], logs: list[AgentLog], db: dict[str, StoredE
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=STALLED_AFTER_S)
     assert not any(t.is_alive() for t in threads), "a resuming agent hung"
     if failures:
         raise failures[0]
@@ -381,14 +383,14 @@ def resume_all(base_urls: list[str], logs: list[AgentLog], db: dict[str, StoredE
 async def test_sigkill_under_load_loses_nothing_acknowledged(settings: Settings, tmp_path: Path) -> None:
     server = LiveServer(settings, tmp_path / "before.log")
     try:
-        logs = run_agents([server.url], LOAD_SECONDS, kill=server)
+        logs = run_agents([server.url], KILL_AFTER_ACKS, kill=server)
     finally:
         server.stop()  # already dead; closes the log
     assert server.proc.returncode == -signal.SIGKILL
     errors = [e for log in logs for e in log.errors]
     assert not errors, errors[:5]
     acked = sum(len(log.acks) for log in logs)
-    assert acked >= AGENTS, f"only {acked} steps acknowledged before the kill: the load did not run"
+    assert acked >= KILL_AFTER_ACKS, f"only {acked} steps acknowledged before the kill: the load did not run"
 
     db = await load_database(settings)  # before any restart: what the crash left on disk
     for ep in db.values():

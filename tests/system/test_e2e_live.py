@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 from openenv.core import GenericEnvClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 
 
@@ -30,7 +31,10 @@ def test_generic_env_client_plays_whole_episodes(live_server) -> None:
                 assert state["episode_id"] == f"e2e-{task}" and state["step_count"] == steps
                 assert steps <= core.TASKS[task].max_steps
         grade = httpx.get(
-            live_server.url + "/grader", params={"episode_id": f"e2e-{task}"}, headers={"X-Episode-Token": token}
+            live_server.url + "/grader",
+            params={"episode_id": f"e2e-{task}"},
+            headers={"X-Episode-Token": token},
+            timeout=STALLED_AFTER_S,
         ).json()
         assert 0.0 <= grade["score"] <= 1.0 and grade["task_id"] == task
 
@@ -60,7 +64,9 @@ def test_final_observation_carries_the_grader_score_over_ws(live_server) -> None
             assert result.done
             finals.append((episode_id, result.observation))
     for episode_id, obs in finals:
-        grade = httpx.get(live_server.url + "/grader", params={"episode_id": episode_id}, timeout=30).json()
+        grade = httpx.get(
+            live_server.url + "/grader", params={"episode_id": episode_id}, timeout=STALLED_AFTER_S
+        ).json()
         assert obs["final"] is True and obs["episode_id"] == episode_id
         assert obs["score"] == grade["score"] and obs["resolved"] is grade["resolved"], (obs, grade)
     assert len({o["score"] for _, o in finals}) > 1  # not one constant: real, differing grades
@@ -70,7 +76,7 @@ def test_final_observation_carries_the_grader_score_over_ws(live_server) -> None
 
 
 def test_pre_submission_check_reset_with_empty_object(live_server) -> None:
-    resp = httpx.post(live_server.url + "/reset", json={}, timeout=30)
+    resp = httpx.post(live_server.url + "/reset", json={}, timeout=STALLED_AFTER_S)
     assert resp.status_code == 200 and resp.json()["done"] is False
 
 
@@ -88,5 +94,5 @@ def test_the_typed_openenv_client_plays_an_episode(live_server) -> None:
         result = env.step(SupportAction(decision="approve_refund"))
         assert result.done is True and result.observation.final is True
         episode_id = first.observation.episode_id
-    grade = httpx.get(live_server.url + "/grader", params={"episode_id": episode_id}).json()
+    grade = httpx.get(live_server.url + "/grader", params={"episode_id": episode_id}, timeout=STALLED_AFTER_S).json()
     assert result.observation.score == grade["score"] and result.observation.resolved == grade["resolved"]

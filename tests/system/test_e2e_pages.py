@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.env.agents import HeuristicAgent, RandomAgent
 from service.settings import Settings
@@ -67,7 +68,7 @@ def chromium() -> str:
 
 
 async def _play_run(base: str, agent_name: str, workers: int = 8) -> str:
-    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=base, timeout=STALLED_AFTER_S) as client:
         resp = await client.post("/runs", json={"agent": agent_name, "model": "", "split": "dev"})
         run = resp.json()
         headers = {"Authorization": f"Bearer {run['run_token']}"}
@@ -103,7 +104,7 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
     try:
         heuristic_run = asyncio.run(_play_run(server.url, "heuristic"))
         random_run = asyncio.run(_play_run(server.url, "random"))
-        board = httpx.get(server.url + "/leaderboard", params={"split": "dev"}).json()
+        board = httpx.get(server.url + "/leaderboard", params={"split": "dev"}, timeout=STALLED_AFTER_S).json()
         assert [r["run_id"] for r in board["rows"]] == [heuristic_run, random_run]
 
         with sync_playwright() as p:
@@ -118,6 +119,7 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
                 ],
             )
             page = browser.new_page()
+            page.set_default_timeout(STALLED_AFTER_S * 1000)  # a safety net: every wait is for something on the page
             # Security headers (issue 13): the pages work under their CSP, and nothing loads from elsewhere.
             csp_violations: list[str] = []
             foreign: list[str] = []
@@ -157,9 +159,7 @@ def test_pages_in_headless_chromium(chromium: str, tmp_path: Path) -> None:
             csp = response.headers["content-security-policy"]
             assert "frame-ancestors https://huggingface.co https://*.hf.space" in csp  # a Space is shown in a frame
             assert response.headers["x-content-type-options"] == "nosniff" and "x-frame-options" not in response.headers
-            page.wait_for_selector(
-                ".swagger-ui .info .title", timeout=15_000
-            )  # Swagger UI rendered from our own assets
+            page.wait_for_selector(".swagger-ui .info .title")  # Swagger UI rendered from our own assets
             assert "ecomm-support-env" in page.locator(".swagger-ui .info .title").inner_text()
             assert page.locator(".opblock").count() > 10
             page.screenshot(path=str(shots / "docs.png"))

@@ -35,6 +35,7 @@ import httpx
 import pytest
 from sqlalchemy import insert, select, update
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, transitions, utcnow
@@ -61,7 +62,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(mount_point)],
         capture_output=True,
         text=True,
-        timeout=10,
+        timeout=STALLED_AFTER_S,
     )
     if mounted.returncode != 0:
         pytest.skip(
@@ -71,9 +72,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     try:
         yield mount_point
     finally:
-        if subprocess.run(["umount", str(mount_point)], capture_output=True, timeout=10).returncode != 0:
+        if subprocess.run(["umount", str(mount_point)], capture_output=True, timeout=STALLED_AFTER_S).returncode != 0:
             subprocess.run(
-                ["umount", "-l", str(mount_point)], capture_output=True, timeout=10
+                ["umount", "-l", str(mount_point)], capture_output=True, timeout=STALLED_AFTER_S
             )  # detach; freed when unused
 
 
@@ -190,7 +191,8 @@ async def test_database_write_on_a_full_disk_reports_exactly_what_it_stored(
 
     async def wave() -> None:
         tasks = [asyncio.ensure_future(db.write(step, i, steps[i] + 1)) for i in range(n_episodes)]
-        done, pending = await asyncio.wait(tasks, timeout=10)
+        # each write is bounded by its own wait (DB_*_TIMEOUT_S); STALLED_AFTER_S only catches a hang
+        done, pending = await asyncio.wait(tasks, timeout=STALLED_AFTER_S)
         for task in pending:
             task.cancel()
         statuses["unanswered"] += len(pending)
@@ -240,16 +242,49 @@ async def test_database_write_on_a_full_disk_reports_exactly_what_it_stored(
 # ---- over HTTP: 16 agents, a live server, a disk that fills and empties --------------------------------
 
 AGENTS = 16
-BEFORE_S, FULL_S, AFTER_S = 1.0, 2.0, 2.0
 ROOM_LEFT = 256 * 1024  # what the filler leaves for the service's own writes to use up
-MAX_REQUESTS_PER_AGENT = 3000
+FULL_ANSWERS = 2 * AGENTS  # 507s seen before space returns: the disk is full and writes are refused
+MAX_REQUESTS_PER_AGENT = 20_000  # a safety net for a wedged test; the phases end on what the agents see
 RETRYABLE = (503, 507)
+BEFORE, FULL, FREED = "before", "full", "freed"
+
+
+@dataclass
+class Phases:
+    """What the agents see, by phase of the disk (set by the test; an answer is counted in the phase
+    its request was sent in): the test moves on when the agents have seen what it waits for, however
+    long that takes — not after a fixed time."""
+
+    now: str = BEFORE
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    acked: Counter[tuple[str, int]] = field(default_factory=Counter)  # (phase, agent) -> steps acknowledged
+    full_answers: Counter[str] = field(default_factory=Counter)  # phase -> 507 answers
+
+    def count(self, phase: str, agent: int, status: int) -> None:
+        with self.lock:
+            if status == 200:
+                self.acked[(phase, agent)] += 1
+            elif status == 507:
+                self.full_answers[phase] += 1
+
+    def agents_acked(self, phase: str) -> int:
+        with self.lock:
+            return sum(1 for (p, _), n in self.acked.items() if p == phase and n > 0)
+
+    def wait(self, what: str, reached) -> None:
+        """Until ``reached()`` (a safety net of STALLED_AFTER_S turns "never" into a failure)."""
+        deadline = time.monotonic() + STALLED_AFTER_S
+        while not reached():
+            assert time.monotonic() < deadline, f"the agents never saw {what}: {self.acked}, 507s {self.full_answers}"
+            assert not self.stop.is_set(), f"the agents stopped before {what}"
+            time.sleep(0.02)
 
 
 @dataclass
 class AgentRecord:
     agent: int
-    acks: list[tuple[float, Ack]] = field(default_factory=list)  # (monotonic time, ack)
+    acks: list[tuple[str, Ack]] = field(default_factory=list)  # (phase its request was sent in, ack)
     failures: Counter[int] = field(default_factory=Counter)  # status of every 503/507 answer
     bad: list[str] = field(default_factory=list)  # answers that are neither a success nor a 503/507 problem
 
@@ -264,22 +299,26 @@ def _check_problem(resp: httpx.Response, record: AgentRecord) -> None:
         record.bad.append(f"{resp.status_code} without Retry-After")
 
 
-def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: float, rng: random.Random) -> None:
-    """reset → steps, each retried with its request_id after a 503/507 until it is answered."""
-    client = httpx.Client(base_url=url, timeout=10.0)
+def play_through_faults(url: str, prefix: str, record: AgentRecord, phases: Phases, rng: random.Random) -> None:
+    """reset → steps, each retried with its request_id after a 503/507 until it is answered, until the
+    test says stop."""
+    client = httpx.Client(base_url=url, timeout=STALLED_AFTER_S)  # a safety net: every answer is awaited
     requests = 0
 
-    def send(path: str, body: dict) -> httpx.Response | None:
+    def send(path: str, body: dict) -> tuple[str, httpx.Response] | None:
         nonlocal requests
-        while time.monotonic() < deadline and requests < MAX_REQUESTS_PER_AGENT:
+        while not phases.stop.is_set() and requests < MAX_REQUESTS_PER_AGENT:
             requests += 1
+            phase = phases.now
             try:
                 resp = client.post(path, json=body)
             except httpx.TransportError as exc:
                 record.bad.append(f"{path}: {type(exc).__name__}")
                 return None
+            if path == "/step":
+                phases.count(phase, record.agent, resp.status_code)
             if resp.status_code not in RETRYABLE:
-                return resp
+                return phase, resp
             record.failures[resp.status_code] += 1
             _check_problem(resp, record)
             time.sleep(0.02)
@@ -289,7 +328,7 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
         n_episode = 0
         current: str | None = None
         acked_here = 0
-        while time.monotonic() < deadline and requests < MAX_REQUESTS_PER_AGENT:
+        while not phases.stop.is_set() and requests < MAX_REQUESTS_PER_AGENT:
             if current is None:
                 episode_id = f"{prefix}-a{record.agent:02d}-e{n_episode:03d}"
                 n_episode += 1
@@ -299,20 +338,25 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
                     "task_id": list(core.TASKS)[(record.agent + n_episode) % len(core.TASKS)],
                     "seed": rng.randrange(10_000),
                 }
-                resp = send("/reset", args)
-                if resp is not None and resp.status_code == 409 and resp.json()["type"].endswith("episode-exists"):
-                    resp = send(
+                sent = send("/reset", args)
+                if (
+                    sent is not None
+                    and sent[1].status_code == 409
+                    and sent[1].json()["type"].endswith("episode-exists")
+                ):
+                    sent = send(
                         "/reset", {"episode_id": episode_id, "resume": True, "episode_token": token_for(episode_id)}
                     )  # stored after all: go on with it
-                if resp is None:
+                if sent is None:
                     return
+                resp = sent[1]
                 if resp.status_code != 200:
                     record.bad.append(f"reset {resp.status_code} {resp.text[:160]}")
                     continue
                 current, acked_here = episode_id, resp.json()["metadata"].get("step_count", 0)
             request_id = f"{current}-r{acked_here + 1:03d}-{rng.randrange(10**6)}"
             action = next_action(rng)
-            resp = send(
+            sent = send(
                 "/step",
                 {
                     "episode_id": current,
@@ -321,13 +365,14 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
                     "request_id": request_id,
                 },
             )
-            if resp is None:
+            if sent is None:
                 return
+            phase, resp = sent
             if resp.status_code == 200:
                 body = resp.json()
                 record.acks.append(
                     (
-                        time.monotonic(),
+                        phase,
                         Ack(current, body["metadata"]["step_index"], request_id, action, body["reward"], body["done"]),
                     )
                 )
@@ -347,6 +392,10 @@ def play_through_faults(url: str, prefix: str, record: AgentRecord, deadline: fl
 async def test_a_full_disk_under_load_loses_no_acknowledged_step(
     journal_mode: str, small_disk: Path, tmp_path: Path
 ) -> None:
+    """16 agents step while the disk fills and empties. Each phase lasts until the agents have seen what
+    it is for: every agent served; then, with the disk full, FULL_ANSWERS steps refused as disk-full
+    (507); then, with the space back, every agent served again — on a slow machine the phases are only
+    longer."""
     db_file = small_disk / "data" / "test.db"
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{db_file}",
@@ -357,12 +406,11 @@ async def test_a_full_disk_under_load_loses_no_acknowledged_step(
     server = LiveServer(settings, tmp_path / "server.log", extra_env={"SQLITE_JOURNAL_MODE": journal_mode})
     filler = small_disk / "filler"
     records = [AgentRecord(i) for i in range(AGENTS)]
-    started = time.monotonic()
-    deadline = started + BEFORE_S + FULL_S + AFTER_S
+    phases = Phases()
     threads = [
         threading.Thread(
             target=play_through_faults,
-            args=(server.url, journal_mode, r, deadline, random.Random(r.agent)),
+            args=(server.url, journal_mode, r, phases, random.Random(r.agent)),
             daemon=True,
         )
         for r in records
@@ -370,24 +418,27 @@ async def test_a_full_disk_under_load_loses_no_acknowledged_step(
     try:
         for t in threads:
             t.start()
-        time.sleep(BEFORE_S)
+        phases.wait("every agent served", lambda: phases.agents_acked(BEFORE) == AGENTS)
         fill_disk(small_disk, leave=ROOM_LEFT)
-        full_at = time.monotonic()
-        time.sleep(max(0.0, started + BEFORE_S + FULL_S - time.monotonic()))
+        phases.now = FULL
+        phases.wait(f"{FULL_ANSWERS} steps refused as disk-full", lambda: phases.full_answers[FULL] >= FULL_ANSWERS)
         filler.unlink()  # space returns; the same server process must carry on
-        freed_at = time.monotonic()
+        phases.now = FREED
+        phases.wait("every agent served once space returned", lambda: phases.agents_acked(FREED) == AGENTS)
+        phases.stop.set()
         for t in threads:
-            t.join(timeout=max(1.0, deadline - time.monotonic() + 15))
+            t.join(timeout=STALLED_AFTER_S)
         assert not any(t.is_alive() for t in threads), "an agent hung"
         alive = server.proc.poll() is None
-        ready = httpx.get(server.url + "/ready", timeout=5).status_code if alive else None
+        ready = httpx.get(server.url + "/ready", timeout=STALLED_AFTER_S).status_code if alive else None
     finally:
+        phases.stop.set()
         filler.unlink(missing_ok=True)
         server.stop()
 
     acks = [ack for r in records for _, ack in r.acks]
-    after = sum(1 for r in records for t, _ in r.acks if t > freed_at + 0.2)
-    during = sum(1 for r in records for t, _ in r.acks if full_at <= t <= freed_at)
+    during = sum(1 for r in records for phase, _ in r.acks if phase == FULL)
+    after = sum(1 for r in records for phase, _ in r.acks if phase == FREED)
     failures = sum((r.failures for r in records), Counter())
     bad = [b for r in records for b in r.bad]
     stored = stored_by_request(db_file)
@@ -396,7 +447,7 @@ async def test_a_full_disk_under_load_loses_no_acknowledged_step(
     tracebacks = logged_tracebacks(log)
     print(
         f"\ndisk full under load [{journal_mode}]: {len(acks)} steps acknowledged "
-        f"({during} while full, {after} after space returned), "
+        f"({during} sent while full, {after} after space returned), "
         f"{len(acks) - len(lost)} of them stored exactly once at their index, {len(lost)} lost; failures answered "
         f"{dict(failures)}, {len(bad)} other answers; server log {len(log.splitlines())} lines, {tracebacks} tracebacks"
     )
@@ -405,9 +456,8 @@ async def test_a_full_disk_under_load_loses_no_acknowledged_step(
         f"{len(lost)} of {len(acks)} acknowledged steps are not stored exactly once at their index: {lost[:3]}"
     )
     assert not bad, f"{len(bad)} answers were not 200/503/507 problems: {Counter(b[:60] for b in bad).most_common(4)}"
-    assert failures[507] > 0, f"no write answered 507 while the disk was full: {dict(failures)}"
+    assert phases.full_answers[FULL] >= FULL_ANSWERS  # what the full phase waited for
     assert alive, "the server process died"
-    assert after >= AGENTS, f"only {after} steps acknowledged after space returned: the process did not recover"
     assert ready == 200, f"GET /ready answered {ready} after space returned"
     assert tracebacks <= 2, (
         f"{tracebacks} tracebacks in the log: failures must log one line each, tracebacks rate-limited"

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness import STALLED_AFTER_S
 from bench.limits_fit import refused_429s, trainer
 from bench.stub_openai import StubLLM
 from service.env import TASKS
@@ -50,7 +51,7 @@ def limited_server(settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
         command=[sys.executable, "-m", "service.app"],
     )
     try:
-        limits = httpx.get(f"{server.url}/limits", timeout=10).json()
+        limits = httpx.get(f"{server.url}/limits", timeout=STALLED_AFTER_S).json()
         assert limits["exempt"] is False, limits  # the point of these tests: loopback is limited
         yield server
     finally:
@@ -62,7 +63,7 @@ def test_inference_at_its_default_concurrency_meets_no_429(limited_server: LiveS
     """An instant LLM (the worst case for the limits) at the default concurrency of 16."""
     with StubLLM() as stub:
         proc = run_inference(
-            ["--limit-per-task", "10"], limited_server.url, extra_env=llm_env(stub, tmp_path), timeout=600
+            ["--limit-per-task", "10"], limited_server.url, extra_env=llm_env(stub, tmp_path), timeout=STALLED_AFTER_S
         )
     ends = [END_RE.match(line) for line in proc.stdout.splitlines() if line.startswith("[END]")]
     rejected = http_429s(limited_server)

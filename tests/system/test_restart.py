@@ -7,6 +7,7 @@ import signal
 import httpx
 from litestar.testing import AsyncTestClient
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app
 from service.db import repository as repo
@@ -68,25 +69,33 @@ async def test_acknowledged_steps_survive_a_killed_server(settings: Settings, tm
     acked = []
     try:
         args = reset_args(9)
-        reset = httpx.post(server.url + "/reset", json=args)
+        reset = httpx.post(server.url + "/reset", json=args, timeout=STALLED_AFTER_S)
         reset.raise_for_status()
         h = owner(reset.json())
         for action in ({"lookup": "order"}, {"lookup": "customer"}):
             resp = httpx.post(
-                server.url + "/step", json={"episode_id": args["episode_id"], "action": action}, headers=h
+                server.url + "/step",
+                json={"episode_id": args["episode_id"], "action": action},
+                headers=h,
+                timeout=STALLED_AFTER_S,
             )
             resp.raise_for_status()
             acked.append((action, resp.json()["reward"]))
         server.proc.send_signal(signal.SIGKILL)  # a crash: no shutdown hooks run
-        server.proc.wait(timeout=10)
+        server.proc.wait(timeout=STALLED_AFTER_S)
     finally:
         server.stop()
     server = LiveServer(settings, tmp_path / "two.log")
     try:
-        state = httpx.get(server.url + "/state", params={"episode_id": args["episode_id"]}, headers=h).json()
+        state = httpx.get(
+            server.url + "/state", params={"episode_id": args["episode_id"]}, headers=h, timeout=STALLED_AFTER_S
+        ).json()
         assert state["step_count"] == len(acked)
         resp = httpx.post(
-            server.url + "/step", json={"episode_id": args["episode_id"], "action": {"lookup": "policy"}}, headers=h
+            server.url + "/step",
+            json={"episode_id": args["episode_id"], "action": {"lookup": "policy"}},
+            headers=h,
+            timeout=STALLED_AFTER_S,
         )
         assert resp.status_code == 200 and resp.json()["metadata"]["step_index"] == 3
         acked.append(({"lookup": "policy"}, resp.json()["reward"]))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.settings import Settings
 from tests.conftest import PG_URL, LiveServer, empty_database
@@ -33,7 +33,6 @@ from tests.system.test_durability import STEADY, assert_not_corrupt, load_databa
 
 PAIRS = 8
 ROUNDS = 14  # per pair: a fixed workload (~220 step requests), so a slow, shared machine runs the same race
-RACE_CAP_SECONDS = 30.0  # and a time bound in case it is very slow
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
 ENDINGS = [
     {"decision": "reject", "reply": "Sorry, this is outside the policy."},
@@ -78,7 +77,9 @@ async def test_episode_stepped_alternately_through_both_servers(
     two_servers: tuple[LiveServer, LiveServer], shared_settings: Settings
 ) -> None:
     token = "alt-secret-".ljust(40, "x")  # the chosen id's token, chosen too: both servers check it
-    a, b = (httpx.Client(base_url=s.url, timeout=15.0, headers={"X-Episode-Token": token}) for s in two_servers)
+    a, b = (
+        httpx.Client(base_url=s.url, timeout=STALLED_AFTER_S, headers={"X-Episode-Token": token}) for s in two_servers
+    )
     servers = [a, b]
     rng = random.Random(7)
     try:
@@ -132,7 +133,7 @@ class Outcome:
 @dataclass
 class Pair:
     index: int
-    barrier: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=30))
+    barrier: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=STALLED_AFTER_S))
     lock: threading.Lock = field(default_factory=threading.Lock)
     episode_id: str | None = None
     episode_done: bool = False
@@ -146,17 +147,16 @@ def pair_token(episode_id: str) -> str:
     return f"pair-secret-{episode_id}".ljust(40, "x")
 
 
-def race(urls: list[str], pair: Pair, member: int, deadline: float) -> None:
+def race(urls: list[str], pair: Pair, member: int) -> None:
     """One agent of a pair: every round both members step the shared episode at once."""
-    clients = [httpx.Client(base_url=u, timeout=15.0) for u in urls]
+    clients = [httpx.Client(base_url=u, timeout=STALLED_AFTER_S) for u in urls]
     mine = random.Random(pair.index * 10 + member)
     try:
         episodes = 0
         for rnd in range(ROUNDS):
             if member == 0:
                 with pair.lock:
-                    pair.stop = time.monotonic() > deadline
-                    if not pair.stop and (pair.episode_id is None or pair.episode_done):
+                    if pair.episode_id is None or pair.episode_done:
                         pair.episode_id, pair.episode_done = f"p{pair.index}-e{episodes}", False
                         resp = mine.choice(clients).post(
                             "/reset",
@@ -219,12 +219,11 @@ async def test_racing_agents_across_two_servers(
 ) -> None:
     urls = [s.url for s in two_servers]
     pairs = [Pair(i) for i in range(PAIRS)]
-    deadline = time.monotonic() + RACE_CAP_SECONDS
-    threads = [threading.Thread(target=race, args=(urls, p, m, deadline), daemon=True) for p in pairs for m in (0, 1)]
+    threads = [threading.Thread(target=race, args=(urls, p, m), daemon=True) for p in pairs for m in (0, 1)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=STALLED_AFTER_S)
     assert not any(t.is_alive() for t in threads), "a racing agent hung"
     errors = [e for p in pairs for e in p.errors]
     assert not errors, errors[:5]
@@ -293,8 +292,8 @@ async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored
     answers: list[httpx.Response] = []
     token = {"X-Episode-Token": "stale-secret-".ljust(40, "x")}  # every chosen id here shares one token
     with (
-        httpx.Client(base_url=a.url, timeout=15.0, headers=token) as ca,
-        httpx.Client(base_url=b.url, timeout=15.0, headers=token) as cb,
+        httpx.Client(base_url=a.url, timeout=STALLED_AFTER_S, headers=token) as ca,
+        httpx.Client(base_url=b.url, timeout=STALLED_AFTER_S, headers=token) as cb,
     ):
         for trial in range(10):
             episode_id = f"stale-{trial}"
@@ -313,11 +312,11 @@ async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored
             ca.post(
                 "/step", json={"episode_id": episode_id, "action": {"lookup": "order"}}
             ).raise_for_status()  # b's copy is stale
-            barrier = threading.Barrier(4, timeout=30)
+            barrier = threading.Barrier(4, timeout=STALLED_AFTER_S)
 
             # the same request, delivered 4 times to b at once
             def deliver(episode_id: str = episode_id, barrier: threading.Barrier = barrier) -> None:
-                with httpx.Client(base_url=b.url, timeout=15.0, headers=token) as c:
+                with httpx.Client(base_url=b.url, timeout=STALLED_AFTER_S, headers=token) as c:
                     barrier.wait()
                     answers.append(
                         c.post(
@@ -330,7 +329,7 @@ async def test_duplicate_delivery_to_a_process_with_a_stale_copy_gets_the_stored
             for t in threads:
                 t.start()
             for t in threads:
-                t.join(timeout=30)
+                t.join(timeout=STALLED_AFTER_S)
     db = await load_database(shared_settings)
     for ep in db.values():  # nothing is corrupted or applied twice: the bug is the answer, not the data
         assert_not_corrupt(ep)
@@ -367,13 +366,15 @@ def test_workers_setting_serves_from_that_many_processes(shared_settings: Settin
         assert len(serving) == 2 and len(workers) == 2, (serving, workers)
         assert all(f"(pid {pid}) serving" in "\n".join(serving) for pid in workers)
         # an episode played with a new connection per request (any worker may answer) stays consistent
-        episode = httpx.post(server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}).json()["observation"][
-            "episode_id"
-        ]
+        episode = httpx.post(
+            server.url + "/reset", json={"task_id": WORKFLOW, "seed": 5}, timeout=STALLED_AFTER_S
+        ).json()["observation"]["episode_id"]
         for action in [*STEADY[:3], ENDINGS[1]]:
-            r = httpx.post(server.url + "/step", json={"episode_id": episode, "action": action})
+            r = httpx.post(
+                server.url + "/step", json={"episode_id": episode, "action": action}, timeout=STALLED_AFTER_S
+            )
             assert r.status_code == 200, r.text
-        grade = httpx.get(server.url + "/grader", params={"episode_id": episode}).json()
+        grade = httpx.get(server.url + "/grader", params={"episode_id": episode}, timeout=STALLED_AFTER_S).json()
         assert grade["step_count"] == 4 and 0.0 <= grade["score"] <= 1.0
     finally:
         server.stop()  # the supervisor we started; it stops its workers

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from litestar.testing import AsyncTestClient
 
+from bench.harness import STALLED_AFTER_S
 from service.app import create_app
 from service.db.migrate import head_revision
 from service.settings import Settings
@@ -49,21 +49,36 @@ def app_logged(settings: Settings, caplog: pytest.LogCaptureFixture) -> Any:
     return app
 
 
+class _OnFirstRetry(logging.Handler):
+    """Runs ``action`` once, when the start first logs that it is retrying."""
+
+    def __init__(self, action: Any) -> None:
+        super().__init__(logging.WARNING)
+        self.action, self.fired = action, False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.fired and "retrying in" in record.getMessage():
+            self.fired = True
+            self.action()
+
+
 def our_tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name.startswith("service") and r.exc_info]
 
 
 async def test_a_start_waits_for_a_database_that_comes_back(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings, volume, away = unreachable_sqlite(tmp_path)
-    timer = threading.Timer(1.0, away.rename, args=(volume,))  # the volume is mounted a second later
-    timer.start()
+    mount = _OnFirstRetry(lambda: away.rename(volume))  # the volume is mounted once the start has said it waits
+    logging.getLogger("service.deployment").addHandler(mount)
     try:
-        async with AsyncTestClient(app=app_logged(replace(settings, db_start_timeout_s=20), caplog)) as client:
+        start = replace(settings, db_start_timeout_s=STALLED_AFTER_S)  # a safety net: the volume comes back
+        async with AsyncTestClient(app=app_logged(start, caplog)) as client:
             resp = await client.post("/reset", json={"task_id": "workflow-triage", "seed": 1})
             assert resp.status_code == 200, resp.text
             assert (await client.get("/ready")).status_code == 200
     finally:
-        timer.cancel()
+        logging.getLogger("service.deployment").removeHandler(mount)
+    assert mount.fired
     retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
     assert retries and "DB_START_TIMEOUT_S" in retries[0] and "unavailable" in retries[0], retries
     assert not our_tracebacks(caplog)
@@ -83,9 +98,9 @@ async def test_a_start_without_a_database_fails_in_one_clear_line(
 
 
 async def test_an_unmigrated_database_answers_503_saying_to_migrate(
-    settings: Settings, caplog: pytest.LogCaptureFixture
+    empty_settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = app_logged(replace(settings, migrate_on_start=False, test_split_key="k" * 40), caplog)
+    app = app_logged(replace(empty_settings, migrate_on_start=False, test_split_key="k" * 40), caplog)
     async with AsyncTestClient(app=app) as client:
         for method, path, kwargs in (
             ("POST", "/reset", {"json": {"task_id": "workflow-triage", "seed": 1}}),
@@ -102,11 +117,11 @@ async def test_an_unmigrated_database_answers_503_saying_to_migrate(
 
 
 async def test_an_unmigrated_database_without_a_test_key_fails_the_start_saying_to_migrate(
-    settings: Settings, caplog: pytest.LogCaptureFixture
+    empty_settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     with pytest.raises(Exception):  # noqa: PT011, B017 - the test client wraps what the lifespan raised
         async with AsyncTestClient(
-            app=app_logged(replace(settings, migrate_on_start=False, db_start_timeout_s=0.5), caplog)
+            app=app_logged(replace(empty_settings, migrate_on_start=False, db_start_timeout_s=0.5), caplog)
         ):
             pass
     [error] = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("service")]

@@ -53,11 +53,13 @@ def running(pid: int) -> bool:
 
 def play(url: str, seed: int) -> None:
     """An episode with a new connection per request: either worker may answer any of them."""
-    episode = httpx.post(url + "/reset", json={"task_id": WORKFLOW, "seed": seed}).json()["observation"]["episode_id"]
+    episode = httpx.post(url + "/reset", json={"task_id": WORKFLOW, "seed": seed}, timeout=STALLED_AFTER_S).json()[
+        "observation"
+    ]["episode_id"]
     for action in [*STEADY[:2], ENDINGS[1]]:
-        r = httpx.post(url + "/step", json={"episode_id": episode, "action": action})
+        r = httpx.post(url + "/step", json={"episode_id": episode, "action": action}, timeout=STALLED_AFTER_S)
         assert r.status_code == 200, r.text
-    assert httpx.get(url + "/grader", params={"episode_id": episode}).json()["step_count"] == 3
+    assert httpx.get(url + "/grader", params={"episode_id": episode}, timeout=STALLED_AFTER_S).json()["step_count"] == 3
 
 
 def workers_server(settings: Settings, tmp_path: Path, **env: str) -> LiveServer:
