@@ -70,7 +70,7 @@ async def test_openenvs_in_memory_environment_chooses_tasks_as_the_service_does(
     assert env.reset(seed=2, difficulty="hard", split="dev").task_id == "decision-hard"
 
 
-async def test_http_ws_mcp_and_runs_take_them(client: Client, app: Litestar) -> None:
+async def test_http_mcp_and_runs_take_them(client: Client) -> None:
     for alias, task_id in EXPECTED.items():
         body = (await client.post("/reset", json={"task_id": alias, "seed": 1, "split": "dev"})).json()
         assert body["observation"]["task_id"] == task_id, (alias, body)
@@ -94,7 +94,12 @@ async def test_http_ws_mcp_and_runs_take_them(client: Client, app: Litestar) -> 
         },
     )
     assert "workflow-resolution" in mcp.text, mcp.text
-    with TestClient(app) as sync, sync.websocket_connect("/ws") as ws:
+
+
+def test_the_websocket_takes_them(settings: Settings) -> None:
+    """Its own app: a second lifespan on the async client's app would start in another event loop and
+    reuse a database pool bound to the first (PostgreSQL refuses that)."""
+    with TestClient(create_app(settings)) as sync, sync.websocket_connect("/ws") as ws:
         ws.send_json({"type": "reset", "data": {"task_id": "workflow-easy", "seed": 1, "split": "dev"}})
         assert ws.receive_json()["data"]["observation"]["task_id"] == "workflow-triage"
 
