@@ -41,6 +41,7 @@ COPY migrations ./migrations
 COPY service ./service
 COPY server ./server
 RUN pip install --no-deps --no-build-isolation -e . \
+    && python -m compileall -q service server migrations \
     && useradd --create-home --uid 1000 user \
     && mkdir -p /data \
     && chown user:user /data

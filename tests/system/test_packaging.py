@@ -37,3 +37,24 @@ def test_the_wheel_carries_every_data_file_of_the_package(tmp_path: Path) -> Non
     (wheel,) = tmp_path.glob("*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
     assert sorted(data - shipped) == []
+
+
+def test_both_installs_compile_the_app_so_a_start_compiles_nothing(tmp_path: Path) -> None:
+    """`make run`'s install and the image compile the app (and its locked dependencies) to bytecode: where
+    PYTHONDONTWRITEBYTECODE is set (the image sets it) a start otherwise compiles every module again, ~3x
+    the CPU of the import, which is what a worker starting on a busy machine waits for (#22 item 3)."""
+    makefile, dockerfile = (ROOT / "Makefile").read_text(), (ROOT / "Dockerfile").read_text()
+    command = "-m compileall -q -j 0 service server migrations"
+    assert command in makefile and "--compile-bytecode -r requirements.txt" in makefile
+    assert "python -m compileall -q service server migrations" in dockerfile
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPYCACHEPREFIX": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run([sys.executable, *command.split()], cwd=ROOT, env=env, check=True)
+    probe = (
+        "import sys, os, service.app\n"
+        "mods = [m for n, m in sys.modules.items() if n.split('.')[0] in ('service', 'server')]\n"
+        "missing = [m.__name__ for m in mods if getattr(m, '__cached__', None) and not os.path.exists(m.__cached__)]\n"
+        "print(len(mods), missing)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    count, missing = out.stdout.split(" ", 1)
+    assert int(count) > 50 and missing.strip() == "[]", out.stdout
