@@ -32,9 +32,10 @@ from service.domain.episodes.schemas import (
     wire_observation_schema,
 )
 from service.domain.episodes.services import EpisodeService
+from service.errors import MAX_LISTED_ERRORS, InvalidRequest, clip
 from service.lib.decoding import validation_errors
 from service.lib.limits import counted_address
-from service.lib.problems import MAX_LISTED_ERRORS, InvalidInput, bearer, clip, listed, problem_responses
+from service.lib.problems import bearer, listed, problem_responses
 from service.settings import Settings
 
 ENV_NAME = "ecomm-support-env"
@@ -67,7 +68,7 @@ def closed_query(request: Request[Any, Any, Any], accepted: tuple[str, ...]) -> 
         return
     named = ", ".join(repr(clip(k)) for k in unknown[:MAX_LISTED_ERRORS])
     more = f" and {len(unknown) - MAX_LISTED_ERRORS} more" if len(unknown) > MAX_LISTED_ERRORS else ""
-    raise InvalidInput(
+    raise InvalidRequest(
         f"unknown query parameter {named}{more}; GET {request.url.path} accepts: {', '.join(accepted)}",
         errors=[{"field": k, "message": "unknown query parameter", "type": "unknown_field"} for k in unknown],
     )
@@ -219,7 +220,7 @@ def _validated_reset(**query: Any) -> ResetParams:
         return ResetParams(**{k: v for k, v in query.items() if v is not None})
     except ValidationError as exc:
         errors = validation_errors(exc)
-        raise InvalidInput("fix these query parameters: " + listed(errors), errors=errors) from exc
+        raise InvalidRequest("fix these query parameters: " + listed(errors), errors=errors) from exc
 
 
 __all__ = ["OpenEnvController"]
