@@ -21,7 +21,6 @@ from service.db import repository as repo
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.domain.episodes.schemas import (
-    MAX_SEED,
     MIN_CLIENT_TOKEN,
     RUN_ID_PREFIX,
     EpisodeResult,
@@ -137,7 +136,7 @@ class EpisodeService:
     def __init__(
         self,
         db: Database,
-        default_split: str = "train",
+        default_split: str = core.DEFAULT_SPLIT,
         runs: RunGate | None = None,
         dataset: core.Dataset = core.PUBLIC,
         default_tasks: tuple[str, ...] = (),
@@ -277,7 +276,7 @@ class EpisodeService:
                     {"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}
                 ],
             )
-        seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
+        seed = params.seed if params.seed is not None else secrets.randbelow(core.MAX_SEED + 1)
         split = params.split or self.default_split
         if split == core.HIDDEN_SPLIT:
             raise TestSplitNeedsRun(
