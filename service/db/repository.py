@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -324,18 +324,6 @@ async def save_grade(db: Database, episode_id: str, draft: GradeDraft) -> GradeR
         if stored is None:  # the episode itself is gone
             raise
         return stored
-
-
-async def count_rows(db: Database) -> dict[str, int]:
-    """Row counts per table (health/diagnostics and tests)."""
-
-    def count(conn: Connection) -> dict[str, int]:
-        return {
-            t.name: conn.execute(select(func.count()).select_from(t)).scalar_one()
-            for t in (episodes, transitions, grades)
-        }
-
-    return await db.read(count)
 
 
 @dataclass(frozen=True)

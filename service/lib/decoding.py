@@ -27,7 +27,7 @@ from litestar.types import Empty
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from service.lib.problems import MAX_LISTED_ERRORS, InvalidInput, Problem, bounded_errors, clip
+from service.errors import MAX_LISTED_ERRORS, InvalidRequest, MalformedRequest, bounded_errors, clip
 
 # Top-level body fields that OpenEnv clients and the reference server's documented examples send,
 # accepted and ignored (openenv 0.10 ``core/env_server/types.py``: ResetRequest has seed and
@@ -36,13 +36,11 @@ OPENENV_TOLERATED_RESET_FIELDS: frozenset[str] = frozenset()
 OPENENV_TOLERATED_STEP_FIELDS: frozenset[str] = frozenset({"render", "verbose"})
 
 
-class BodyNotJson(Problem):
-    status = 400
+class BodyNotJson(MalformedRequest):
     slug = "not-json"
-    title = "Body is not JSON"
 
 
-class UnstorableText(InvalidInput):
+class UnstorableText(InvalidRequest):
     """A string holding NUL or a lone surrogate (422, the field named in ``errors``)."""
 
     def __init__(self, field: str) -> None:

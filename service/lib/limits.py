@@ -39,7 +39,8 @@ from litestar.middleware.rate_limit import RateLimitConfig, RateLimitMiddleware
 from service.db import client_usage
 from service.db.engine import Database
 from service.db.models import utcnow
-from service.lib.problems import QuotaExceeded, bearer
+from service.errors import QuotaSpent
+from service.lib.problems import bearer
 from service.settings import Settings
 
 log = logging.getLogger("service.limits")
@@ -154,9 +155,8 @@ def counted_address(connection: ASGIConnection[Any, Any, Any, Any]) -> str | Non
     return None if client.exempt else client.address
 
 
-class EpisodeQuotaExceeded(QuotaExceeded):
+class EpisodeQuotaExceeded(QuotaSpent):
     slug = "episode-quota-exceeded"
-    title = "Too many episodes from this client"
 
 
 class EpisodeQuota:
@@ -422,9 +422,8 @@ async def request_credential(request: Request[Any, Any, Any]) -> tuple[str | Non
     return None, False
 
 
-class RateLimited(QuotaExceeded):
+class RateLimited(QuotaSpent):
     slug = "rate-limited"
-    title = "Too many requests"
 
     def __init__(self, refused: Refusal) -> None:
         super().__init__(refused.detail(), retry_after_s=refused.retry_after_s, limit=refused.setting)

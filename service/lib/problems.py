@@ -1,6 +1,12 @@
-"""RFC 9457 problem details for every error the service returns, and the handlers that make them.
+"""RFC 9457 problem details for every error the service returns, and the handlers that make them; the one
+module that maps the services' domain errors (:mod:`service.errors`) to each transport.
 
-Each problem carries a ``detail`` telling the caller what to do next. Database faults
+A domain error's kind gives its HTTP status and its WebSocket error frame's code (:data:`KINDS`); its
+``slug`` ends its problem type's URL, and :data:`TITLES` gives its problem's title. Over HTTP it is answered as a
+problem document (:func:`problem_body`; a :class:`~service.errors.QuotaSpent` adds ``Retry-After``), over a
+WebSocket as an error frame (:func:`ws_error_data`), over MCP as a tool result with ``isError`` whose payload
+is the same problem document (:func:`mcp_tool_error`: MCP reports a tool that failed in its result, not as a
+JSON-RPC error). Each problem carries a ``detail`` telling the caller what to do next. Database faults
 (:mod:`service.db.errors`) become 503 (unavailable) or 507 (disk full) with ``Retry-After``, logged
 one line each. Unexpected exceptions become a 500 problem without internals (logged server-side
 with a traceback).
@@ -9,6 +15,7 @@ with a traceback).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import MediaType, Request, Response
@@ -19,6 +26,19 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import IntegrityError
 
 from service.db.errors import DatabaseFault, FaultLog
+from service.errors import (
+    MAX_LISTED_ERRORS,
+    Conflict,
+    DomainError,
+    InvalidRequest,
+    MalformedRequest,
+    NotAllowed,
+    NotFound,
+    QuotaSpent,
+    Unauthenticated,
+    bounded_errors,
+    clip,
+)
 
 log = logging.getLogger("service.problems")
 
@@ -65,60 +85,6 @@ def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
     }
 
 
-class Problem(Exception):
-    """An error with an HTTP status and a caller-facing explanation."""
-
-    status = 400
-    slug = "bad-request"
-    title = "Bad request"
-
-    def __init__(self, detail: str, **extra: Any) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.extra = extra
-
-    def body(self) -> dict[str, Any]:
-        return {
-            "type": TYPE_BASE + self.slug,
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-            **self.extra,
-        }
-
-
-# A response never grows with the number (or length) of the mistakes in a request: at most this many
-# errors are listed one by one — the rest are counted — and text echoed from the request is cut short.
-MAX_LISTED_ERRORS = 5
-MAX_ECHOED_CHARS = 64  # of a field name or value the client sent, quoted back
-MAX_MESSAGE_CHARS = 500
-
-
-def clip(text: str, limit: int = MAX_ECHOED_CHARS) -> str:
-    """``text`` cut to ``limit`` characters (the cut marked with …)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def bounded_errors(errors: list[dict[str, Any]], key: str = "field") -> list[dict[str, Any]]:
-    """At most :data:`MAX_LISTED_ERRORS` of ``errors``, their texts clipped, then one entry that says how many
-    more there were (``key`` names the field of each error: ``field`` in our problems, ``key`` in Litestar's)."""
-    counted = [e for e in errors if e.get("type") == "more_errors" or e.get(key) == "…"]  # already bounded
-    listed_ = [e for e in errors if e not in counted]
-    shown = [
-        {
-            name: clip(value, MAX_MESSAGE_CHARS if name == "message" else MAX_ECHOED_CHARS)
-            if isinstance(value, str)
-            else value
-            for name, value in error.items()
-        }
-        for error in listed_[:MAX_LISTED_ERRORS]
-    ]
-    more = len(listed_) - MAX_LISTED_ERRORS
-    if more > 0:
-        shown.append({key: "…", "message": f"and {more} more not listed", "type": "more_errors", "more": more})
-    return shown + counted[:1]
-
-
 def listed(errors: list[dict[str, Any]], key: str = "field", separator: str = "; ") -> str:
     """``errors`` as one line for a ``detail`` ("field (message); …"), as bounded as :func:`bounded_errors`."""
     parts = []
@@ -131,189 +97,94 @@ def listed(errors: list[dict[str, Any]], key: str = "field", separator: str = ";
     return separator.join(parts)
 
 
-class InvalidInput(Problem):
-    status = 422
-    slug = "validation-error"
-    title = "Request validation failed"
-
-    def __init__(self, detail: str, **extra: Any) -> None:
-        if isinstance(extra.get("errors"), list):
-            extra["errors"] = bounded_errors(extra["errors"])
-        super().__init__(clip(detail, 2 * MAX_MESSAGE_CHARS + MAX_LISTED_ERRORS * MAX_ECHOED_CHARS), **extra)
+WS_VALIDATION_ERROR = "VALIDATION_ERROR"  # the frame lists the fields in ``errors``
+WS_EXECUTION_ERROR = "EXECUTION_ERROR"  # the frame carries the HTTP status the same refusal would have
 
 
-class EpisodeNotFound(Problem):
-    status = 404
-    slug = "episode-not-found"
-    title = "Episode not found"
+@dataclass(frozen=True)
+class Wire:
+    """How one kind of domain error is answered: its HTTP status, and its WebSocket error frame's code."""
 
-    def __init__(self, episode_id: str) -> None:
-        super().__init__(
-            f"no episode with id {episode_id!r}; call POST /reset to start an episode — it returns episode_id",
-            episode_id=episode_id,
-        )
+    status: int
+    ws_code: str
 
 
-class MissingEpisodeId(Problem):
-    status = 422
-    slug = "episode-id-required"
-    title = "episode_id is required"
+KINDS: dict[type[DomainError], Wire] = {
+    MalformedRequest: Wire(400, WS_EXECUTION_ERROR),
+    Unauthenticated: Wire(401, WS_EXECUTION_ERROR),
+    NotAllowed: Wire(403, WS_EXECUTION_ERROR),
+    NotFound: Wire(404, WS_EXECUTION_ERROR),
+    Conflict: Wire(409, WS_EXECUTION_ERROR),
+    InvalidRequest: Wire(422, WS_VALIDATION_ERROR),
+    QuotaSpent: Wire(429, WS_EXECUTION_ERROR),
+}
 
-    def __init__(self) -> None:
-        super().__init__(
-            "pass the episode_id returned by POST /reset (in observation.episode_id and metadata.episode_id); "
-            "over HTTP, a client that sends back the ecomm_episode cookie /reset sets may leave it out. For a client "
-            "that keeps no cookies and sends no id (seed A's inference.py and baseline.py), the operator starts a "
-            "server for it alone with SINGLE_SESSION=1 DEFAULT_TASKS=easy,medium,hard (Docker: -e SINGLE_SESSION=1 "
-            "-e DEFAULT_TASKS=easy,medium,hard): the first lets an id-less request mean the latest reset, the second "
-            "makes a reset that names no task a refund decision, as seed A's were",
-            errors=[{"field": "episode_id", "message": "field required"}],
-        )
-
-
-class EpisodeConflict(Problem):
-    status = 409
-    slug = "episode-conflict"
-    title = "Episode state conflict"
-
-
-class EpisodeAlreadyExists(EpisodeConflict):
-    slug = "episode-exists"
-    title = "Episode already exists"
-
-
-class EpisodeFinishedProblem(EpisodeConflict):
-    slug = "episode-finished"
-    title = "Episode is finished"
-
-
-class EpisodeNotFinished(EpisodeConflict):
-    slug = "episode-not-finished"
-    title = "Episode is not finished"
-
-
-class StepRaceLost(EpisodeConflict):
-    slug = "step-conflict"
-    title = "Concurrent step on the same episode"
-
-
-class RunTokenMissing(Problem):
-    status = 401
-    slug = "run-token-required"
-    title = "Run token required"
+# The title of each problem type, by the domain error's slug (the end of the type URL). A table of data: one
+# row per slug, which tests/api/test_domain_errors.py checks against every domain error the service defines.
+TITLES: dict[str, str] = {
+    "not-json": "Body is not JSON",
+    "token-in-url": "Secrets never travel in a URL",
+    "validation-error": "Request validation failed",
+    "episode-id-required": "episode_id is required",
+    "episode-token-required": "Episode token required",
+    "run-token-required": "Run token required",
+    "submitter-key-required": "Submitter key required",
+    "episode-token-invalid": "Episode token does not match",
+    "run-token-invalid": "Run token does not match",
+    "submitter-key-invalid": "Submitter key not recognised",
+    "test-split-needs-run": "The test split is played only as a run",
+    "test-results-private": "Test-split episodes are never shown one by one",
+    "test-run-budget-spent": "No test runs left under this test key",
+    "episode-not-found": "Episode not found",
+    "run-not-found": "Run not found",
+    "episode-conflict": "Episode state conflict",
+    "episode-exists": "Episode already exists",
+    "episode-finished": "Episode is finished",
+    "episode-not-finished": "Episode is not finished",
+    "step-conflict": "Concurrent step on the same episode",
+    "no-episode": "No episode to act on",
+    "run-not-active": "Run is not active",
+    "run-episode-id-taken": "The run's next episode id is taken",
+    "run-in-progress": "Per-episode results are shown once the run completes",
+    "agent-name-taken": "Agent name belongs to another submitter",
+    "quota-exceeded": "Too many test runs",
+    "episode-quota-exceeded": "Too many episodes from this client",
+    "rate-limited": "Too many requests",
+}
 
 
-class RunTokenInvalid(Problem):
-    status = 403
-    slug = "run-token-invalid"
-    title = "Run token does not match"
+def wire_of(exc: DomainError) -> Wire:
+    """How ``exc`` is answered: the :data:`KINDS` entry of the nearest kind it derives."""
+    for cls in type(exc).__mro__:
+        wire = KINDS.get(cls)
+        if wire is not None:
+            return wire
+    raise LookupError(f"{type(exc).__name__} derives no kind of service.errors")
 
 
-class EpisodeTokenMissing(Problem):
-    status = 401
-    slug = "episode-token-required"
-    title = "Episode token required"
-
-    def __init__(self, episode_id: str) -> None:
-        super().__init__(
-            f"episode {episode_id!r} has a client-chosen id, so it needs the episode_token its reset returned "
-            "(metadata.episode_token): send it in the `X-Episode-Token` header (or `Authorization: Bearer`, or "
-            "`episode_token` in a POST body) — never in the URL",
-            episode_id=episode_id,
-        )
+def problem_body(exc: DomainError) -> dict[str, Any]:
+    """``exc`` as an RFC 9457 problem document (HTTP's body, and MCP's tool error payload)."""
+    return {
+        "type": TYPE_BASE + exc.slug,
+        "title": TITLES[exc.slug],
+        "status": wire_of(exc).status,
+        "detail": exc.detail,
+        **exc.extra,
+    }
 
 
-class EpisodeTokenInvalid(Problem):
-    status = 403
-    slug = "episode-token-invalid"
-    title = "Episode token does not match"
-
-    def __init__(self, episode_id: str) -> None:
-        super().__init__(
-            f"that is not the episode_token of episode {episode_id!r}; only the client whose reset created it may "
-            "act on it — POST /reset without episode_id starts an episode of your own",
-            episode_id=episode_id,
-        )
+def ws_error_data(exc: DomainError) -> dict[str, Any]:
+    """``exc`` as the ``data`` of a WebSocket error frame: the fields for a validation error, the HTTP status
+    the same refusal has otherwise."""
+    wire = wire_of(exc)
+    if wire.ws_code == WS_VALIDATION_ERROR:
+        return {"message": exc.detail, "code": wire.ws_code, "errors": exc.extra.get("errors", [])}
+    return {"message": exc.detail, "code": wire.ws_code, "status": wire.status}
 
 
-class TokenInUrl(Problem):
-    status = 400
-    slug = "token-in-url"
-    title = "Secrets never travel in a URL"
-
-
-class RunNotFound(Problem):
-    status = 404
-    slug = "run-not-found"
-    title = "Run not found"
-
-
-class RunNotActive(Problem):
-    status = 409
-    slug = "run-not-active"
-    title = "Run is not active"
-
-
-class RunEpisodeIdTaken(Problem):
-    status = 409
-    slug = "run-episode-id-taken"
-    title = "The run's next episode id is taken"
-
-
-class AgentNameTaken(Problem):
-    status = 409
-    slug = "agent-name-taken"
-    title = "Agent name belongs to another submitter"
-
-
-class TestSplitNeedsRun(Problem):
-    status = 403
-    slug = "test-split-needs-run"
-    title = "The test split is played only as a run"
-
-
-class TestResultsPrivate(Problem):
-    status = 403
-    slug = "test-results-private"
-    title = "Test-split episodes are never shown one by one"
-
-
-class RunResultsPending(Problem):
-    """A run episode's per-episode results (grade, page, trajectory) wait for its run to complete."""
-
-    status = 409
-    slug = "run-in-progress"
-    title = "Per-episode results are shown once the run completes"
-
-
-class SubmitterKeyMissing(Problem):
-    status = 401
-    slug = "submitter-key-required"
-    title = "Submitter key required"
-
-
-class SubmitterKeyInvalid(Problem):
-    status = 403
-    slug = "submitter-key-invalid"
-    title = "Submitter key not recognised"
-
-
-class QuotaExceeded(Problem):
-    status = 429
-    slug = "quota-exceeded"
-    title = "Too many test runs"
-
-    def __init__(self, detail: str, retry_after_s: int, **extra: Any) -> None:
-        super().__init__(detail, retry_after_s=retry_after_s, **extra)
-        self.headers = {"Retry-After": str(retry_after_s)}
-
-
-class TestRunBudgetSpent(Problem):
-    """A submitter key has completed (or holds open) its lifetime budget of test runs under this test key."""
-
-    status = 403
-    slug = "test-run-budget-spent"
-    title = "No test runs left under this test key"
+def mcp_tool_error(exc: DomainError) -> dict[str, Any]:
+    """``exc`` as the payload of an MCP tool result with ``isError`` (the problem document, as over HTTP)."""
+    return problem_body(exc)
 
 
 def bearer(request: Request[Any, Any, Any]) -> str | None:
@@ -329,9 +200,10 @@ def problem_response(
     return Response(content=body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
-def _problem_handler(_: Request[Any, Any, Any], exc: Problem) -> Response[dict[str, Any]]:
+def _domain_error_handler(_: Request[Any, Any, Any], exc: DomainError) -> Response[dict[str, Any]]:
+    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, QuotaSpent) else None
     return Response(
-        content=exc.body(), status_code=exc.status, media_type=PROBLEM_JSON, headers=getattr(exc, "headers", None)
+        content=problem_body(exc), status_code=wire_of(exc).status, media_type=PROBLEM_JSON, headers=headers
     )
 
 
@@ -439,7 +311,7 @@ def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault)
 
 
 exception_handlers: dict[Any, Any] = {
-    Problem: _problem_handler,
+    DomainError: _domain_error_handler,
     DatabaseFault: _database_fault_handler,
     IntegrityError: _integrity_handler,
     ValidationException: _validation_handler,
@@ -449,4 +321,13 @@ exception_handlers: dict[Any, Any] = {
     Exception: _internal_handler,
 }
 
-__all__ = ["PROBLEM_JSON", "MediaType", "Problem", "exception_handlers", "problem_response"]
+__all__ = [
+    "MAX_LISTED_ERRORS",  # at home in service.errors, where the bounds are applied; tests read it here
+    "PROBLEM_JSON",
+    "MediaType",
+    "exception_handlers",
+    "mcp_tool_error",
+    "problem_body",
+    "problem_response",
+    "ws_error_data",
+]

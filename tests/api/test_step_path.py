@@ -23,6 +23,7 @@ from service.domain.episodes.services import EpisodeService
 from service.domain.runs.services import RunService
 from service.env.agents import play_episode
 from service.settings import Settings
+from tests.db.rows import count_rows
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -98,7 +99,7 @@ async def test_prepared_statements_store_what_core_statements_store(settings: Se
             await db.write(repo._INSERT_EPISODE.execute, _episode_values("prepared"))
         with pytest.raises(KeyError):
             await db.write(repo._INSERT_EPISODE.execute, {"id": "missing-columns"})
-        assert await repo.count_rows(db) == {"episodes": 2, "transitions": 0, "grades": 0}
+        assert await count_rows(db) == {"episodes": 2, "transitions": 0, "grades": 0}
     finally:
         await db.dispose()
 
@@ -135,7 +136,7 @@ async def test_grader_from_cache_equals_grader_from_the_database(settings: Setti
         from_db = await EpisodeService(db, runs=runs).grade(episode_id)  # a fresh process: no cache
         assert from_cache == from_db
         assert from_db.score == core.grade_episode(cached.state).score
-        assert await repo.count_rows(db) == {
+        assert await count_rows(db) == {
             "episodes": 1,
             "transitions": len(await repo.list_transitions(db, episode_id)),
             "grades": 1,

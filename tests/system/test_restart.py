@@ -10,9 +10,9 @@ from litestar.testing import AsyncTestClient
 from bench.harness import STALLED_AFTER_S
 from service import env as core
 from service.app import create_app
-from service.db import repository as repo
 from service.settings import Settings
 from tests.conftest import LiveServer
+from tests.db.rows import count_rows
 from tests.system.test_concurrency_support import assert_matches_replay, owner, reset_args
 
 WORKFLOW = next(t.id for t in core.TASKS.values() if t.family == "workflow")
@@ -55,7 +55,7 @@ async def test_restart_keeps_everything_and_continues(settings: Settings) -> Non
     db = settings.database()
     try:
         await assert_matches_replay(db, "open", applied, rewards)
-        assert await repo.count_rows(db) == {
+        assert await count_rows(db) == {
             "episodes": 2,
             "transitions": 1 + len(applied),
             "grades": 1 + int(resp.json()["done"]),

@@ -20,6 +20,11 @@ from service.domain.episodes.cookies import (
 )
 from service.domain.episodes.credentials import episode_token, explicit_episode_token
 from service.domain.episodes.schemas import (
+    CHOICE_MAX,
+    EPISODE_ID_MAX,
+    MAX_SEED,
+    RUN_ID_MAX,
+    TASK_ID_MAX,
     EpisodeResult,
     HealthResponse,
     MetadataResponse,
@@ -32,12 +37,12 @@ from service.domain.episodes.schemas import (
     wire_observation_schema,
 )
 from service.domain.episodes.services import EpisodeService
+from service.errors import MAX_LISTED_ERRORS, InvalidRequest, clip
 from service.lib.decoding import validation_errors
 from service.lib.limits import counted_address
-from service.lib.problems import MAX_LISTED_ERRORS, InvalidInput, bearer, clip, listed, problem_responses
+from service.lib.problems import bearer, listed, problem_responses
 from service.settings import Settings
 
-ENV_NAME = "ecomm-support-env"
 ENV_DESCRIPTION = (
     "E-commerce customer-support decisions: each episode is one support ticket; the agent decides, "
     "replies, tags, routes and closes it under an executable store policy, and is graded."
@@ -46,7 +51,7 @@ ENV_DESCRIPTION = (
 EpisodeIdQuery = Annotated[
     str | None,
     QueryParameter(
-        max_length=255, description="From POST /reset; without it, the episode of the ecomm_episode cookie."
+        max_length=EPISODE_ID_MAX, description="From POST /reset; without it, the episode of the ecomm_episode cookie."
     ),
 ]
 
@@ -67,7 +72,7 @@ def closed_query(request: Request[Any, Any, Any], accepted: tuple[str, ...]) -> 
         return
     named = ", ".join(repr(clip(k)) for k in unknown[:MAX_LISTED_ERRORS])
     more = f" and {len(unknown) - MAX_LISTED_ERRORS} more" if len(unknown) > MAX_LISTED_ERRORS else ""
-    raise InvalidInput(
+    raise InvalidRequest(
         f"unknown query parameter {named}{more}; GET {request.url.path} accepts: {', '.join(accepted)}",
         errors=[{"field": k, "message": "unknown query parameter", "type": "unknown_field"} for k in unknown],
     )
@@ -129,14 +134,14 @@ class OpenEnvController(Controller):
         self,
         request: Request[Any, Any, Any],
         episodes: NamedDependency[EpisodeService],
-        seed: Annotated[int | None, QueryParameter(ge=0, le=2**31 - 1)] = None,
-        episode_id: Annotated[str | None, QueryParameter(min_length=1, max_length=255)] = None,
-        task_id: Annotated[str | None, QueryParameter(max_length=64)] = None,
-        split: Annotated[str | None, QueryParameter(max_length=16)] = None,
-        difficulty: Annotated[str | None, QueryParameter(max_length=16)] = None,
+        seed: Annotated[int | None, QueryParameter(ge=0, le=MAX_SEED)] = None,
+        episode_id: Annotated[str | None, QueryParameter(min_length=1, max_length=EPISODE_ID_MAX)] = None,
+        task_id: Annotated[str | None, QueryParameter(max_length=TASK_ID_MAX)] = None,
+        split: Annotated[str | None, QueryParameter(max_length=CHOICE_MAX)] = None,
+        difficulty: Annotated[str | None, QueryParameter(max_length=CHOICE_MAX)] = None,
         run_id: Annotated[
             str | None,
-            QueryParameter(max_length=64, description="Its token goes in `Authorization: Bearer`, never here."),
+            QueryParameter(max_length=RUN_ID_MAX, description="Its token goes in `Authorization: Bearer`, never here."),
         ] = None,
     ) -> Response[ObservationResponse]:
         closed_query(request, RESET_QUERY)
@@ -196,7 +201,7 @@ class OpenEnvController(Controller):
     @get("/metadata", summary="Environment name, description and versions")
     async def metadata(self, settings: NamedDependency[Settings]) -> MetadataResponse:
         return MetadataResponse(
-            name=ENV_NAME,
+            name=core.ENV_NAME,
             description=ENV_DESCRIPTION,
             version=settings.app_version,
             readme_content=core.render_policy_markdown(),
@@ -219,7 +224,7 @@ def _validated_reset(**query: Any) -> ResetParams:
         return ResetParams(**{k: v for k, v in query.items() if v is not None})
     except ValidationError as exc:
         errors = validation_errors(exc)
-        raise InvalidInput("fix these query parameters: " + listed(errors), errors=errors) from exc
+        raise InvalidRequest("fix these query parameters: " + listed(errors), errors=errors) from exc
 
 
 __all__ = ["OpenEnvController"]

@@ -28,7 +28,7 @@ from litestar import Request
 from litestar.datastructures import Cookie
 
 from service.domain.episodes.schemas import ResetParams
-from service.lib.problems import InvalidInput
+from service.errors import InvalidRequest
 
 EPISODE_COOKIE = "ecomm_episode"
 EPISODE_TOKEN_COOKIE = "ecomm_episode_token"
@@ -113,7 +113,7 @@ def cookie_episode(request: Request[Any, Any, Any]) -> str | None:
         return None
     cookie = unquote(raw)
     if not 0 < len(cookie) <= MAX_EPISODE_ID or not cookie.isprintable():
-        raise InvalidInput(
+        raise InvalidRequest(
             f"the {EPISODE_COOKIE} cookie is not an episode id; drop it and POST /reset, or pass episode_id",
             errors=[{"field": f"cookie.{EPISODE_COOKIE}", "message": "not an episode id", "type": "invalid_cookie"}],
         )

@@ -17,8 +17,9 @@ from litestar import Request
 
 from service.db import leaks
 from service.domain.episodes.cookies import cookie_token
+from service.errors import TokenInUrl
 from service.lib.decoding import unstorable
-from service.lib.problems import TokenInUrl, bearer
+from service.lib.problems import bearer
 from service.lib.secrets import hash_secret
 
 log = logging.getLogger("service.credentials")

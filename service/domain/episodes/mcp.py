@@ -53,6 +53,7 @@ from service.domain.episodes.schemas import (
     StepArguments,
 )
 from service.domain.episodes.services import EpisodeService
+from service.errors import Conflict, DomainError, InvalidRequest, clip
 from service.lib.decoding import (
     BodyNotJson,
     ClosedBody,
@@ -63,7 +64,7 @@ from service.lib.decoding import (
     validation_errors,
 )
 from service.lib.limits import Client
-from service.lib.problems import InvalidInput, Problem, clip, fault_body, listed
+from service.lib.problems import fault_body, listed, mcp_tool_error
 
 log = logging.getLogger("service.mcp")
 
@@ -120,12 +121,10 @@ def listed_tools(desk: str | None) -> list[dict[str, Any]]:
     return SESSION_TOOLS + DESK_TOOLS[desk]
 
 
-class NoEpisode(Problem):
+class NoEpisode(Conflict):
     """An action tool called in a session that has no episode (or without a session)."""
 
-    status = 409
     slug = "no-episode"
-    title = "No episode to act on"
 
 
 def _error(code: int, message: str, id_: Any = None, data: Any = None) -> JsonRpcResponse:
@@ -334,8 +333,8 @@ async def _tools_call(
         payload = await _call_tool(name, args, episodes, session, address)
     except KeyError:
         return _error(INVALID_PARAMS, f"unknown tool {clip(name)!r}; tools/list shows every tool", req.id)
-    except Problem as exc:
-        return _result(req.id, _tool_result(exc.body(), is_error=True))
+    except DomainError as exc:
+        return _result(req.id, _tool_result(mcp_tool_error(exc), is_error=True))
     except DatabaseFault as exc:  # the tool's problem, as over HTTP: outcome-unknown is its own type
         episodes.db.faults.failure(log, f"mcp tools/call {clip(name)}", exc)
         return _result(req.id, _tool_result(fault_body(exc), is_error=True))
@@ -400,7 +399,7 @@ def _arguments(name: str, args: dict[str, Any], model: type[BaseModel] | None = 
         return (model or TOOL_MODELS[name][1]).model_validate(args)
     except ValidationError as exc:
         errors = validation_errors(exc, "arguments")
-        raise InvalidInput(f"invalid {name} arguments: {listed(errors)}", errors=errors) from exc
+        raise InvalidRequest(f"invalid {name} arguments: {listed(errors)}", errors=errors) from exc
 
 
 async def _play_tool(
@@ -420,7 +419,7 @@ async def _play_tool(
     episode_desk = await session.desk(episodes)
     if episode_desk is not None and episode_desk != desk:
         tools = ", ".join(t["name"] for t in DESK_TOOLS[episode_desk])
-        raise InvalidInput(
+        raise InvalidRequest(
             f"{name} is a tool of the {'store desk' if desk == 'store' else 'ticket'} tasks; this episode "
             f"({session.task_id}) takes: {tools}",
             errors=[{"field": "name", "message": f"not a tool of {session.task_id}", "type": "tool_of_other_task"}],
@@ -527,8 +526,8 @@ async def mcp_style_step(
         payload = await _call_tool(name, args, episodes, session, client_address)
     except KeyError:
         return failed("tool_not_found", f"unknown tool {clip(name)!r}; list_tools shows every tool")
-    except (Problem, DatabaseFault) as exc:  # the tool ran and failed: a tool-level result, as over JSON-RPC
-        body = exc.body() if isinstance(exc, Problem) else fault_body(exc)
+    except (DomainError, DatabaseFault) as exc:  # the tool ran and failed: a tool-level result, as over JSON-RPC
+        body = mcp_tool_error(exc) if isinstance(exc, DomainError) else fault_body(exc)
         return {
             "observation": {"tool_name": name, "result": _tool_result(body, is_error=True), "error": None},
             "reward": None,

@@ -16,6 +16,7 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from service import env as core
+from service.errors import InvalidRequest
 from service.lib.decoding import (
     OPENENV_TOLERATED_RESET_FIELDS,
     OPENENV_TOLERATED_STEP_FIELDS,
@@ -24,7 +25,7 @@ from service.lib.decoding import (
     JsonInt,
     validation_errors,
 )
-from service.lib.problems import InvalidInput, listed
+from service.lib.problems import listed
 
 MAX_SEED = core.MAX_SEED
 # Limits of a reset's fields, for the POST body and GET /reset's query alike (OpenEnv: episode_id ≤ 255).
@@ -123,13 +124,13 @@ ACTION_METADATA = "metadata"
 
 def parse_action(payload: Any) -> core.Action:
     if not isinstance(payload, dict):
-        raise InvalidInput(
+        raise InvalidRequest(
             '`action` must be a JSON object such as {"decision": "request_info"}; GET /schema shows every field',
             errors=[{"field": "action", "message": "must be an object", "type": "dict_type"}],
         )
     if ACTION_METADATA in payload:
         if not isinstance(payload[ACTION_METADATA], dict):
-            raise InvalidInput(
+            raise InvalidRequest(
                 "invalid action (action.metadata): must be an object (OpenEnv's Action.metadata; it is ignored) — "
                 "GET /schema shows the action schema",
                 errors=[{"field": "action.metadata", "message": "must be an object", "type": "dict_type"}],
@@ -141,7 +142,7 @@ def parse_action(payload: Any) -> core.Action:
         errors = validation_errors(exc, "action")
         if ACTION_TYPE in payload:  # name the field the client sent
             errors = [_aliased(e) for e in errors]
-        raise InvalidInput(
+        raise InvalidRequest(
             f"invalid action: {listed(errors)} — GET /schema shows the action schema", errors=errors
         ) from exc
 
@@ -250,13 +251,13 @@ class StepRequest(ClosedBody):
         if ACTION_TYPE in self.model_fields_set:
             top[ACTION_TYPE] = self.action_type
         if self.action is not None and top:
-            raise InvalidInput(
+            raise InvalidRequest(
                 "give the action either inside `action` or as top-level fields, not both "
                 f"(top level: {', '.join(sorted(top))})",
                 errors=[{"field": "action", "message": "given twice", "type": "conflict"}],
             )
         if self.action is None and not top:
-            raise InvalidInput(
+            raise InvalidRequest(
                 'send the action: {"action": {"decision": "request_info"}} or its fields at the top level '
                 '({"action_type": "reject"}); GET /schema shows every field',
                 errors=[{"field": "action", "message": "field required", "type": "missing"}],

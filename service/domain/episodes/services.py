@@ -21,7 +21,6 @@ from service.db import repository as repo
 from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.domain.episodes.schemas import (
-    MAX_SEED,
     MIN_CLIENT_TOKEN,
     RUN_ID_PREFIX,
     EpisodeResult,
@@ -33,14 +32,14 @@ from service.domain.episodes.schemas import (
     wire_observation,
 )
 from service.domain.episodes.task_names import choose_task, default_task_pool
-from service.lib.problems import (
+from service.errors import (
     EpisodeAlreadyExists,
-    EpisodeFinishedProblem,
+    EpisodeAlreadyFinished,
     EpisodeNotFinished,
     EpisodeNotFound,
     EpisodeTokenInvalid,
     EpisodeTokenMissing,
-    InvalidInput,
+    InvalidRequest,
     MissingEpisodeId,
     RunNotActive,
     RunResultsPending,
@@ -137,7 +136,7 @@ class EpisodeService:
     def __init__(
         self,
         db: Database,
-        default_split: str = "train",
+        default_split: str = core.DEFAULT_SPLIT,
         runs: RunGate | None = None,
         dataset: core.Dataset = core.PUBLIC,
         default_tasks: tuple[str, ...] = (),
@@ -250,7 +249,7 @@ class EpisodeService:
         try:
             state, observation = core.reset(plan.task_id, plan.seed, plan.split, self.dataset)
         except core.EnvError as exc:
-            raise InvalidInput(
+            raise InvalidRequest(
                 f"cannot start this episode: {exc}", errors=[{"field": "split", "message": str(exc)}]
             ) from exc
         record = await self._insert(plan, state, client_address)
@@ -270,14 +269,14 @@ class EpisodeService:
     def _plan(self, params: ResetParams) -> _NewEpisode:
         """What a plain reset starts: its id (and the token of a chosen one), task, seed and split."""
         if params.episode_id is not None and params.episode_id[: len(RUN_ID_PREFIX)].lower() == RUN_ID_PREFIX:
-            raise InvalidInput(
+            raise InvalidRequest(
                 f"episode ids starting with {RUN_ID_PREFIX!r} are reserved for the episodes of runs; choose another "
                 "episode_id, or omit it to get a fresh one",
                 errors=[
                     {"field": "episode_id", "message": f"the prefix {RUN_ID_PREFIX!r} is reserved", "type": "reserved"}
                 ],
             )
-        seed = params.seed if params.seed is not None else secrets.randbelow(MAX_SEED + 1)
+        seed = params.seed if params.seed is not None else secrets.randbelow(core.MAX_SEED + 1)
         split = params.split or self.default_split
         if split == core.HIDDEN_SPLIT:
             raise TestSplitNeedsRun(
@@ -289,7 +288,7 @@ class EpisodeService:
         # resume even if this response is lost, or ours); a server-made id is the secret.
         token = params.episode_token or (secrets.token_urlsafe(32) if params.episode_id else None)
         if token is not None and len(token) < MIN_CLIENT_TOKEN:
-            raise InvalidInput(
+            raise InvalidRequest(
                 f"episode_token must be at least {MIN_CLIENT_TOKEN} random characters (or omit it and use the one "
                 "returned)",
                 errors=[{"field": "episode_token", "message": f"shorter than {MIN_CLIENT_TOKEN}", "type": "too_short"}],
@@ -493,14 +492,14 @@ class EpisodeService:
         self, record: repo.EpisodeRecord, request_id: str | None, action_json: dict[str, Any], run_status: str | None
     ) -> EpisodeResult:
         """A step on a finished episode (a retry of its last step is answered as stored) or of a run
-        that takes no more steps: refused with the problem that says why."""
+        that takes no more steps: refused with the domain error that says why."""
         if record.status == "done":
             if request_id is not None:
                 await self._same_as_stored(record)  # a cached copy: its id may hold another episode now
                 stored = await repo.get_transition_by_request(self.db, record.id, request_id)
                 if stored is not None:
                     return self._shown(self._replay(record, stored, action_json), record, run_status)
-            raise EpisodeFinishedProblem(
+            raise EpisodeAlreadyFinished(
                 f"episode {record.id!r} is finished after {record.step_count} steps; "
                 "GET /grader?episode_id=… for its score, or POST /reset for a new episode",
                 episode_id=record.id,
@@ -521,9 +520,9 @@ class EpisodeService:
         try:
             return core.step(state, action, self.dataset)
         except core.EpisodeFinished as exc:
-            raise EpisodeFinishedProblem(str(exc), episode_id=record.id) from exc
+            raise EpisodeAlreadyFinished(str(exc), episode_id=record.id) from exc
         except core.EnvError as exc:
-            raise InvalidInput(
+            raise InvalidRequest(
                 f"the action cannot be applied: {exc}", errors=[{"field": "action", "message": str(exc)}]
             ) from exc
 
@@ -539,7 +538,8 @@ class EpisodeService:
     ) -> EpisodeResult:
         """The stored row is not ``record`` any more: another incarnation of the id or another owner (the
         request starts again from the stored row: :class:`_StaleCopy`); a retry (answered as stored); a
-        stale copy of ours (applied again to the fresh state, once); or a lost race (409)."""
+        stale copy of ours (applied again to the fresh state, once); or a lost race
+        (:class:`~service.errors.StepRaceLost`)."""
         fresh = await self._same_as_stored(record)
         if request_id is not None:
             winner = await repo.get_transition_by_request(self.db, record.id, request_id)
@@ -552,7 +552,7 @@ class EpisodeService:
             self.cache.put(fresh, core.EpisodeState.model_validate(fresh.state))
             return await self._apply(fresh, None, action, request_id, run_status, from_cache=False)
         if fresh.status == "done":
-            raise EpisodeFinishedProblem(
+            raise EpisodeAlreadyFinished(
                 f"episode {record.id!r} finished in a concurrent step; GET /grader?episode_id=… for its score",
                 episode_id=record.id,
             ) from exc
@@ -601,7 +601,7 @@ class EpisodeService:
         self, record: repo.EpisodeRecord, stored: repo.TransitionRecord, action_json: dict[str, Any]
     ) -> EpisodeResult:
         if stored.action != action_json:
-            raise InvalidInput(
+            raise InvalidRequest(
                 f"request_id {stored.request_id!r} was already used for a different action on this episode; "
                 "use a new request_id for a new action",
                 errors=[
@@ -632,7 +632,9 @@ class EpisodeService:
         record = await self._load(episode_id)
         self._check_owner(record, episode_token)
         if record.split == core.HIDDEN_SPLIT and record.run_id is not None and self.runs is not None:
-            run = await self.runs.authorized(record.run_id, run_token)  # 401 / 403 without the run's token
+            run = await self.runs.authorized(
+                record.run_id, run_token
+            )  # RunTokenMissing / RunTokenInvalid without the run's token
             _refuse_if_test_run_over(record, run.status)
         if not (await self._feedback(record)).episode_details:
             return {

@@ -7,7 +7,7 @@ from __future__ import annotations
 from service import env as core
 from service.env.errors import DifficultyMismatch, UnknownDifficulty, UnknownTask
 from service.env.tasks import TASK_ALIASES
-from service.lib.problems import InvalidInput
+from service.errors import InvalidRequest
 
 
 def canonical_task_id(task_id: str) -> str:
@@ -22,9 +22,9 @@ def aliases_of(task_id: str) -> list[str]:
     return [alias for alias, task in TASK_ALIASES.items() if task == task_id]
 
 
-def unknown_task(task_id: str) -> InvalidInput:
+def unknown_task(task_id: str) -> InvalidRequest:
     aliases = ", ".join(f"{a} ({t})" for a, t in TASK_ALIASES.items())
-    return InvalidInput(
+    return InvalidRequest(
         f"unknown task_id {task_id!r}; choose one of: {', '.join(core.TASKS)}, or an alias: {aliases} (GET /tasks)",
         errors=[{"field": "task_id", "message": "unknown task", "type": "unknown_task"}],
     )
@@ -49,10 +49,10 @@ def choose_task(task_id: str | None, difficulty: str | None, seed: int, pool: tu
     except UnknownTask:
         raise unknown_task(canonical_task_id(task_id or "")) from None
     except DifficultyMismatch as exc:
-        raise InvalidInput(
+        raise InvalidRequest(
             str(exc), errors=[{"field": "difficulty", "message": "does not match task_id", "type": "mismatch"}]
         ) from None
     except UnknownDifficulty as exc:
-        raise InvalidInput(
+        raise InvalidRequest(
             str(exc), errors=[{"field": "difficulty", "message": "unknown difficulty", "type": "unknown_difficulty"}]
         ) from None

@@ -36,9 +36,10 @@ from service.domain.episodes.mcp import (
 )
 from service.domain.episodes.schemas import ResetParams
 from service.domain.episodes.services import EpisodeService
+from service.errors import DomainError, clip
 from service.lib.decoding import BodyNotJson, UnstorableText, decode_json, validation_errors
 from service.lib.limits import Client, Refusal, RequestBudgets
-from service.lib.problems import Problem, clip, fault_body
+from service.lib.problems import fault_body, ws_error_data
 from service.settings import Settings
 
 log = logging.getLogger("service.ws")
@@ -243,10 +244,8 @@ async def _handle(
         client = None if client_address is None else Client(client_address, exempt=False)
         answer = await handle_jsonrpc(msg.data, episodes, session, client=client)
         return _frame("mcp", answer), jsonrpc_activity(msg.data, answer)
-    except Problem as exc:
-        if exc.status == 422:
-            return _error(exc.detail, "VALIDATION_ERROR", errors=exc.extra.get("errors", [])), False
-        return _error(exc.detail, "EXECUTION_ERROR", status=exc.status), False
+    except DomainError as exc:
+        return _frame("error", ws_error_data(exc)), False
 
 
 class _SessionGone(Exception):

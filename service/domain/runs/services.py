@@ -62,9 +62,9 @@ from service.domain.runs.schemas import (
     UsageView,
     VerificationView,
 )
-from service.lib.problems import (
+from service.errors import (
     AgentNameTaken,
-    InvalidInput,
+    InvalidRequest,
     QuotaExceeded,
     RunEpisodeIdTaken,
     RunNotActive,
@@ -114,7 +114,7 @@ def _manifest_or_invalid(body: CreateRun) -> tuple[dict[str, Any], ...]:
     try:
         return _derived_manifest(body.split, tuple(body.task_ids or core.TASKS), body.trials, body.limit_per_task)
     except ValueError as exc:
-        raise InvalidInput(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
+        raise InvalidRequest(f"cannot build this run: {exc}", errors=[{"field": "body", "message": str(exc)}]) from exc
 
 
 def manifest_of(run: run_store.RunRecord) -> Sequence[dict[str, Any]]:
@@ -349,7 +349,7 @@ class RunService:
     async def authorized(self, run_id: str, token: str | None, *, active: bool = False) -> run_store.RunAccess:
         """The run, once ``token`` is its token. A test run pinned to another test key than this
         deployment's is expired here, and one that expired for its key or its submitter's revocation
-        refuses every request (409): it is never resumed, stepped or released."""
+        refuses every request (:class:`~service.errors.RunNotActive`): it is never resumed, stepped or released."""
         run = await self.access(run_id)
         self.authorize(run, token)
         if run.status == "active" and not self._pinned(run):
@@ -434,7 +434,7 @@ class RunService:
                 return {"submitter": (await self._submitter(submitter_key)).name}, None
             return {}, None
         if not full_split:
-            raise InvalidInput(
+            raise InvalidRequest(
                 "a test run covers the whole test split: drop task_ids and limit_per_task (only aggregates of the "
                 "whole split are published; subsets would turn them back into per-ticket answers)",
                 errors=[
@@ -452,7 +452,7 @@ class RunService:
     async def _insert(
         self, quota: tuple[int, datetime] | None, test: dict[str, Any], **columns: Any
     ) -> run_store.RunRecord:
-        """Insert the run, turning a taken agent name or a used-up quota into the client's problem."""
+        """Insert the run, turning a taken agent name or a used-up quota into the client's domain error."""
         try:
             budget = self.budget if quota is not None else None  # test runs only
             return await run_store.insert_run(self.db, quota=quota, budget=budget, **columns, **test)
