@@ -25,7 +25,6 @@ from service.env.language import WORD_NUMBERS
 from service.env.models import DECISIONS, LOOKUP_TARGETS, QUEUES, TAGS, Action, Decision, Grade, Observation
 from service.env.policy import (
     ESCALATION_THRESHOLD,
-    HIGH_RISK_RETURNS,
     LATE_IN_TRANSIT_DAYS,
     OUTCOME_TAG,
     RETURN_WINDOW_DAYS,
@@ -33,7 +32,7 @@ from service.env.policy import (
 from service.env.store.agents import StoreHeuristicAgent, StoreRandomAgent
 from service.env.store.generator import STORE_TICKET_PREFIX
 from service.env.tasks import TASKS, ReplyRole, TaskSpec, get_task
-from service.env.world import TICKET_FAMILIES
+from service.env.world import TICKET_FAMILIES, high_risk
 
 
 class Agent(Protocol):
@@ -432,7 +431,7 @@ class HeuristicAgent:
             or (carrier["status"] == "in_transit" and carrier["days_past_estimate"] > LATE_IN_TRANSIT_DAYS)
         )
         c = self.customer
-        if (c["returns_12m"] >= HIGH_RISK_RETURNS or c["chargebacks"] > 0 or bool(c["account_flags"])) and not verified:
+        if high_risk(c["returns_12m"], c["chargebacks"], bool(c["account_flags"])) and not verified:
             return "reject", None, "unverifiable", amount
         decision, topic, reason = (
             self._parcel(verified, answers)

@@ -16,12 +16,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from service.env.models import Decision, Queue, Tag
-from service.env.world import HYGIENE_ITEMS, INFO_TOPICS, IssueType, Ticket
+from service.env.world import HIGH_RISK_RETURNS, HYGIENE_ITEMS, INFO_TOPICS, IssueType, Ticket
 
 RETURN_WINDOW_DAYS = 30
 LATE_IN_TRANSIT_DAYS = 7
 ESCALATION_THRESHOLD = 300.0
-HIGH_RISK_RETURNS = 5
 
 # Every reason a denial can rest on (``Verdict.reason``); the reply grader reads each in any words.
 REASONS = (

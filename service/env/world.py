@@ -104,6 +104,15 @@ class Product(_Frozen):
     warranty_days: int
 
 
+HIGH_RISK_RETURNS = 5
+
+
+def high_risk(returns_12m: int, chargebacks: int, fraud_flag: bool) -> bool:
+    """P7's definition, for the ticket tasks' customers, the store desk's accounts and the agents reading
+    either: :data:`HIGH_RISK_RETURNS` or more returns in 12 months, any chargeback, or a fraud flag."""
+    return returns_12m >= HIGH_RISK_RETURNS or chargebacks > 0 or fraud_flag
+
+
 class Customer(_Frozen):
     customer_id: str
     name: str
@@ -116,8 +125,7 @@ class Customer(_Frozen):
 
     @property
     def high_risk(self) -> bool:
-        """P7's definition: 5+ returns in 12 months, any chargeback, or a fraud flag."""
-        return self.returns_12m >= 5 or self.chargebacks > 0 or self.fraud_flag
+        return high_risk(self.returns_12m, self.chargebacks, self.fraud_flag)
 
 
 class OrderLine(_Frozen):

@@ -21,9 +21,10 @@ from typing import Any
 
 from service.env.generator import stable_seed
 from service.env.models import Action, Observation
-from service.env.policy import ESCALATION_THRESHOLD, HIGH_RISK_RETURNS, RETURN_WINDOW_DAYS
+from service.env.policy import ESCALATION_THRESHOLD, RETURN_WINDOW_DAYS
 from service.env.store.clauses import TIMELINES
 from service.env.store.tools import TOOLS
+from service.env.world import high_risk
 
 _CARD_DAYS = "{}-{}".format(*TIMELINES["card"])  # P32: how long a card refund takes, as it tells the customer
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
@@ -286,7 +287,7 @@ class StoreHeuristicAgent:
     def _risky(self) -> bool:
         risk = self.account.get("risk", {})
         returns = risk.get("returns_last_12_months", 0)
-        return returns >= HIGH_RISK_RETURNS or risk.get("chargebacks", 0) > 0 or bool(risk.get("flags"))
+        return high_risk(returns, risk.get("chargebacks", 0), bool(risk.get("flags")))
 
     def _refund(self, r: _Request, *, shipping: bool) -> list[tuple[str, dict[str, Any]]]:
         """A refund of the whole line at its list price (plus the shipping fee), or an escalation over $300."""

@@ -257,6 +257,14 @@ def settled_units(order: Order) -> dict[int, int]:
     return units
 
 
+def _settled_or_risky(
+    d: _Decider, i: int, r: Request, order: Order, reads: tuple[tuple[str, str], ...]
+) -> Outcome | None:
+    """What comes before an item's own rules: a line already settled (P18), then the account's risk (P7)."""
+    settled = _settled(d, i, r, order, reads)
+    return settled if settled is not None else _risk(d, i, r, order, reads)
+
+
 def _settled(d: _Decider, i: int, r: Request, order: Order, reads: tuple[tuple[str, str], ...]) -> Outcome | None:
     """P18: units refunded or replaced before this conversation were settled; a claim about them again is
     declined (only the units left on the line can be claimed)."""
@@ -527,12 +535,9 @@ def _item_claim(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     """Damaged or defective items (P2, P3, P11, P19, P22, P23)."""
     first = r.lines[0][0]
     reads = _delivery_reads(order, first)
-    settled = _settled(d, i, r, order, reads)
-    if settled is not None:
-        return settled
-    risky = _risk(d, i, r, order, reads)
-    if risky is not None:
-        return risky
+    earlier = _settled_or_risky(d, i, r, order, reads)
+    if earlier is not None:
+        return earlier
     days = days_since_delivery(d.db, order, first)
     assert days is not None
     in_window = days <= RETURN_WINDOW_DAYS
@@ -578,12 +583,9 @@ def _delivery_reads(order: Order, line_no: int) -> tuple[tuple[str, str], ...]:
 
 def _wrong_item(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     reads = _delivery_reads(order, r.lines[0][0])
-    settled = _settled(d, i, r, order, reads)
-    if settled is not None:
-        return settled
-    risky = _risk(d, i, r, order, reads)
-    if risky is not None:
-        return risky
+    earlier = _settled_or_risky(d, i, r, order, reads)
+    if earlier is not None:
+        return earlier
     days = days_since_delivery(d.db, order, r.lines[0][0])
     assert days is not None
     if days > RETURN_WINDOW_DAYS:
@@ -650,12 +652,9 @@ def _return(d: _Decider, i: int, r: Request, order: Order) -> Outcome:
     line = order.line(first)
     assert line is not None
     reads = _delivery_reads(order, first)
-    settled = _settled(d, i, r, order, reads)
-    if settled is not None:
-        return settled
-    risky = _risk(d, i, r, order, reads)
-    if risky is not None:
-        return risky
+    earlier = _settled_or_risky(d, i, r, order, reads)
+    if earlier is not None:
+        return earlier
     if line.final_sale or line.hygiene or line.perishable:
         return d.refuse(i, r, "final_sale", ("P6",), "Final-sale, hygiene or perishable item.", reads=reads)
     days = days_since_delivery(d.db, order, first)

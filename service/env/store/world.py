@@ -22,7 +22,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from service.env.world import Split
+from service.env.world import Split, high_risk
 
 Tier = Literal["standard", "silver", "gold"]
 PaymentMethod = Literal["card", "paypal", "gift_card", "store_credit"]
@@ -89,8 +89,7 @@ class Account(_Frozen):
 
     @property
     def high_risk(self) -> bool:
-        """P7's definition: 5+ returns in 12 months, any chargeback, or a fraud flag."""
-        return self.returns_12m >= 5 or self.chargebacks > 0 or self.fraud_flag
+        return high_risk(self.returns_12m, self.chargebacks, self.fraud_flag)
 
 
 class Variant(_Frozen):
