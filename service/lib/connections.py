@@ -68,6 +68,16 @@ def _peer_key(peer: Any) -> str:
     return normalised_address(str(peer[0])) if peer else "unknown"
 
 
+def _admitted(peer: Any, transport: asyncio.Transport) -> str | None:
+    """The connection's address when the per-address cap admits it; otherwise it is answered and closed."""
+    address = _peer_key(peer)
+    if GUARD.admit(address):
+        return address
+    transport.write(GUARD.too_many_answer)
+    transport.close()
+    return None
+
+
 class ConnectionGuard:
     """Open connections per peer address, and the request deadline, for one process."""
 
@@ -124,13 +134,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        address = _peer_key(self.client)
-        if not GUARD.admit(address):
-            transport.write(GUARD.too_many_answer)
-            transport.close()
-            return
-        self._address = address
-        self._arm()
+        self._address = _admitted(self.client, transport)
+        if self._address is not None:
+            self._arm()
 
     def _arm(self) -> None:
         self._disarm()
@@ -183,12 +189,7 @@ class GuardedWebSocketProtocol(WebSocketsSansIOProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        address = _peer_key(self.client)
-        if not GUARD.admit(address):
-            transport.write(GUARD.too_many_answer)
-            transport.close()
-            return
-        self._address = address
+        self._address = _admitted(self.client, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._address is not None:
