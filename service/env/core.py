@@ -15,7 +15,7 @@ from service.env.policy import render_policy_markdown
 from service.env.store import episode as store_episode
 from service.env.tasks import get_task
 from service.env.toolbox import legacy_action
-from service.env.world import DEFAULT_SPLIT, SPLITS, Ticket
+from service.env.world import DEFAULT_SPLIT, SPLITS, Ticket, per_ticket
 
 __all__ = ["EnvError", "EpisodeFinished", "UnknownTask", "observe", "public_state", "replay", "reset", "step"]
 
@@ -244,21 +244,6 @@ def public_state(state: EpisodeState) -> dict[str, Any]:
     }
 
 
-_TEXTS: dict[int, tuple[Ticket, str]] = {}
-
-
-def _ticket_text(t: Ticket) -> str:
-    """:func:`ticket_text`, once per ticket object (every observation of an episode shows it)."""
-    hit = _TEXTS.get(id(t))
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    if len(_TEXTS) >= 4096:
-        _TEXTS.clear()
-    text = ticket_text(t)
-    _TEXTS[id(t)] = (t, text)
-    return text
-
-
 def ticket_text(t: Ticket) -> str:
     """Seed A's plain-text ticket: a header of what the helpdesk shows, then the message.
 
@@ -294,6 +279,10 @@ def ticket_text(t: Ticket) -> str:
         f"Past returns: {t.customer.returns_12m} · Tier: {t.customer.tier}\n"
         f"Opened on {t.opened_on}\n\n{t.message}"
     )
+
+
+# every observation of an episode shows the ticket: its text once per ticket object
+_ticket_text = per_ticket(ticket_text)
 
 
 @lru_cache(maxsize=1)

@@ -29,7 +29,7 @@ from service.env.policy import Verdict, evaluate
 from service.env.replies import Judgement, judge
 from service.env.store.grading import grade_store_episode
 from service.env.tasks import TaskSpec, get_task
-from service.env.world import Ticket
+from service.env.world import Ticket, per_ticket
 
 # 3.4: replies read by the data-driven reader (its class fixes); 3.3: the store desk reads told on meaning
 GRADER_VERSION = "3.4.0"
@@ -59,30 +59,19 @@ def decision_value(decision: str, verdict: Verdict, ticket: Ticket) -> float:
 
 # The policy's verdicts and the reply judgements are pure functions of the ticket and their arguments, and
 # every step of an episode grades the whole episode so far: the same verdicts and replies each time. They
-# are kept per ticket object (tickets are cached and frozen, so each step passes the same one), bounded.
-_MAX_TICKETS = 4096
+# are kept per ticket object (:func:`~service.env.world.per_ticket`), bounded.
 _MAX_JUDGEMENTS = 512  # per ticket: replies seen across every episode of it
 
 
 class _TicketMemo:
-    __slots__ = ("ticket", "verdicts", "judgements")
+    __slots__ = ("verdicts", "judgements")
 
-    def __init__(self, ticket: Ticket) -> None:
-        self.ticket = ticket  # kept alive while its entry stands, so its id is not reused meanwhile
+    def __init__(self, _: Ticket) -> None:
         self.verdicts: dict[frozenset[str], Verdict] = {}
         self.judgements: dict[tuple[str, str | None, int, frozenset[str]], tuple[Verdict, Judgement]] = {}
 
 
-_MEMO: dict[int, _TicketMemo] = {}
-
-
-def _memo(ticket: Ticket) -> _TicketMemo:
-    memo = _MEMO.get(id(ticket))
-    if memo is None or memo.ticket is not ticket:
-        if len(_MEMO) >= _MAX_TICKETS:
-            _MEMO.clear()
-        memo = _MEMO[id(ticket)] = _TicketMemo(ticket)
-    return memo
+_memo = per_ticket(_TicketMemo)
 
 
 def _evaluate(ticket: Ticket, revealed: frozenset[str] = frozenset()) -> Verdict:

@@ -8,8 +8,9 @@ message; what an agent may *see* of it is decided in :mod:`service.env.core` (``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -193,3 +194,34 @@ class Ticket(_Frozen):
     @property
     def product(self) -> Product:
         return self.line.product
+
+
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+
+
+class per_ticket(Generic[_K, _T]):  # a decorator, named like functools' caches
+    """Memoize a pure function of a ticket (a ticket task's or the store desk's) by the ticket object itself:
+    tickets are cached and frozen, so each step of an episode passes the same one, and hashing a whole ticket
+    would cost more than the call. The cache keeps the ticket alive, so an id is never reused while its entry
+    stands; it holds at most :attr:`MAX_TICKETS` tickets."""
+
+    MAX_TICKETS = 4096
+
+    def __init__(self, fn: Callable[[_K], _T]) -> None:
+        self.__wrapped__ = fn
+        self.__doc__ = fn.__doc__
+        self._memo: dict[int, tuple[_K, _T]] = {}
+
+    def __call__(self, ticket: _K) -> _T:
+        hit = self._memo.get(id(ticket))
+        if hit is not None and hit[0] is ticket:
+            return hit[1]
+        value = self.__wrapped__(ticket)
+        if len(self._memo) >= self.MAX_TICKETS:
+            self._memo.clear()
+        self._memo[id(ticket)] = (ticket, value)
+        return value
+
+    def cache_clear(self) -> None:
+        self._memo.clear()

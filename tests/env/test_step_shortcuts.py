@@ -37,7 +37,7 @@ def test_grades_with_memoised_verdicts_and_judgements_are_the_plain_grades(
                 out.append(json.dumps([result.reward, result.grade.model_dump(mode="json")]))
         return out
 
-    grading._MEMO.clear()
+    grading._memo.cache_clear()
     cold = grades()
     warm = grades()  # every verdict and judgement from the memo now
     with monkeypatch.context() as m:
@@ -51,7 +51,7 @@ def test_a_memoised_judgement_is_never_served_for_another_verdict() -> None:
     ticket = core.PUBLIC.ticket(core.reset("decision-medium", 4, "dev")[0].ticket_id)
     first, other = evaluate(ticket), evaluate(ticket)  # equal, not the same object
     reply = f"We approved a refund for order {ticket.order.order_id}. Thank you!"
-    grading._MEMO.clear()
+    grading._memo.cache_clear()
     assert grading._judge(reply, ticket, "approve_refund", first, frozenset()) == judge(
         reply, ticket, "approve_refund", first, frozenset()
     )

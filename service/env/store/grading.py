@@ -56,7 +56,8 @@ from service.env.store.policy import GOVERNED_TOPICS, Fact, Gold, Outcome, decid
 from service.env.store.reading import asserted_reasons, stated_amounts, stated_reasons, stated_timelines
 from service.env.store.state import StoreProgress, ToolCall
 from service.env.store.tools import WRITE_TOOLS
-from service.env.store.world import StoreTicket, canonical_order_id, per_ticket
+from service.env.store.world import StoreTicket, canonical_order_id
+from service.env.world import per_ticket
 
 
 @dataclass(frozen=True)

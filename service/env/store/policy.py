@@ -46,7 +46,8 @@ from service.env.store.ledger import (
     refunded_by_payment,
 )
 from service.env.store.money import discount_shares, money, paid_for, percent_of
-from service.env.store.world import STORE_CREDIT, Line, Order, Request, Shipment, StoreDB, StoreTicket, per_ticket
+from service.env.store.world import STORE_CREDIT, Line, Order, Request, Shipment, StoreDB, StoreTicket
+from service.env.world import per_ticket
 
 FactKind = Literal["amount", "timeline", "reason", "holding", "replacement", "variant"]
 Topic = Literal["identity", "order", "quantity", "photos", "condition", "delivery", "preference", "confirmation"]

@@ -17,8 +17,7 @@ What an agent may *see* of it is decided in :mod:`service.env.store.tools` (reco
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Literal, TypeVar
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -300,28 +299,3 @@ class StoreTicket(_Frozen):
     subject: str
     message: str
     recipe: str  # the generator's plan, for tests and reports (never shown)
-
-
-_T = TypeVar("_T")
-
-
-def per_ticket(fn: Callable[[StoreTicket], _T]) -> Callable[[StoreTicket], _T]:
-    """Memoize a pure function of a ticket by the ticket object itself (tickets are cached and frozen, so
-    each step of an episode passes the same one): hashing a whole store would cost more than the call.
-    The cache keeps the ticket alive, so an id is never reused while its entry stands."""
-    memo: dict[int, tuple[StoreTicket, _T]] = {}
-
-    def cached(ticket: StoreTicket) -> _T:
-        hit = memo.get(id(ticket))
-        if hit is not None and hit[0] is ticket:
-            return hit[1]
-        value = fn(ticket)
-        if len(memo) >= 4096:
-            memo.clear()
-        memo[id(ticket)] = (ticket, value)
-        return value
-
-    cached.__doc__ = fn.__doc__
-    cached.__name__ = fn.__name__
-    cached.__wrapped__ = fn  # type: ignore[attr-defined]
-    return cached
