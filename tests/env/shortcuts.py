@@ -120,7 +120,8 @@ def best_single_field(
     halves = (train_rows[0::2], train_rows[1::2])
 
     def cross_validated(name: str) -> float:  # chosen the way an attacker would: fit one half, score the other
-        return sum(sum(fit_rule(a, name)(f) == y for f, y in b) for a, b in (halves, halves[::-1])) / len(train_rows)
+        fitted = [(fit_rule(a, name), b) for a, b in (halves, halves[::-1])]  # each half's rule, fitted once
+        return sum(rule(f) == y for rule, b in fitted for f, y in b) / len(train_rows)
 
     name = max(names, key=lambda n: (cross_validated(n), n))
     rule = fit_rule(train_rows, name)
