@@ -182,7 +182,7 @@ def locked_python(parsed: list[tuple[str, str]], context: Path) -> Path:
         stable.write_text(text)
     install = shlex.split(next(c for c in deps if c.startswith("pip install --no-deps --require-hashes")))
     args = [a if a != "/tmp/requirements.txt" else str(stable) for a in install[2:]]
-    return client_venv(*args, name="image-deps", fingerprint=text)
+    return client_venv(*args, name="image-deps", fingerprint=text, pip=True)  # pip, as the Dockerfile installs
 
 
 def build_image(parsed: list[tuple[str, str]], tmp_path: Path, context: Path = ROOT) -> Image:
