@@ -95,6 +95,7 @@ def insinuations(text: str) -> tuple[str, ...]:
     """Suspicion insinuated ("we have to be careful with requests like yours"), or how the customer
     treated the item guessed from the photos ("they look like they've been dropped a fair bit")."""
     found = [m.group(0) for m in V.insinuation.pattern.finditer(text)]
+    found += [m.group(0) for m in V.claims_like_yours.pattern.finditer(text) if not _routed(text, m.start(), m.end())]
     for sentence in sentences(text):
         m = V.mishandled.pattern.search(sentence)
         if (
@@ -105,6 +106,14 @@ def insinuations(text: str) -> tuple[str, ...]:
         ):
             found.append(sentence)
     return tuple(found)
+
+
+def _routed(text: str, start: int, end: int) -> bool:
+    """ "Claims like yours" named as what a team handles ("requests like yours are handled by our Returns
+    team", "the colleagues responsible for reviewing claims of this kind"): routing, not suspicion."""
+    return bool(
+        V.handles_kind.pattern.search(text[max(0, start - 60) : start]) or V.handled_kind.pattern.match(text[end:])
+    )
 
 
 def leaks(text: str, all_lemmas: Tokens, teams: frozenset[str]) -> tuple[str, ...]:

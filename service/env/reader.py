@@ -23,7 +23,9 @@ a word list, ``V.money`` a pattern. The rules here say how the concepts combine:
 * Modality ("may", "whether") hedges; process words ("our team will finalise it") do not; a remedy that
   is the object of our own act is granted in any verb ("I'll push a refund through").
 * Reasons are denial reasons only where the reply declines ("a replacement is on its way" in an
-  approval is not the in-transit reason); facts about the order count in any reply.
+  approval is not the in-transit reason); facts about the order count in any reply. A rule's only trigger
+  ("we only treat a parcel as lost when the carrier reports it lost") asserts nothing of this order, and
+  this order's days counted ("which comes to 92 days here") are elapsed time, never a stated limit.
 
 ``tests/env/corpus/replies*.jsonl`` holds human-labelled replies; docs/methodology.md reports this
 reader's false-positive and false-negative rates on them.
@@ -273,7 +275,8 @@ def _outcome(clause: Clause, inherited: _Condition | None) -> tuple[_Outcome, _C
         asked = clause.question and P.choice.in_(outside)  # "would you like a replacement instead?"
         offers |= remedies | ({CLAIM} if _floats_exception(outside) else set())
         return _Outcome(offers=frozenset(offers), options=frozenset(remedies if asked else ())), opens
-    grants = set(remedies) if remedies and (P.grant.in_(outside) or _future_or_done(outside)) else set()
+    done = P.grant.in_(outside) or _future_or_done(outside) or _done_unsaid_subject(clause)
+    grants = set(remedies) if remedies and done else set()
     if _new_item_sent(_drop(_drop(outside, P.mention), P.not_the_item)):  # sending the new item is the grant
         grants.add(REPLACEMENT)
     if _claim_approved(outside) or P.anticipate.in_(outside) or P.return_arranged.in_(outside) or _puts_right(outside):
@@ -374,6 +377,22 @@ def _future_or_done(tokens: Tokens) -> bool:
             if j >= 0 and tokens[j] in V.future_perfect_or_passive.words:
                 return True
     return False
+
+
+def _done_unsaid_subject(clause: Clause) -> bool:
+    """A report with its subject left out, the remedy verb first as a participle: "Order X: refunded $370.99
+    for the lamp", "Fully reimbursed today" (the subject and "have" unsaid, as in a terse update). A verb
+    group after it makes the participle an adjective: "refunded items must be returned first"."""
+    tokens, raw = clause.lemmas, words(clause.text)
+    if len(raw) != len(tokens):
+        return False
+    i = next((k for k, t in enumerate(tokens) if t not in V.adverbs.words and not _is_adverb(t)), None)
+    return (
+        i is not None
+        and tokens[i] in V.remedy_verbs.words
+        and (_ends(raw[i], V.participle_endings.words) or raw[i] in V.irregular_participles.words)
+        and not any(t in V.future_perfect_or_passive.words or t in V.modals.words for t in tokens[i + 1 :])
+    )
 
 
 def _future_or_done_so(tokens: Tokens) -> bool:
@@ -518,6 +537,10 @@ def _assert_reasons(clause: Clause, said: _Said) -> None:
     clause about returns or items in general states the rule's scope ("we accept returns within 30 days,
     and only for unused items", "used items can't be returned"): its reasons say nothing of this order."""
     found = _reasons(clause)
+    if _rule_trigger(clause):  # "we only treat a parcel as lost when the carrier reports it lost"
+        start, end = clause.condition or (0, 0)
+        rule = replace(clause, lemmas=clause.lemmas[:start] + clause.lemmas[end:])
+        found = _reasons(rule) | (found & {V.window.name})
     if _general(clause):
         said.scoped |= found
         return
@@ -526,6 +549,19 @@ def _assert_reasons(clause: Clause, said: _Said) -> None:
     tokens = clause.lemmas
     if P.window.in_(tokens) and P.window_passed.in_(tokens) and not P.window_ok.in_(tokens):
         said.facts.add(V.window.name)
+
+
+def _rule_trigger(clause: Clause) -> bool:
+    """The clause's condition is a rule's only trigger ("only when the carrier reports it lost", "only if it
+    is unused"): what the condition says is the rule's, never asserted of this order. The condition must have
+    its own subject ("we only billed you once for this order" is a count). The window stays a reason there:
+    "we only accept returns if 30 days haven't passed" is read by its own rule."""
+    span, tokens = clause.condition, clause.lemmas
+    if span is None or span[1] - span[0] < 2 or tokens[span[0]] not in V.triggers.words:
+        return False  # "it came only a day after the estimate": a time, no rule's trigger
+    if not V.restrictive.words & set(tokens[: span[0]]):
+        return False
+    return tokens[span[0] + 1] in V.subjects.words | V.determiners.words  # a clause, not "billed only once"
 
 
 def _general(clause: Clause) -> bool:
@@ -556,8 +592,9 @@ def _asserted(phrases: Phrases, self_negating: Phrases, clause: Clause) -> bool:
 
 
 def _without_adverbs(clause: Clause) -> Clause:
-    """Adverbs inside a verb group say nothing about the reason: "it has clearly been used"."""
-    kept = tuple(t for t in clause.lemmas if not _is_adverb(t))
+    """Adverbs inside a verb group say nothing about the reason: "it has clearly been used", "the shoes was
+    already used"."""
+    kept = tuple(t for t in clause.lemmas if not _is_adverb(t) and t not in V.inner_adverbs.words)
     return clause if kept == clause.lemmas else replace(clause, lemmas=kept)
 
 
@@ -698,7 +735,10 @@ def _durations(text: str) -> tuple[set[int], set[int]]:
     warranties: set[int] = set()
     for days, start, end in _lengths(text):
         before, after = text[max(0, start - 40) : start], text[end : end + 50]
-        if V.elapsed_after.pattern.match(after) or V.elapsed_before.pattern.search(before):
+        if V.elapsed_after.pattern.match(after) or V.elapsed_before.pattern.search(before) or _counted(before):
+            continue
+        if V.earlier_period.pattern.search(before) and not V.warranty_context.pattern.search(before):
+            windows.add(days)  # "after the first 30 days, faults go under the warranty": the window before it
             continue
         warranty = _distance(V.warranty_context.pattern, before, after)
         window = _distance(V.window_context.pattern, before, after)
@@ -711,6 +751,12 @@ def _durations(text: str) -> tuple[set[int], set[int]]:
             # sentence names, even beyond the near context: "the warranty on the {long name} - 180 days …"
             (warranties if window is None and _warranty_sentence(text, start, end) else windows).add(days)
     return windows, warranties
+
+
+def _counted(before: str) -> bool:
+    """This order's days counted ("which comes to 92 days here") or the customer's contact dated ("your
+    report came in 369 days after delivery") right before a duration: the time since delivery, no limit."""
+    return V.count_to.pattern.search(before) is not None or V.contact_at.pattern.search(before) is not None
 
 
 def _warranty_sentence(text: str, start: int, end: int) -> bool:
@@ -736,6 +782,8 @@ def _elapsed(text: str) -> tuple[tuple[int, str], ...]:
             V.arrived_before.pattern.search(before)
             or (V.elapsed_after.pattern.match(after) and V.arrival_near.pattern.search(before))
             or V.since_arrival.pattern.match(after)
+            or (V.contact_at.pattern.search(before) and V.after_arrival.pattern.match(after))
+            or (V.count_to.pattern.search(before) and V.arrival_near.pattern.search(text[max(0, start - 120) : start]))
         ):
             continue
         qualifier = V.qualifier.pattern.search(before[-25:])

@@ -16,6 +16,14 @@ the 151 entries whose decision is the gold or its accepted alternative: FP 3/71 
 The three are a holding-style reject that never states the decision, a decline that promises a
 replacement on request, and a decline that hints the customer mishandled the item; the nine false
 negatives are mostly long explanations of the rule and non-native phrasing.
+
+Then its nine false negatives were examined and fixed by class, on new replies written for each class
+(tests/env/test_replies_batch7_classes.py, ``b7c-*`` in the dev corpus; never this batch's sentences): a day
+count of this order read as a limit, a rule's trigger or a check with the carrier read as an asserted reason,
+neutral holding replies read as insinuating or as granting, use said as "was already used", and a terse
+approval with its subject left out. After: FN 0/80 on every binding, FP unchanged (13/83; 3/71 on the replies
+that follow the gold). From here on the batch is no longer unseen: these rates are a regression floor, not an
+accuracy; the on-arrival numbers above remain the measurement of unseen wording. Questions are unchanged.
 """
 
 from __future__ import annotations
@@ -25,8 +33,8 @@ import pytest
 from service.env.customer import TOPICS, topics_asked
 from tests.env.corpus_binding import load, rates
 
-# Measured once (see above); deterministic readers, so the bound is the measured share itself.
-REPLY_BOUNDS = {"false_positive_rate": 0.1566, "false_negative_rate": 0.1125}
+# Measured after the class fixes (see above); deterministic readers, so the bound is the measured share itself.
+REPLY_BOUNDS = {"false_positive_rate": 0.1566, "false_negative_rate": 0.0}
 FOLLOWING_GOLD_FP = 0.0423  # false positives among replies whose decision is the gold or its alternative
 QUESTION_FLOOR = 0.843
 

@@ -25,7 +25,10 @@ contradiction, a rule's true scope read as a false reason, a holding reply's gen
 read them FP 5/12, FN 9/14; after, the dev corpus (1087 entries) reads FP 1/543, FN 2/544 and both holdouts
 are unchanged (FP 0/46, FN 1/37; FP 4/69, FN 9/61). Blind batch 6 (replies_holdout3.jsonl) then revealed
 eleven more classes, fixed on 45 new replies (``b6c-*``, tests/env/test_replies_batch6_classes.py): dev 1132
-entries, FP 1/566, FN 2/566.
+entries, FP 1/566, FN 2/566. Blind batch 7 (replies_holdout4.jsonl) then revealed five classes behind its nine
+false negatives, fixed on 39 new replies (``b7c-*``, tests/env/test_replies_batch7_classes.py; the reader before
+the fix read them FP 0/16, FN 20/23): dev 1171 entries, FP 1/582 (blind1-b033), FN 1/589 (b5_079; b5_113's
+"claims like yours" naming what a team handles is now read as routing).
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
