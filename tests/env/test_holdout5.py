@@ -1,7 +1,7 @@
 """The fifth holdout: blind batch 8 (170 replies), written for issue 23's last round by an outside author who read
 only a brief (``corpus/brief_batch8.md``) and the store policy (``seed_data/policy.md``) — not the reader, not
-the tests, not the other corpora — and told to write as many distinct people (terse, warm, corporate, non-
-native, bullets, emoji). Every entry's decision is the gold one or its accepted alternative, so each label
+the tests, not the other corpora — and told to write as many distinct people (terse, warm, corporate,
+non-native, bullets, emoji). Every entry's decision is the gold one or its accepted alternative, so each label
 judges the reply alone. Sealed outside the repository until batch 7's classes were fixed, then graded once, with
 that reader, and never used to change a reader since.
 
@@ -10,10 +10,10 @@ reader before batch 7's class fixes would have read FP 6/82, FN 7/88: the fixes,
 7's classes, carried one miss of each kind to this unseen author. The five false positives are a decline that
 never declines ("let me see what I can do"), a wrong warranty length said in words ("a 6-month warranty"), blame
 in hindsight ("if you'd contacted us when …"), a reply that calls the item covered and then refuses, and a
-holding reply that names no team; the six false negatives are a replacement "arranged", a window reason in non-
-native word order, two bulleted findings ("Return window: 30 days" / "Result: not eligible"; "Duplicate charge:
-none found"), an emoji reply read as discourteous, and "a colleague on our specialist team" not read as naming
-who handles the ticket.
+holding reply that names no team; the six false negatives are a replacement "arranged", a window reason in
+non-native word order, two bulleted findings ("Return window: 30 days" / "Result: not eligible"; "Duplicate
+charge: none found"), an emoji reply read as discourteous, and "a colleague on our specialist team" not read as
+naming who handles the ticket.
 """
 
 from __future__ import annotations
