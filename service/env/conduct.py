@@ -6,6 +6,7 @@ leaked internal notes (risk screening, the customer's record, our fraud team). P
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 
 from service.env.language import PHRASES, clauses, lemmas, negated_before, normalize, sentences, without_idioms
@@ -38,17 +39,25 @@ def rudeness(text: str, tokens: Tokens) -> tuple[str, ...]:
         and c.sentence.startswith(c.text)
         and not (c.lemmas in V.answers.sequences and c.sentence in asked)  # "Lost? No - it's on its way."
     }
-    found |= {
-        m.group(0)
-        for m in V.hindsight.pattern.finditer(text)
-        if m.group(1) is None or (V.participle.pattern.fullmatch(m.group(1)) and m.group(1) not in V.expected.words)
-    }
+    found |= {m.group(0) for m in V.hindsight.pattern.finditer(text) if _reproach(_participle(m))}
     found |= {
         m.group(0)
         for m in V.passive_hindsight.pattern.finditer(text)
         if not V.our_doing.pattern.search(text[max(0, m.start() - 40) : m.start()])
     }
     return tuple(sorted(found))
+
+
+def _participle(m: re.Match[str]) -> str | None:
+    """The verb a hindsight pattern captured, whichever of its alternatives matched ("you should have <tried>",
+    "if you'd <contacted> us sooner, we could have …"), or None."""
+    return next((g for g in m.groups() if g is not None), None)
+
+
+def _reproach(verb: str | None) -> bool:
+    """Hindsight reproaches with a participle of the customer's act, not an expectation ("you should have
+    received an email")."""
+    return verb is None or (V.participle.pattern.fullmatch(verb) is not None and verb not in V.expected.words)
 
 
 def _blames_people(tokens: Tokens) -> bool:

@@ -120,8 +120,10 @@ class Clause:
 
 def _opens_condition(tokens: tuple[str, ...], raw: list[str], i: int) -> bool:
     token = tokens[i]
-    if token in CONDITIONS or (token in _FRONTED and i == 0) or _AS_SOON_AS.at(tokens, i) is not None:
+    if token in CONDITIONS or (token in _FRONTED and i == 0):
         return True
+    if _AS_SOON_AS.at(tokens, i) is not None:  # "as soon as it's back", never "as soon as possible"
+        return _NO_CONDITION.at(tokens, i) is None
     return i < len(raw) and raw[i] in _PARTICIPLE_CONDITIONS and (i == 0 or raw[i + 1 : i + 2] in _THAT)
 
 
@@ -244,3 +246,4 @@ class ConceptPhrases:
 PHRASES = ConceptPhrases()
 _IDIOMS = PHRASES.idioms
 _AS_SOON_AS = PHRASES.as_soon_as
+_NO_CONDITION = PHRASES.no_condition

@@ -84,6 +84,8 @@ class Meaning:
     )  # what a refusal refuses: a remedy it names (or its sentence named), else "claim"
     scoped: frozenset[str] = frozenset()  # reasons named only as a rule's scope ("we accept returns within 30 days")
     promised_if: frozenset[str] = frozenset()  # remedies promised if the parcel is late: "if it's not here by Friday"
+    names_handler: bool = False  # names who handles the ticket: a team, a colleague ("we're looking into it": no one)
+    covered: bool = False  # says this item is covered by its warranty now: "your lamp is covered by its warranty"
 
 
 class Elapsed(StrEnum):
@@ -117,12 +119,16 @@ def meaning(reply: str) -> Meaning:
     windows, warranties = _durations(text)
     amounts = {float((m.group(1) or m.group(2)).replace(",", "")) for m in V.money.pattern.finditer(text)}
     all_lemmas = lemmas(reply)
+    elapsed = _elapsed(text)
+    # this order's time since delivery stated beside a shorter window ("- Delivered: 92 days ago - Return window:
+    # 30 days") states the window passed, in any layout
+    asserted = r.reasons | ({V.window.name} if _past_window(elapsed, windows) else set())
     return Meaning(
         grants=frozenset(r.grants),
         offers=frozenset(r.offers - r.grants),
         refuses=r.refuses,
         holds=r.holds or bool(teams),
-        reasons=frozenset(r.reasons | r.scoped),
+        reasons=frozenset(asserted | r.scoped),
         window_days=frozenset(windows),
         warranty_days=frozenset(warranties),
         amounts=frozenset(amounts),
@@ -134,7 +140,7 @@ def meaning(reply: str) -> Meaning:
         options=frozenset(r.options - r.grants),
         prejudges=r.prejudges,
         facts=frozenset(r.facts),
-        elapsed=_elapsed(text),
+        elapsed=elapsed,
         teams=teams,
         partial=any(
             not V.not_partial.pattern.search(text[max(0, m.start() - 12) : m.start()])
@@ -142,8 +148,15 @@ def meaning(reply: str) -> Meaning:
         ),
         refused=frozenset(r.refused),
         promised_if=frozenset(r.promised_if),
-        scoped=frozenset(r.scoped - r.reasons),
+        scoped=frozenset(r.scoped - asserted),
+        names_handler=bool(teams) or P.handler.in_(all_lemmas),
+        covered=r.covered,
     )
+
+
+def _past_window(elapsed: tuple[tuple[int, str], ...], windows: set[int]) -> bool:
+    """A time since delivery stated longer than a return window stated."""
+    return any(days > window for days, kind in elapsed if kind != Elapsed.at_most for window in windows)
 
 
 # ------------------------------------------------------------------------- clause by clause
@@ -177,6 +190,7 @@ class _Reading:
     reasons: set[str] = field(default_factory=set)
     scoped: set[str] = field(default_factory=set)
     facts: set[str] = field(default_factory=set)
+    covered: bool = False
 
     def commit(self, said: _Said) -> None:
         if not said.inapplicable:
@@ -200,6 +214,9 @@ def _read(reply: str) -> _Reading:
             r.commit(said)
             carried, sentence, mentioned = None, clause.sentence, set()
             said = _Said(P.inapplicable.in_(lemmas(clause.sentence)))
+            line = _label_line(clause.sentence)
+            if line is not None:  # "- Duplicate charge: none found": the label and its value read as one
+                _assert_reasons(line, said)
         outcome, opens = _outcome(clause, carried)
         carried = carried or opens  # "If they accept it, they'll email a label, and the refund will follow"
         if not outcome.conditional and not outcome.refuses and _future_or_done_so(clause.lemmas):
@@ -218,6 +235,7 @@ def _read(reply: str) -> _Reading:
         r.prejudges = r.prejudges or _prejudges(clause, outcome)
         if not outcome.conditional:
             _assert_reasons(clause, said)
+            r.covered = r.covered or _covered_now(clause)
             if warranty_named and _ends_by_anaphora(clause):  # "… a 90-day warranty. That period has now ended."
                 said.reasons.add(V.warranty.name)
                 said.facts.add(V.warranty.name)
@@ -271,6 +289,7 @@ def _outcome(clause: Clause, inherited: _Condition | None) -> tuple[_Outcome, _C
     asserted = outside if span is None else tokens[: span[0]] + tokens[span[1] :]
     asserted = _drop(asserted, P.decided)  # "I've decided to let it slide": a decision made is no hedge
     asserted = _drop(asserted, P.looked)  # "I've had a good look at your order and refunded it": a check done
+    asserted = _drop(asserted, P.no_condition)  # "we'll ship it out as soon as possible": no hedge
     if clause.question or P.hedge.in_(asserted) or any(t in NEGATORS for t in plain):
         asked = clause.question and P.choice.in_(outside)  # "would you like a replacement instead?"
         offers |= remedies | ({CLAIM} if _floats_exception(outside) else set())
@@ -549,6 +568,28 @@ def _assert_reasons(clause: Clause, said: _Said) -> None:
     tokens = clause.lemmas
     if P.window.in_(tokens) and P.window_passed.in_(tokens) and not P.window_ok.in_(tokens):
         said.facts.add(V.window.name)
+
+
+def _label_line(sentence: str) -> Clause | None:
+    """A line of findings, a label and its short value ("- duplicate charge: none found"), as one clause."""
+    m = V.label_line.pattern.match(sentence)
+    if m is None:
+        return None
+    text = m.group(1) + " " + m.group(2)
+    return Clause(text, lemmas(text), sentence)
+
+
+def _covered_now(clause: Clause) -> bool:
+    """This item said to be covered by its warranty now ("your lamp is covered by its warranty"), not in the
+    past ("it was covered by a 180-day warranty"), negated, asked, said of faults in general, or beside its end."""
+    return (
+        P.covered_now.in_(clause.lemmas)
+        and not clause.negated
+        and not clause.question
+        and bool(V.this_order.words & set(words(clause.text)))  # "faults are covered by our warranty": the rule
+        and not P.expiry.in_(lemmas(clause.sentence))
+        and not V.past_be.words & set(words(clause.text))
+    )
 
 
 def _rule_trigger(clause: Clause) -> bool:

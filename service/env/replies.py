@@ -107,7 +107,8 @@ def judge(
     # A finding stated as fact ("there was only one charge") settles what the team was asked to decide. (Not
     # the parcel's whereabouts: "the team has it now" and "with you soon" read as in transit or found.)
     settles = (m.reasons - m.scoped) & _FINDINGS
-    no_outcome = not m.grants and not m.refuses and m.holds and not m.prejudges and not settles
+    # P14: a holding reply says who will handle the ticket ("we're looking into it" names no one)
+    no_outcome = not m.grants and not m.refuses and m.holds and m.names_handler and not m.prejudges and not settles
     if decision is None and m.prejudges:
         outcome.append("a holding reply must not guess the team's decision")
     if decision is None and settles:
@@ -137,6 +138,8 @@ def _manner_problems(m: Meaning, decision: str | None) -> list[str]:
         problems.append("rude")
     if m.leaks:
         problems.append("leaks internal risk notes (" + ", ".join(sorted(set(m.leaks))) + ")")
+    if m.covered and "warranty" in m.reasons - m.scoped:
+        problems.append("contradicts itself: says the item is covered by its warranty and that the warranty has ended")
     if _contradicts(m):
         problems.append("contradicts itself: grants " + " and ".join(sorted(m.grants)) + " and refuses")
     elif decision == "reject" and m.grants:

@@ -7,7 +7,9 @@ After round 4 (fixes by class from blind batch 5, written by another author at t
 same, to the entry. The round's fixes took batch 5 from FP 3/63, FN 12/67 to 0/63, 2/67 and moved this
 batch not at all: the honest reading is that each author's wording still brings classes of its own.
 Issue 23 (the vocabulary in data files, the issue's three classes, then batch 6's classes — none informed
-by this batch): FP 4/69, FN 7/61 (0.115; b4_037 and b4_063 now read as the lead does). The bounds follow.
+by this batch): FP 4/69, FN 7/61 (0.115; b4_037 and b4_063 now read as the lead does). Batch 8's classes
+(a holding reply must name who handles the ticket, none informed by this batch): FP 3/69 (0.043; b4_102,
+"we're looking into it and will get back to you soon", now refused), FN 7/61. The bounds follow.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from service.env.customer import TOPICS, topics_asked
 from tests.env.corpus_binding import CORPUS, load, rates
 
 # Measured once (see above); deterministic readers, so the bound is the measured share itself.
-REPLY_BOUNDS = {"false_positive_rate": 0.058, "false_negative_rate": 0.1148}
+REPLY_BOUNDS = {"false_positive_rate": 0.0435, "false_negative_rate": 0.1148}
 QUESTION_FLOOR = 0.89
 
 

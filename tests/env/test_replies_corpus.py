@@ -28,7 +28,9 @@ eleven more classes, fixed on 45 new replies (``b6c-*``, tests/env/test_replies_
 entries, FP 1/566, FN 2/566. Blind batch 7 (replies_holdout4.jsonl) then revealed five classes behind its nine
 false negatives, fixed on 39 new replies (``b7c-*``, tests/env/test_replies_batch7_classes.py; the reader before
 the fix read them FP 0/16, FN 20/23): dev 1171 entries, FP 1/582 (blind1-b033), FN 1/589 (b5_079; b5_113's
-"claims like yours" naming what a team handles is now read as routing).
+"claims like yours" naming what a team handles is now read as routing). Blind batch 8 (replies_holdout5.jsonl)
+then revealed ten classes, nine fixed on 52 new replies (``b8c-*``, tests/env/test_replies_batch8_classes.py; the
+reader before the fix read them FP 9/23, FN 10/29): dev 1223 entries, FP 1/605 (blind1-b033), FN 1/618 (b5_079).
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
