@@ -119,3 +119,27 @@ def rates(entries: list[dict[str, Any]], nth: int = 0) -> dict[str, Any]:
         "false_positives": fp,
         "false_negatives": fn,
     }
+
+
+def follows_gold(entry: dict[str, Any]) -> bool:
+    """Whether the entry's decision is its case's gold one (none when routing), or a refund where a replacement
+    was due (the accepted alternative): then its label judges the reply alone."""
+    if entry["task"] == "routing":
+        return entry["decision"] is None
+    gold = entry["case"] if entry["case"].startswith("approve") else "reject"
+    return entry["decision"] == gold or (
+        entry["case"] == "approve_replacement" and entry["decision"] == "approve_refund"
+    )
+
+
+def assert_within(name: str, bounds: dict[str, float], nth: int) -> None:
+    """A holdout's reply rates on its ``nth`` binding stay at or under the ``bounds`` it measured."""
+    r = rates(load(name), nth)
+    for rate, bound in bounds.items():
+        assert r[rate] <= bound, (nth, rate, r[rate], r["false_positives"], r["false_negatives"])
+
+
+def assert_agrees(entry: dict[str, Any], nth: int) -> None:
+    """The grader accepts the entry exactly when the lead's label does."""
+    judgement, accepted = judged(entry, nth)
+    assert accepted == entry["expected"]["acceptable"], (entry["why"], judgement.problems)

@@ -31,20 +31,12 @@ from __future__ import annotations
 import pytest
 
 from service.env.customer import TOPICS, topics_asked
-from tests.env.corpus_binding import load, rates
+from tests.env.corpus_binding import assert_within, follows_gold, load, rates
 
 # Measured after the class fixes (see above); deterministic readers, so the bound is the measured share itself.
 REPLY_BOUNDS = {"false_positive_rate": 0.1566, "false_negative_rate": 0.0}
 FOLLOWING_GOLD_FP = 0.0423  # false positives among replies whose decision is the gold or its alternative
 QUESTION_FLOOR = 0.843
-
-
-def _follows_gold(entry: dict) -> bool:
-    if entry["task"] != "resolution":
-        return True
-    gold = entry["case"] if entry["case"].startswith("approve") else "reject"
-    alternative = entry["case"] == "approve_replacement" and entry["decision"] == "approve_refund"
-    return entry["decision"] == gold or alternative
 
 
 def test_the_holdout_is_well_formed() -> None:
@@ -58,11 +50,8 @@ def test_the_holdout_is_well_formed() -> None:
 @pytest.mark.parametrize("nth", [0, 1, 2])
 def test_reply_rates_stay_at_what_the_holdout_measured(nth: int) -> None:
     """Bound to the first ticket of each case, and to two others (other products, amounts, days)."""
-    entries = load("replies_holdout4.jsonl")
-    r = rates(entries, nth)
-    for rate, bound in REPLY_BOUNDS.items():
-        assert r[rate] <= bound, (nth, rate, r[rate], r["false_positives"], r["false_negatives"])
-    following = rates([e for e in entries if _follows_gold(e)], nth)
+    assert_within("replies_holdout4.jsonl", REPLY_BOUNDS, nth)
+    following = rates([e for e in load("replies_holdout4.jsonl") if follows_gold(e)], nth)
     assert following["false_positive_rate"] <= FOLLOWING_GOLD_FP, following["false_positives"]
 
 

@@ -21,7 +21,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import tomllib
 import urllib.request
@@ -34,10 +33,9 @@ from typing import Any
 import pytest
 
 from bench.harness import STALLED_AFTER_S, free_port
-from tests.client.test_clients_venvs import CACHE, client_venv
+from tests.client.test_clients_venvs import CACHE, UV, client_venv
 
 ROOT = Path(__file__).resolve().parents[2]
-UV = Path(sys.executable).parent / "uv"
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:
