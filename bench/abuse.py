@@ -49,19 +49,13 @@ from typing import Any
 
 import httpx
 
-from bench.harness import HOST, ServerProcess, free_port
+from bench.harness import HOST, ServerProcess, free_port, proc_cpu_seconds
 from service import env as core
 from service.env.agents import HeuristicAgent
 
 HONEST_ADDRESS, ABUSER_ADDRESS = HOST, "127.0.0.2"
 # The error amplifier's body: 4,500 invented fields, 58.5 kB (under MAX_BODY_BYTES), each refused by name.
 UNKNOWN_FIELDS = json.dumps({f"k{i:05d}": 0 for i in range(4500)})
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _client(base: str, source: str) -> httpx.AsyncClient:
@@ -213,9 +207,9 @@ def _server_env(args: argparse.Namespace, database_url: str, port: int) -> dict[
 
 def _honest_measured(server: ServerProcess, duration: float) -> dict[str, Any]:
     """One honest window, with the server's CPU seconds per second spent during it."""
-    cpu0 = _cpu_s(server.proc.pid)
+    cpu0 = proc_cpu_seconds(server.proc.pid)
     honest = asyncio.run(honest_window(server.url, duration))
-    honest["server_cpu_s_per_s"] = round((_cpu_s(server.proc.pid) - cpu0) / duration, 3)
+    honest["server_cpu_s_per_s"] = round((proc_cpu_seconds(server.proc.pid) - cpu0) / duration, 3)
     return honest
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.harness import CLK_TCK, HOST, STALLED_AFTER_S, ServerProcess, free_port, pg_schema
+from bench.harness import HOST, STALLED_AFTER_S, ServerProcess, free_port, pg_schema, proc_cpu_seconds
 
 DEFAULT_DATABASE_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 HEALTH_INTERVAL_MS = 1000  # how often HAProxy asks each replica's /ready ...
@@ -120,16 +120,6 @@ def find_haproxy() -> str | None:
     return shutil.which("haproxy") or next(
         (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if os.access(p, os.X_OK)), None
     )
-
-
-def proc_cpu_seconds(pid: int) -> float:
-    """user + system CPU seconds of one process (0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 @dataclass

@@ -18,6 +18,28 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after "pid (comm)" (state ppid pgrp session …), None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def stat_cpu_seconds(fields: list[bytes]) -> float:
+    """user + system CPU seconds from :func:`proc_stat`'s fields, in clock ticks (10 ms on Linux)."""
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds one process has used so far (0 when it is gone)."""
+    fields = proc_stat(pid)
+    return 0.0 if fields is None else stat_cpu_seconds(fields)
+
+
 # A safety net, not a budget: waits end when the server reports what they wait for, and fail at once
 # when it exits; this only keeps a wedged run from hanging forever.
 STALLED_AFTER_S = 600.0
@@ -92,14 +114,9 @@ class ServerProcess:
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            # after "pid (comm)": state ppid pgrp session ... utime(12) stime(13)
-            if int(fields[3]) == self.proc.pid:
-                out[int(entry.name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+            fields = proc_stat(int(entry.name))
+            if fields is not None and int(fields[3]) == self.proc.pid:  # fields[3]: the session id
+                out[int(entry.name)] = stat_cpu_seconds(fields)
         return out
 
     def cpu_seconds(self) -> float:

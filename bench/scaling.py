@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from bench.cluster import DEFAULT_DATABASE_URL, Cluster, proc_cpu_seconds, running_cluster
-from bench.harness import cpu_pressure
+from bench.cluster import DEFAULT_DATABASE_URL, Cluster, running_cluster
+from bench.harness import cpu_pressure, proc_cpu_seconds
 from bench.load import Schedule, Target, fetch_tasks, git_commit, log, machine_busy_seconds, measure
 
 PG_PORT = 5432
