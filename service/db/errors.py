@@ -23,9 +23,9 @@ RETRY_DETAIL = "a retried step with the same request_id is applied at most once"
 
 
 class DatabaseFault(Exception):
-    """The database could not do the work; retrying later may succeed. ``reason`` is for the log."""
+    """The database could not do the work; retrying later may succeed. ``reason`` is for the log. How it is
+    answered (503, or 507 for :class:`DatabaseFull`) is ``service.lib.problems``'s business."""
 
-    status = 503
     retry_after_s = 1
     slug = "database-unavailable"
     title = "Database unavailable"
@@ -68,7 +68,6 @@ class DatabaseNotMigrated(DatabaseUnavailable):
 class DatabaseFull(DatabaseFault):
     """The disk (or the database's size limit) is full: answered 507."""
 
-    status = 507
     retry_after_s = 10
     slug = "storage-full"
     title = "Insufficient storage"
@@ -259,7 +258,7 @@ class FaultLog:
     def failure(self, log: logging.Logger, where: str, exc: BaseException) -> None:
         """Log ``exc`` (a fault, or an unexpected error) met while serving ``where``."""
         if isinstance(exc, DatabaseFault):
-            key, line = type(exc).__name__, f"{where}: {exc.title.lower()} → {exc.status}: {exc.reason}"
+            key, line = type(exc).__name__, f"{where}: {exc.title.lower()} ({exc.slug}): {exc.reason}"
         else:
             key, line = (
                 type(exc).__name__,

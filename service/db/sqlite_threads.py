@@ -411,11 +411,11 @@ class SqliteThread:
             kind, reason = type(probe), probe.reason
             if self._failing != kind.__name__:
                 log.warning(
-                    "%s: %s (%s); its batches fail with %d until it recovers",
+                    "%s: %s (%s); its batches fail as %s until it recovers",
                     self.name,
                     kind.title.lower(),
                     reason,
-                    kind.status,
+                    kind.slug,
                 )
                 self._failing = kind.__name__
         if isinstance(exc, _BatchAborted):

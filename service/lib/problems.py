@@ -25,7 +25,7 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import IntegrityError
 
-from service.db.errors import DatabaseFault, FaultLog
+from service.db.errors import DatabaseFault, DatabaseFull, FaultLog
 from service.errors import (
     MAX_LISTED_ERRORS,
     Conflict,
@@ -285,6 +285,15 @@ def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
     )
 
 
+# How a database fault is answered: 507 while nothing new can be stored, 503 (retry later) otherwise.
+FAULT_STATUS: dict[type[DatabaseFault], int] = {DatabaseFull: 507, DatabaseFault: 503}
+
+
+def fault_status(exc: DatabaseFault) -> int:
+    """The HTTP status of ``exc``: the :data:`FAULT_STATUS` entry of the nearest class it derives."""
+    return next(FAULT_STATUS[cls] for cls in type(exc).__mro__ if cls in FAULT_STATUS)
+
+
 def fault_body(exc: DatabaseFault) -> dict[str, Any]:
     """A database fault as a problem document — over HTTP, as an MCP tool error, in a WebSocket error frame:
     ``outcome-unknown`` (the write may be applied: retry with the same request_id, or check first) is its
@@ -292,7 +301,7 @@ def fault_body(exc: DatabaseFault) -> dict[str, Any]:
     return {
         "type": TYPE_BASE + exc.slug,
         "title": exc.title,
-        "status": exc.status,
+        "status": fault_status(exc),
         "detail": exc.detail,
         "retry_after_s": exc.retry_after_s,
     }
@@ -301,11 +310,12 @@ def fault_body(exc: DatabaseFault) -> dict[str, Any]:
 def _database_fault_handler(request: Request[Any, Any, Any], exc: DatabaseFault) -> Response[dict[str, Any]]:
     # One log line per failure; a traceback at most once a minute (an outage fails every request).
     faults: FaultLog | None = getattr(getattr(request.app.state, "database", None), "faults", None)
+    status = fault_status(exc)
     if faults is not None:
         faults.failure(log, f"{request.method} {request.url.path}", exc)
     else:
-        log.warning("%s %s: %s → %d: %s", request.method, request.url.path, exc.title.lower(), exc.status, exc.reason)
-    response = Response(content=fault_body(exc), status_code=exc.status, media_type=PROBLEM_JSON)
+        log.warning("%s %s: %s → %d: %s", request.method, request.url.path, exc.title.lower(), status, exc.reason)
+    response = Response(content=fault_body(exc), status_code=status, media_type=PROBLEM_JSON)
     response.headers["Retry-After"] = str(exc.retry_after_s)
     return response
 

@@ -27,6 +27,7 @@ from service.db.engine import Database
 from service.db.errors import DatabaseFault
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes
+from service.lib.problems import fault_status
 from service.settings import Settings
 from tests.db.rows import add_episode
 
@@ -87,9 +88,9 @@ async def test_writes_after_the_file_is_deleted_are_never_acknowledged(tmp_path:
             f.unlink()
         for i in range(2, 6):
             fault = await _fails(lambda i=i: db.write(add_episode, i), f"write {i} after the file was deleted")
-            assert fault.status == 503, repr(fault)
+            assert fault_status(fault) == 503, repr(fault)
         fault = await _fails(db.ping, "ping (GET /ready) after the file was deleted")
-        assert fault.status == 503
+        assert fault_status(fault) == 503
         await _fails(
             lambda: db.read(lambda c: c.execute(select(episodes.c.id)).all()), "a read after the file was deleted"
         )

@@ -32,6 +32,7 @@ from service.db.migrate import upgrade_to_head
 from service.db.models import episodes
 from service.domain.runs.services import RunService
 from service.housekeeping import retention_pass
+from service.lib.problems import fault_status
 from service.settings import Settings
 from tests.db.rows import add_episode
 from tests.db.test_sqlite_engine import _bigepisode_row, _limit_file, _unlimit_file
@@ -342,4 +343,4 @@ async def test_a_postgresql_full_disk_at_commit_is_outcome_unknown_not_507() -> 
     assert classify(raised.value) is DatabaseFull  # the caller turns it into 507
     assert classify(dropped()) is DatabaseFull  # before the COMMIT (a statement of the job): 507
     problem = DatabaseOutcomeUnknown("the COMMIT was not confirmed")
-    assert getattr(problem, "status", 503) == 503
+    assert fault_status(problem) == 503 and fault_status(DatabaseFull("full")) == 507

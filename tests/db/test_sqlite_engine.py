@@ -13,9 +13,10 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from bench.harness import STALLED_AFTER_S
 from service.db.engine import Database
-from service.db.errors import DatabaseUnavailable
+from service.db.errors import DatabaseFault, DatabaseUnavailable
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes
+from service.lib.problems import fault_status
 from service.settings import Settings
 from tests.db.rows import episode_row
 
@@ -175,7 +176,9 @@ async def test_a_batch_sqlite_rolled_back_is_never_acknowledged(
         stored = await db.read(lambda c: {int(r[0][3:]) for r in c.execute(select(episodes.c.id))})
         assert acked - stored == set(), f"acknowledged but not stored: {sorted(acked - stored)} of {len(acked)}"
         assert stored - acked == set(), f"reported failed but stored: {sorted(stored - acked)}"
-        assert {getattr(e, "status", None) for e in failed} == {507}, {repr(e)[:120] for e in failed}
+        assert {fault_status(e) if isinstance(e, DatabaseFault) else None for e in failed} == {507}, {
+            repr(e)[:120] for e in failed
+        }
         assert not loop_errors, loop_errors[:2]
 
         await db.write(_unlimit_file)  # space returns: the same writer stores again
@@ -269,7 +272,7 @@ async def test_a_connection_thread_survives_a_failed_first_connect(tmp_path: Pat
             with pytest.raises(Exception) as failed:  # noqa: PT011 - the class is checked below
                 await asyncio.wait_for(attempt(), STALLED_AFTER_S)
             assert not isinstance(failed.value, TimeoutError), "a database call hung while the file was unreachable"
-            assert getattr(failed.value, "status", None) == 503, repr(failed.value)
+            assert fault_status(failed.value) == 503, repr(failed.value)
 
         (tmp_path / "volume.away").rename(volume)  # the file is back
         deadline = time.monotonic() + STALLED_AFTER_S  # a safety net: the loop ends when the threads reconnect
@@ -308,7 +311,7 @@ async def test_a_caller_waits_at_most_the_bound_and_a_job_given_up_on_never_runs
             await asyncio.sleep(0.01)
         with pytest.raises(Exception) as waited:  # noqa: PT011 - checked below
             await db.write(lambda c: c.execute(insert(episodes).values(**episode_row(1))))
-        assert getattr(waited.value, "status", None) == 503, repr(waited.value)
+        assert fault_status(waited.value) == 503, repr(waited.value)
         assert "no answer within 0.4s" in str(waited.value), str(waited.value)  # pool + statement timeout
         gate.set()
         with pytest.raises(DatabaseUnavailable):  # the stuck job's caller gave up too

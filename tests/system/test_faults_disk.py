@@ -37,8 +37,10 @@ from sqlalchemy import insert, select, update
 
 from bench.harness import STALLED_AFTER_S
 from service import env as core
+from service.db.errors import DatabaseFault
 from service.db.migrate import upgrade_to_head
 from service.db.models import episodes, transitions, utcnow
+from service.lib.problems import fault_status
 from service.settings import Settings
 from tests.conftest import LiveServer
 from tests.db.test_sqlite_engine import _one_batch
@@ -204,7 +206,7 @@ async def test_database_write_on_a_full_disk_reports_exactly_what_it_stored(
                 steps[i] += 1
             else:
                 exc = task.exception()
-                statuses[getattr(exc, "status", type(exc).__name__)] += 1
+                statuses[fault_status(exc) if isinstance(exc, DatabaseFault) else type(exc).__name__] += 1
 
     filler = small_disk / "filler"
     try:
@@ -563,9 +565,9 @@ async def test_a_batch_with_a_job_that_hits_sqlite_full_commits_the_jobs_that_fi
                 steps[i] += 1
                 n_acked += 1
             else:
-                failures[getattr(outcome, "status", repr(outcome)[:60])] += 1
+                failures[fault_status(outcome) if isinstance(outcome, DatabaseFault) else repr(outcome)[:60]] += 1
         if with_huge:
-            failures[getattr(too_big, "status", repr(too_big)[:60])] += 1
+            failures[fault_status(too_big) if isinstance(too_big, DatabaseFault) else repr(too_big)[:60]] += 1
         waves.append((n_acked, failures))
 
     filler = small_disk / "filler"

@@ -170,7 +170,7 @@ def _fault_frame(exc: DatabaseFault) -> str:
     state frame before sending it again), ``EXECUTION_ERROR`` otherwise; ``type`` is the problem type."""
     body = fault_body(exc)
     code = "OUTCOME_UNKNOWN" if isinstance(exc, DatabaseOutcomeUnknown) else "EXECUTION_ERROR"
-    return _error(exc.detail, code, status=exc.status, retry_after_s=exc.retry_after_s, problem_type=body["type"])
+    return _error(exc.detail, code, status=body["status"], retry_after_s=exc.retry_after_s, problem_type=body["type"])
 
 
 async def _receive_text(socket: WebSocket[Any, Any, Any], deadline: float) -> str | None:
