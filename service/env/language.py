@@ -34,7 +34,8 @@ _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'"})
 _CONTRACTIONS = V.contractions.rewrites
 _TYPOS: dict[str, str] = V.typos.table
 _LEMMA_FIXES: dict[str, str] = V.lemma_fixes.table
-_WORD = re.compile(r"\$?\d+(?:[.,]\d+)*|[a-z]+(?:-[a-z]+)*|[a-z]")
+_WORD = re.compile(r"[a-z]+-\d+|\$?\d+(?:[.,]\d+)*|[a-z]+(?:-[a-z]+)*|[a-z]")
+_IDENTIFIER = re.compile(r"[a-z]+-\d+")  # "ord-83677752": one token, so a phrase's gap counts it once
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSE = V.clause_breaks.pattern
 _PARTICIPLE_CONDITIONS = V.participle_conditions.words  # matched on the words: their lemmas are plain verbs
@@ -63,10 +64,10 @@ def lemma(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-case word tokens of already-normalised text (hyphenated words stay whole and also split)."""
+    """Lower-case word tokens of already-normalised text (hyphenated words split; an identifier stays whole)."""
     out = []
     for token in _WORD.findall(text):
-        if "-" in token and not token.startswith("$"):
+        if "-" in token and not token.startswith("$") and not _IDENTIFIER.fullmatch(token):
             out.extend(token.split("-"))
         else:
             out.append(token)

@@ -31,6 +31,10 @@ the fix read them FP 0/16, FN 20/23): dev 1171 entries, FP 1/582 (blind1-b033), 
 "claims like yours" naming what a team handles is now read as routing). Blind batch 8 (replies_holdout5.jsonl)
 then revealed ten classes, nine fixed on 52 new replies (``b8c-*``, tests/env/test_replies_batch8_classes.py; the
 reader before the fix read them FP 9/23, FN 10/29): dev 1223 entries, FP 1/605 (blind1-b033), FN 1/618 (b5_079).
+Three gaps noticed while batch 8's classes were fixed (a return dated from delivery read as a window, an order
+reference inside a remedy's report, "the right person" naming no handler) were fixed on 9 new replies (``gap-*``,
+tests/env/test_replies_gap_classes.py; before the fix FP 0/3, FN 5/6), changing no other verdict in any corpus
+nor any recorded episode: dev 1232 entries, FP 1/608, FN 1/624.
 
 (b) Coverage: the corpus spans every kind of reply the grader must tell apart.
 
