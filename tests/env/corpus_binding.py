@@ -10,9 +10,12 @@ named in the entry — exactly as the rubric's reply checks judge it.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from service.env import PUBLIC, Dataset, derive_test_key
 from service.env.policy import ESCALATION_THRESHOLD, RETURN_WINDOW_DAYS, Verdict, evaluate, full_information_verdict
@@ -143,3 +146,26 @@ def assert_agrees(entry: dict[str, Any], nth: int) -> None:
     """The grader accepts the entry exactly when the lead's label does."""
     judgement, accepted = judged(entry, nth)
     assert accepted == entry["expected"]["acceptable"], (entry["why"], judgement.problems)
+
+
+def round_entries(prefix: str) -> list[dict[str, Any]]:
+    """The dev replies a fixing round added, by their id prefix ("b8c-")."""
+    return [e for e in load("replies.jsonl") if e["id"].startswith(prefix)]
+
+
+def agreement_cases(entries: list[dict[str, Any]]) -> list[Any]:
+    """``(entry, nth)`` for :func:`assert_agrees` on each entry's first three bindings, for ``parametrize``."""
+    return [pytest.param(e, nth, id=f"{e['id']}-{nth}") for e in entries for nth in (0, 1, 2)]
+
+
+def assert_classes_covered(
+    entries: list[dict[str, Any]], prefix: str, classes: list[str], acceptable: int, near_misses: int
+) -> None:
+    """Each class of a round (an id is prefix, class, then a letter or number: "b8c-c10a", "i23-a1") has at
+    least ``acceptable`` replies the lead accepts and ``near_misses`` it refuses, and no entry is outside them."""
+    labels: dict[str, list[bool]] = {}
+    for e in entries:
+        labels.setdefault(re.sub(r"(\d+|[a-z]+)$", "", e["id"][len(prefix) :]), []).append(e["expected"]["acceptable"])
+    assert sorted(labels) == sorted(classes), sorted(labels)
+    for c, got in labels.items():
+        assert got.count(True) >= acceptable and got.count(False) >= near_misses, (c, got)

@@ -20,13 +20,12 @@ from typing import Any
 import pytest
 
 from service.env.replies import meaning
-from tests.env.corpus_binding import assert_agrees, load
+from tests.env.corpus_binding import agreement_cases, assert_agrees, round_entries
 
-ENTRIES = [e for e in load("replies.jsonl") if e["id"].startswith("b6c-")]
+ENTRIES = round_entries("b6c-")
 
 
-@pytest.mark.parametrize("nth", [0, 1, 2])
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+@pytest.mark.parametrize(("entry", "nth"), agreement_cases(ENTRIES))
 def test_the_reader_agrees_with_the_lead(entry: dict[str, Any], nth: int) -> None:
     assert_agrees(entry, nth)
 

@@ -23,21 +23,17 @@ from typing import Any
 import pytest
 
 from service.env.replies import meaning
-from tests.env.corpus_binding import assert_agrees, load
+from tests.env.corpus_binding import agreement_cases, assert_agrees, assert_classes_covered, round_entries
 
-ENTRIES = [e for e in load("replies.jsonl") if e["id"].startswith("b8c-")]
-CLASSES = ("c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10")
+ENTRIES = round_entries("b8c-")
 
 
 def test_every_class_has_acceptable_replies_and_near_misses() -> None:
-    for c in CLASSES:
-        labels = [e["expected"]["acceptable"] for e in ENTRIES if e["id"].rstrip("abcdef") == f"b8c-{c}"]
-        assert labels.count(True) >= 2 and labels.count(False) >= 1, (c, labels)
+    assert_classes_covered(ENTRIES, "b8c-", [f"c{i}" for i in range(1, 11)], acceptable=2, near_misses=1)
     assert len(ENTRIES) == 52
 
 
-@pytest.mark.parametrize("nth", [0, 1, 2])
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+@pytest.mark.parametrize(("entry", "nth"), agreement_cases(ENTRIES))
 def test_the_reader_agrees_with_the_lead(entry: dict[str, Any], nth: int) -> None:
     assert_agrees(entry, nth)
 

@@ -17,21 +17,17 @@ import pytest
 
 from service.env.language import words
 from service.env.replies import meaning
-from tests.env.corpus_binding import assert_agrees, load
+from tests.env.corpus_binding import agreement_cases, assert_agrees, assert_classes_covered, round_entries
 
-ENTRIES = [e for e in load("replies.jsonl") if e["id"].startswith("gap-")]
-CLASSES = ("c1", "c2", "c3")
+ENTRIES = round_entries("gap-")
 
 
 def test_every_class_has_acceptable_replies_and_a_near_miss() -> None:
-    for c in CLASSES:
-        labels = [e["expected"]["acceptable"] for e in ENTRIES if e["id"].rstrip("abcdef") == f"gap-{c}"]
-        assert labels.count(True) >= 2 and labels.count(False) >= 1, (c, labels)
+    assert_classes_covered(ENTRIES, "gap-", ["c1", "c2", "c3"], acceptable=2, near_misses=1)
     assert len(ENTRIES) == 9
 
 
-@pytest.mark.parametrize("nth", [0, 1, 2])
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+@pytest.mark.parametrize(("entry", "nth"), agreement_cases(ENTRIES))
 def test_the_reader_agrees_with_the_lead(entry: dict[str, Any], nth: int) -> None:
     assert_agrees(entry, nth)
 

@@ -18,19 +18,16 @@ from typing import Any
 import pytest
 
 from service.env.replies import meaning
-from tests.env.corpus_binding import assert_agrees, load
+from tests.env.corpus_binding import agreement_cases, assert_agrees, assert_classes_covered, round_entries
 
-ENTRIES = [e for e in load("replies.jsonl") if e["id"].startswith("i23-")]
+ENTRIES = round_entries("i23-")
 
 
 def test_each_class_has_paraphrases_and_near_misses() -> None:
-    for cls in "abc":
-        labels = [e["expected"]["acceptable"] for e in ENTRIES if e["id"].startswith(f"i23-{cls}")]
-        assert labels.count(True) >= 3 and labels.count(False) >= 3, cls
+    assert_classes_covered(ENTRIES, "i23-", ["a", "b", "c"], acceptable=3, near_misses=3)
 
 
-@pytest.mark.parametrize("nth", [0, 1, 2])
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+@pytest.mark.parametrize(("entry", "nth"), agreement_cases(ENTRIES))
 def test_the_reader_agrees_with_the_lead(entry: dict[str, Any], nth: int) -> None:
     assert_agrees(entry, nth)
 
